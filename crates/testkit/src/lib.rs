@@ -1,0 +1,9 @@
+//! Test support: starts the real services tests need, each on free loopback
+//! ports with a private temporary directory, and stops them on drop. Tests
+//! run in parallel never share a port or a data dir.
+
+pub mod etcd;
+pub mod ports;
+
+pub use etcd::EtcdServer;
+pub use ports::free_port;
