@@ -1,1 +1,31 @@
-fn main() {}
+//! `skiff-bench`: benchmarks that print Skiff's figures side by side with
+//! the baseline an issue names, in one run on one machine. Never asserts
+//! timings; it prints them.
+
+mod stats;
+mod store;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "skiff-bench", about = "Skiff benchmarks")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Embedded SQLite store vs a local single-member etcd.
+    Store(store::Args),
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    match cli.command {
+        Command::Store(args) => runtime.block_on(store::run(args)),
+    }
+}

@@ -1,1 +1,31 @@
-fn main() {}
+//! The `skiff` binary: parses the command line and hands off to the
+//! component crates. Wiring only; no logic of its own lives here.
+
+mod cli;
+mod server;
+
+use clap::Parser;
+
+fn main() -> anyhow::Result<()> {
+    let cli = cli::Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("SKIFF_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match cli.command {
+        cli::Command::Version => {
+            println!("{}", cli::version_line());
+            Ok(())
+        }
+        cli::Command::Server(args) => {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .thread_name("skiff")
+                .build()?;
+            runtime.block_on(server::run(args))
+        }
+    }
+}

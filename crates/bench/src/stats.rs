@@ -1,0 +1,65 @@
+//! Percentiles and table printing.
+
+use std::time::Duration;
+
+/// The `p`-th percentile (0..=100) of `samples` (sorted in place).
+pub fn percentile(samples: &mut [Duration], p: f64) -> Duration {
+    if samples.is_empty() {
+        return Duration::ZERO;
+    }
+    samples.sort_unstable();
+    let rank = ((p / 100.0) * (samples.len() - 1) as f64).round() as usize;
+    samples[rank.min(samples.len() - 1)]
+}
+
+pub fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1e3)
+}
+
+/// Prints rows of (metric, ours, baseline, ours/baseline).
+pub fn print_table(
+    title: &str,
+    ours: &str,
+    baseline: &str,
+    rows: &[(String, String, String, String)],
+) {
+    let headers = (
+        "metric".to_string(),
+        ours.to_string(),
+        baseline.to_string(),
+        format!("{ours}/{baseline}"),
+    );
+    let all: Vec<_> = std::iter::once(&headers).chain(rows).collect();
+    let width = |f: fn(&(String, String, String, String)) -> &String| {
+        all.iter().map(|r| f(r).len()).max().unwrap_or(0)
+    };
+    let w = [
+        width(|r| &r.0),
+        width(|r| &r.1),
+        width(|r| &r.2),
+        width(|r| &r.3),
+    ];
+    println!("\n{title}");
+    for (i, r) in all.iter().enumerate() {
+        println!(
+            "| {:<a$} | {:>b$} | {:>c$} | {:>d$} |",
+            r.0,
+            r.1,
+            r.2,
+            r.3,
+            a = w[0],
+            b = w[1],
+            c = w[2],
+            d = w[3]
+        );
+        if i == 0 {
+            println!(
+                "|{}|{}|{}|{}|",
+                "-".repeat(w[0] + 2),
+                "-".repeat(w[1] + 2),
+                "-".repeat(w[2] + 2),
+                "-".repeat(w[3] + 2)
+            );
+        }
+    }
+}

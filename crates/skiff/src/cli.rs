@@ -1,0 +1,48 @@
+//! Command-line interface: subcommands and their flags.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Skiff: a Kubernetes-compatible container orchestrator in one binary.
+#[derive(Debug, Parser)]
+#[command(name = "skiff", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print the version.
+    Version,
+    /// Run a single-node cluster: store (and, as they land, API server,
+    /// scheduler, controllers and node agent).
+    Server(ServerArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// Where state lives (database, PKI, kubeconfig). Relative paths are
+    /// resolved against the current directory.
+    #[arg(long, default_value = "/var/lib/skiff")]
+    pub data_dir: PathBuf,
+
+    /// Use this etcd cluster (comma-separated client URLs) instead of the
+    /// embedded SQLite store.
+    #[arg(long, value_delimiter = ',')]
+    pub etcd_servers: Vec<String>,
+
+    /// Keep store history for at most this many seconds.
+    #[arg(long, default_value_t = 300)]
+    pub history_seconds: u64,
+
+    /// Keep at most this many revisions of store history.
+    #[arg(long, default_value_t = 10_000)]
+    pub history_revisions: i64,
+}
+
+/// `skiff version` output.
+pub fn version_line() -> String {
+    format!("skiff {}", env!("CARGO_PKG_VERSION"))
+}

@@ -1,0 +1,59 @@
+//! `skiff server`: opens the store and runs the components on it until
+//! SIGINT or SIGTERM.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use skiff_store::etcd::{EtcdConfig, EtcdStore};
+use skiff_store::sqlite::{Config, SqliteStore};
+use skiff_store::{CompactionPolicy, Compactor, Store};
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::ServerArgs;
+
+pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
+    let data_dir = std::path::absolute(&args.data_dir)
+        .with_context(|| format!("data dir {}", args.data_dir.display()))?;
+    std::fs::create_dir_all(&data_dir)
+        .with_context(|| format!("cannot create data dir {}", data_dir.display()))?;
+
+    let store: Arc<dyn Store> = if args.etcd_servers.is_empty() {
+        let path = data_dir.join("db").join("state.db");
+        Arc::new(SqliteStore::open(&path, Config::default())?)
+    } else {
+        Arc::new(EtcdStore::connect(EtcdConfig::new(args.etcd_servers.clone())).await?)
+    };
+    let revision = store.current_revision().await?;
+    tracing::info!(data_dir = %data_dir.display(), revision, "store ready");
+
+    let shutdown = CancellationToken::new();
+    let policy = CompactionPolicy {
+        keep_for: Duration::from_secs(args.history_seconds),
+        keep_revisions: args.history_revisions,
+        ..CompactionPolicy::default()
+    };
+    let compactor = tokio::spawn(Compactor::new(store.clone(), policy).run(shutdown.clone()));
+
+    eprintln!(
+        "skiff server is running (store at revision {revision}, data dir {}).\n\
+         The Kubernetes API server is not built yet; kubectl access arrives with it.\n\
+         Press Ctrl-C to stop.",
+        data_dir.display()
+    );
+    wait_for_signal().await?;
+    tracing::info!("shutting down");
+    shutdown.cancel();
+    compactor.await?;
+    Ok(())
+}
+
+async fn wait_for_signal() -> anyhow::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate())?;
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r?,
+        _ = term.recv() => {}
+    }
+    Ok(())
+}
