@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what building and testing Skiff needs on a fresh Debian 12
+# machine (as root). Idempotent: installs only what is missing.
+set -euo pipefail
+
+packages=(
+  protobuf-compiler   # protoc: etcd-client compiles etcd's .proto files
+  etcd-server         # the etcd backend's tests and benchmark start their own etcd
+  pkg-config
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "deps: cargo is not installed; install the Rust toolchain (rustup) first" >&2
+  exit 1
+fi

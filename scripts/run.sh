@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds Skiff and starts a single-node cluster.
+#   SKIFF_DATA_DIR  where state lives (default /var/lib/skiff)
+#   SKIFF_PORT      HTTPS port of the API server (default 6443)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/deps.sh
+cargo build --release -p skiff
+
+data_dir=${SKIFF_DATA_DIR:-/var/lib/skiff}
+cat >&2 <<MSG
+Starting skiff server with data dir $data_dir.
+To point kubectl at it (once the API server has started, it writes the file):
+  export KUBECONFIG=$data_dir/admin.kubeconfig
+  kubectl get nodes
+MSG
+exec ./target/release/skiff server --data-dir "$data_dir"
