@@ -53,7 +53,7 @@ impl Compactor {
 
     /// Compacts on every tick until `shutdown` is cancelled.
     pub async fn run(mut self, shutdown: CancellationToken) {
-        let mut tick = tokio::time::interval(self.policy.interval);
+        let mut tick = tokio::time::interval(self.policy.interval.max(Duration::from_millis(10)));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {

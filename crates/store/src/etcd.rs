@@ -264,7 +264,7 @@ impl Store for EtcdStore {
         let limit = page_limit(&opts);
         let mut get = GetOptions::new().with_range(range_end(prefix));
         if let Some(limit) = limit {
-            get = get.with_limit(limit as i64);
+            get = get.with_limit(i64::try_from(limit).unwrap_or(i64::MAX));
         }
         if let Some(revision) = revision {
             get = get.with_revision(revision);
@@ -291,11 +291,12 @@ impl Store for EtcdStore {
     async fn update(&self, key: &str, value: Bytes, expected_revision: i64) -> Result<KeyValue> {
         check_value_size(&value)?;
         let txn = Txn::new()
-            .when([Compare::mod_revision(
-                key,
-                CompareOp::Equal,
-                expected_revision,
-            )])
+            // etcd compares a missing key's mod_revision as 0: also require
+            // that the key exists, so an update never creates.
+            .when([
+                Compare::mod_revision(key, CompareOp::Equal, expected_revision),
+                Compare::create_revision(key, CompareOp::Greater, 0),
+            ])
             .and_then([TxnOp::put(
                 key,
                 value.to_vec(),
@@ -389,7 +390,7 @@ impl Store for EtcdStore {
             .with_range(range_end(prefix))
             .with_prev_key()
             .with_progress_notify()
-            .with_start_revision(after_revision.max(0) + 1);
+            .with_start_revision(after_revision.max(0).saturating_add(1));
         let stream = self
             .watch
             .clone()

@@ -54,7 +54,9 @@ impl Readers {
             };
             let result = f(&conn);
             let mut idle = this.idle.lock().unwrap_or_else(|e| e.into_inner());
-            if idle.len() < POOL_IDLE {
+            // A connection left inside a transaction would pin an old
+            // snapshot (and the WAL); drop it instead of pooling it.
+            if idle.len() < POOL_IDLE && conn.is_autocommit() {
                 idle.push(conn);
             }
             result
@@ -68,7 +70,9 @@ impl Readers {
 fn in_snapshot<T>(conn: &Connection, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
     conn.execute_batch("BEGIN DEFERRED").map_err(db_error)?;
     let result = f(conn);
-    let _ = conn.execute_batch("COMMIT");
+    if conn.execute_batch("COMMIT").is_err() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
     result
 }
 
@@ -153,7 +157,10 @@ pub(super) fn list(
         let end = range_end(prefix);
         // SQLite returns the bare columns from the row holding MAX(rev):
         // the newest version of each key at `revision`.
-        let fetch = limit.map(|l| l as i64 + 1).unwrap_or(-1);
+        let fetch = limit
+            .and_then(|l| i64::try_from(l).ok())
+            .and_then(|l| l.checked_add(1))
+            .unwrap_or(-1);
         let mut stmt = conn
             .prepare_cached(
                 "SELECT key, create_rev, MAX(rev), deleted, value FROM log

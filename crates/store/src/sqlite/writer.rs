@@ -181,14 +181,6 @@ impl Writer {
             return;
         }
         self.compaction_stalled = false;
-        if self.compacted != start_compacted {
-            // A compaction request: do the first slice before answering, so
-            // a small history is gone by the time the caller hears back.
-            if let Err(e) = self.compact_slice() {
-                tracing::warn!(error = %e, "physical compaction slice failed; will retry");
-                self.compaction_stalled = true;
-            }
-        }
         self.hub.publish(&events, self.revision);
         for (req, result) in batch.into_iter().zip(results) {
             let _ = req.reply.send(result);
@@ -362,9 +354,11 @@ impl Writer {
         let result = (|| {
             self.conn.execute(
                 "DELETE FROM log WHERE rev IN (
-                     SELECT older.rev FROM log AS newer
-                     JOIN log AS older ON older.key = newer.key AND older.rev < newer.rev
-                     WHERE newer.rev > ?1 AND newer.rev <= ?2)",
+                     SELECT older.rev FROM (
+                         SELECT key, MAX(rev) AS newest FROM log
+                         WHERE rev > ?1 AND rev <= ?2 GROUP BY key
+                     ) AS slice
+                     JOIN log AS older ON older.key = slice.key AND older.rev < slice.newest)",
                 params![lo, hi],
             )?;
             self.conn.execute(

@@ -79,8 +79,14 @@ pub async fn basic_semantics(store: Arc<dyn Store>) {
         }
         other => panic!("expected Conflict, got {other:?}"),
     }
+    for expected in [0, 1] {
+        assert!(matches!(
+            store.update("/t/missing", b("3"), expected).await,
+            Err(Error::NotFound { .. })
+        ));
+    }
     assert!(matches!(
-        store.update("/t/missing", b("3"), 1).await,
+        store.get("/t/missing").await,
         Err(Error::NotFound { .. })
     ));
     assert!(matches!(
@@ -95,6 +101,13 @@ pub async fn basic_semantics(store: Arc<dyn Store>) {
     let (_, items) = list_all(store.as_ref(), "/t/", 10).await;
     let keys: Vec<_> = items.iter().map(|(k, _)| k.as_str()).collect();
     assert_eq!(keys, vec!["/t/a", "/t/b"]);
+    // Paging works for a prefix without a trailing slash, and a huge limit
+    // is just "everything".
+    let (_, items) = list_all(store.as_ref(), "/t", 1).await;
+    let keys: Vec<_> = items.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(keys, vec!["/t/a", "/t/b", "/tt/x"]);
+    let (_, items) = list_all(store.as_ref(), "/t/", usize::MAX).await;
+    assert_eq!(items.len(), 2);
 
     let before_delete = store.current_revision().await.unwrap();
     let mut watch = store.watch("/t/", before_delete).await.unwrap();
@@ -378,7 +391,8 @@ pub async fn compaction(store: Arc<dyn Store>) {
         store.get("/c/a").await.unwrap().mod_revision,
         a2.mod_revision
     );
-    assert_eq!(b1.create_revision, b1.mod_revision);
+    assert_eq!(at.items[1].create_revision, b1.create_revision);
+    assert_eq!(at.items[0].mod_revision, a2.mod_revision);
 
     // Everything after it is still delivered, in order.
     let mut watch = store.watch("/c/", compact_at).await.unwrap();
