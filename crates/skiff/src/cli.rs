@@ -16,9 +16,17 @@ pub struct Cli {
 pub enum Command {
     /// Print the version.
     Version,
-    /// Run a single-node cluster: store (and, as they land, API server,
+    /// Run a single-node cluster: store and API server (and, as they land,
     /// scheduler, controllers and node agent).
     Server(ServerArgs),
+    /// Print the admin kubeconfig of a server's data dir.
+    Kubeconfig(KubeconfigArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct KubeconfigArgs {
+    #[arg(long, default_value = "/var/lib/skiff")]
+    pub data_dir: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -27,6 +35,14 @@ pub struct ServerArgs {
     /// resolved against the current directory.
     #[arg(long, default_value = "/var/lib/skiff")]
     pub data_dir: PathBuf,
+
+    /// HTTPS port of the Kubernetes API.
+    #[arg(long, default_value_t = 6443)]
+    pub https_listen_port: u16,
+
+    /// Address the API server listens on.
+    #[arg(long, default_value = "0.0.0.0")]
+    pub bind_address: std::net::IpAddr,
 
     /// Use this etcd cluster (comma-separated client URLs) instead of the
     /// embedded SQLite store.

@@ -20,6 +20,14 @@ fn main() -> anyhow::Result<()> {
             println!("{}", cli::version_line());
             Ok(())
         }
+        cli::Command::Kubeconfig(args) => {
+            let path = args.data_dir.join("admin.kubeconfig");
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                anyhow::anyhow!("cannot read {} (has skiff server run?): {e}", path.display())
+            })?;
+            print!("{text}");
+            Ok(())
+        }
         cli::Command::Server(args) => {
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

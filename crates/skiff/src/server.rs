@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use skiff_apiserver::{ApiServer, Config as ApiConfig};
 use skiff_store::etcd::{EtcdConfig, EtcdStore};
 use skiff_store::sqlite::{Config, SqliteStore};
 use skiff_store::{CompactionPolicy, Compactor, Store};
@@ -35,16 +36,30 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     };
     let compactor = tokio::spawn(Compactor::new(store.clone(), policy).run(shutdown.clone()));
 
+    let api = ApiServer::bind(
+        ApiConfig {
+            data_dir: data_dir.clone(),
+            bind: std::net::SocketAddr::new(args.bind_address, args.https_listen_port),
+        },
+        store.clone(),
+    )
+    .await?;
+    let kubeconfig = api.kubeconfig.clone();
+    let addr = api.local_addr;
+    let api = tokio::spawn(api.run(shutdown.clone()));
+
     eprintln!(
-        "skiff server is running (store at revision {revision}, data dir {}).\n\
-         The Kubernetes API server is not built yet; kubectl access arrives with it.\n\
+        "skiff server is running: API on https://{addr}, store at revision {revision}, data dir {}.\n\
+         Point kubectl at it with:\n  export KUBECONFIG={}\n  kubectl get namespaces\n\
          Press Ctrl-C to stop.",
-        data_dir.display()
+        data_dir.display(),
+        kubeconfig.display()
     );
     wait_for_signal().await?;
     tracing::info!("shutting down");
     shutdown.cancel();
     compactor.await?;
+    api.await?;
     Ok(())
 }
 

@@ -25,7 +25,7 @@ fn server_opens_its_store_and_stops_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let data_dir = dir.path().join("data");
     let mut child = Command::new(SKIFF)
-        .args(["server", "--data-dir"])
+        .args(["server", "--https-listen-port", "0", "--bind-address", "127.0.0.1", "--data-dir"])
         .arg(&data_dir)
         .stderr(Stdio::piped())
         .spawn()
@@ -38,10 +38,12 @@ fn server_opens_its_store_and_stops_on_sigterm() {
         .find(|line| line.contains("skiff server is running"));
     assert!(ready.is_some(), "the server never said it was running");
     assert!(data_dir.join("db/state.db").exists());
+    assert!(data_dir.join("admin.kubeconfig").exists());
+    assert!(data_dir.join("pki/ca.crt").exists());
 
     // A second server on the same data dir is refused with a clear error.
     let second = Command::new(SKIFF)
-        .args(["server", "--data-dir"])
+        .args(["server", "--https-listen-port", "0", "--data-dir"])
         .arg(&data_dir)
         .output()
         .unwrap();

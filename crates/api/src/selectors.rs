@@ -1,0 +1,1 @@
+//! Label and field selectors (filled in next).

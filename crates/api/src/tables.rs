@@ -1,0 +1,1 @@
+//! Table printers (filled in next).

@@ -1,0 +1,228 @@
+//! Authentication and authorization.
+//!
+//! A client is identified by its TLS client certificate (CN = user, each O
+//! = a group, as upstream) or by a bearer token from the static token file
+//! `<data-dir>/tokens.csv` (upstream's `token,user,uid,"group1,group2"`
+//! format). No credentials → 401. For now members of `system:masters` may
+//! do everything and everyone else is refused with 403; node identities get
+//! their own rules in a later issue. `/version` and the health endpoints
+//! are open to anyone, as upstream's `system:public-info-viewer` allows.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use axum::extract::Request;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::status::ApiError;
+
+/// An authenticated user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    pub name: String,
+    pub groups: Vec<String>,
+}
+
+/// The user a connection's client certificate names, if it sent one.
+#[derive(Debug, Clone)]
+pub struct PeerUser(pub Option<User>);
+
+/// Why the token file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot read or write token file {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("token file {path}, line {line}: expected token,user,uid[,\"groups\"]")]
+    Syntax { path: PathBuf, line: usize },
+}
+
+/// Static bearer tokens.
+#[derive(Debug, Default, Clone)]
+pub struct Tokens {
+    by_token: HashMap<String, User>,
+}
+
+impl Tokens {
+    /// Loads a token file; a missing file means no tokens.
+    pub fn load(path: &Path) -> Result<Self, Error> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Tokens::default()),
+            Err(source) => {
+                return Err(Error::Io {
+                    path: path.to_path_buf(),
+                    source,
+                })
+            }
+        };
+        let mut by_token = HashMap::new();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let (token, rest) = line.split_once(',').ok_or(Error::Syntax {
+                path: path.to_path_buf(),
+                line: i + 1,
+            })?;
+            let mut parts = rest.splitn(3, ',');
+            let user = parts.next().unwrap_or_default().trim();
+            let _uid = parts.next();
+            let groups = parts
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .trim_matches('"')
+                .split(',')
+                .map(str::trim)
+                .filter(|g| !g.is_empty())
+                .map(String::from)
+                .collect();
+            if token.is_empty() || user.is_empty() {
+                return Err(Error::Syntax {
+                    path: path.to_path_buf(),
+                    line: i + 1,
+                });
+            }
+            by_token.insert(
+                token.trim().to_string(),
+                User {
+                    name: user.to_string(),
+                    groups,
+                },
+            );
+        }
+        Ok(Tokens { by_token })
+    }
+
+    pub fn user(&self, token: &str) -> Option<&User> {
+        self.by_token.get(token)
+    }
+}
+
+/// Creates the token file with one admin token if it does not exist.
+pub fn ensure_token_file(path: &Path) -> Result<(), Error> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    if path.exists() {
+        return Ok(());
+    }
+    let token = format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    );
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(io)?;
+    writeln!(file, "{token},skiff-admin,skiff-admin,\"system:masters\"").map_err(io)
+}
+
+/// The user named by a DER client certificate: CN and O values.
+pub fn user_from_cert(der: &[u8]) -> Option<User> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+    let subject = cert.subject();
+    let name = subject
+        .iter_common_name()
+        .next()
+        .and_then(|cn| cn.as_str().ok())?
+        .to_string();
+    let groups = subject
+        .iter_organization()
+        .filter_map(|o| o.as_str().ok().map(String::from))
+        .collect();
+    Some(User { name, groups })
+}
+
+/// Paths anyone may read.
+fn is_public(path: &str) -> bool {
+    matches!(
+        path,
+        "/version" | "/version/" | "/healthz" | "/livez" | "/readyz"
+    ) || path.starts_with("/healthz/")
+        || path.starts_with("/livez/")
+        || path.starts_with("/readyz/")
+}
+
+/// Middleware: authenticate, authorize, and put the [`User`] in the
+/// request's extensions.
+pub async fn authenticate(
+    tokens: std::sync::Arc<Tokens>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let from_cert = req.extensions().get::<PeerUser>().and_then(|p| p.0.clone());
+    let from_token = req
+        .headers()
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(|t| tokens.user(t.trim()).cloned());
+    let path = req.uri().path().to_string();
+    let user = match from_token.or(from_cert) {
+        Some(user) => user,
+        None if is_public(&path) => {
+            return next.run(req).await;
+        }
+        None => return ApiError::unauthorized().into_response(),
+    };
+    if !user.groups.iter().any(|g| g == "system:masters") && !is_public(&path) {
+        let verb = req.method().as_str().to_lowercase();
+        return ApiError::forbidden(format!(
+            "forbidden: User \"{}\" cannot {verb} path \"{path}\"",
+            user.name
+        ))
+        .into_response();
+    }
+    req.extensions_mut().insert(user);
+    next.run(req).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_file_parses_upstream_format() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.csv");
+        std::fs::write(
+            &path,
+            "# comment\nabc,alice,u1,\"system:masters,devs\"\nxyz,bob,u2\n",
+        )
+        .unwrap();
+        let tokens = Tokens::load(&path).unwrap();
+        assert_eq!(
+            tokens.user("abc"),
+            Some(&User {
+                name: "alice".into(),
+                groups: vec!["system:masters".into(), "devs".into()]
+            })
+        );
+        assert_eq!(tokens.user("xyz").unwrap().groups, Vec::<String>::new());
+        assert!(tokens.user("nope").is_none());
+    }
+
+    #[test]
+    fn bad_token_line_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.csv");
+        std::fs::write(&path, "justatoken\n").unwrap();
+        assert!(matches!(
+            Tokens::load(&path),
+            Err(Error::Syntax { line: 1, .. })
+        ));
+    }
+}

@@ -1,0 +1,179 @@
+//! skiff-apiserver: the Kubernetes API server. It owns TLS and the PKI
+//! ([`pki`], [`serve`]), authentication ([`auth`]), the resource table
+//! ([`resources`]), REST handlers ([`rest`]), discovery ([`discovery`]) and
+//! Status errors ([`status`]). It talks to storage only through the
+//! `skiff_store::Store` trait.
+
+pub mod auth;
+pub mod discovery;
+pub mod object;
+pub mod pki;
+pub mod resources;
+pub mod rest;
+pub mod serve;
+pub mod status;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::routing::get;
+use axum::Router;
+use serde_json::json;
+use skiff_store::Store;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+/// Namespaces that exist from the first start.
+pub const SYSTEM_NAMESPACES: &[&str] =
+    &["default", "kube-system", "kube-public", "kube-node-lease"];
+
+/// Why the API server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Pki(#[from] pki::Error),
+    #[error(transparent)]
+    Tls(#[from] serve::Error),
+    #[error(transparent)]
+    Auth(#[from] auth::Error),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot create system namespace {name}: {source}")]
+    Bootstrap {
+        name: String,
+        #[source]
+        source: skiff_store::Error,
+    },
+}
+
+/// API server settings.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub data_dir: PathBuf,
+    pub bind: SocketAddr,
+}
+
+/// What every handler shares.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    pub store: Arc<dyn Store>,
+    /// host:port clients should use.
+    pub advertise: String,
+}
+
+/// A bound, ready-to-serve API server.
+#[derive(Debug)]
+pub struct ApiServer {
+    listener: TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    router: Router,
+    pub local_addr: SocketAddr,
+    pub kubeconfig: PathBuf,
+}
+
+/// The router for `state`.
+pub fn router(state: AppState, tokens: Arc<auth::Tokens>) -> Router {
+    Router::new()
+        .route("/version", get(discovery::version))
+        .route("/version/", get(discovery::version))
+        .route("/healthz", get(discovery::healthz))
+        .route("/livez", get(discovery::healthz))
+        .route("/readyz", get(discovery::healthz))
+        .route("/api", get(discovery::api_versions))
+        .route("/api/", get(discovery::api_versions))
+        .route("/api/v1", get(discovery::core_resources))
+        .route("/api/v1/", get(discovery::core_resources))
+        .route("/apis", get(discovery::api_groups))
+        .route("/apis/", get(discovery::api_groups))
+        .route("/apis/{group}", get(discovery::group))
+        .route("/apis/{group}/{version}", get(discovery::group_resources))
+        .fallback(rest::dispatch)
+        .layer(axum::middleware::from_fn(move |req, next| {
+            auth::authenticate(tokens.clone(), req, next)
+        }))
+        .with_state(state)
+}
+
+async fn bootstrap(store: &dyn Store) -> Result<(), Error> {
+    let ns = resources::find("", "v1", "namespaces").expect("namespaces are served");
+    for name in SYSTEM_NAMESPACES {
+        let body = json!({
+            "kind": "Namespace",
+            "apiVersion": "v1",
+            "metadata": {
+                "name": name,
+                "uid": uuid::Uuid::new_v4().to_string(),
+                "creationTimestamp": object::now(),
+                "labels": {"kubernetes.io/metadata.name": name},
+            },
+            "spec": {"finalizers": ["kubernetes"]},
+            "status": {"phase": "Active"},
+        });
+        match store
+            .create(
+                &object::key(ns, None, name),
+                serde_json::to_vec(&body).unwrap_or_default().into(),
+            )
+            .await
+        {
+            Ok(_) | Err(skiff_store::Error::AlreadyExists { .. }) => {}
+            Err(source) => {
+                return Err(Error::Bootstrap {
+                    name: name.to_string(),
+                    source,
+                })
+            }
+        }
+    }
+    Ok(())
+}
+
+impl ApiServer {
+    /// Creates the PKI and token file if needed, bootstraps the system
+    /// namespaces, binds the port and writes `<data-dir>/admin.kubeconfig`.
+    pub async fn bind(config: Config, store: Arc<dyn Store>) -> Result<Self, Error> {
+        let pki = pki::ensure(&config.data_dir.join("pki"))?;
+        let tls = serve::tls_config(&pki)?;
+        let token_path = config.data_dir.join("tokens.csv");
+        auth::ensure_token_file(&token_path)?;
+        let tokens = Arc::new(auth::Tokens::load(&token_path)?);
+        bootstrap(store.as_ref()).await?;
+        let listener = TcpListener::bind(config.bind)
+            .await
+            .map_err(|source| Error::Listen {
+                addr: config.bind,
+                source,
+            })?;
+        let local_addr = listener.local_addr().map_err(|source| Error::Listen {
+            addr: config.bind,
+            source,
+        })?;
+        let host = if config.bind.ip().is_unspecified() {
+            "127.0.0.1".to_string()
+        } else {
+            config.bind.ip().to_string()
+        };
+        let advertise = format!("{host}:{}", local_addr.port());
+        let kubeconfig = config.data_dir.join("admin.kubeconfig");
+        pki::write_admin_kubeconfig(&pki, &format!("https://{advertise}"), &kubeconfig)?;
+        let state = AppState { store, advertise };
+        Ok(ApiServer {
+            listener,
+            tls,
+            router: router(state, tokens),
+            local_addr,
+            kubeconfig,
+        })
+    }
+
+    /// Serves until `shutdown` is cancelled.
+    pub async fn run(self, shutdown: CancellationToken) {
+        tracing::info!(addr = %self.local_addr, "API server listening");
+        serve::serve(self.listener, self.tls, self.router, shutdown).await;
+    }
+}

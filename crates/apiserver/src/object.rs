@@ -1,0 +1,251 @@
+//! Object metadata handling shared by every resource: names, generated
+//! names, uid, timestamps, resourceVersion and storage keys. Objects are
+//! kept as JSON values; typed defaulting and validation come per kind.
+
+use serde_json::{json, Value};
+
+use crate::resources::Resource;
+use crate::status::{ApiError, ApiResult, Cause};
+
+/// The storage key of one object.
+pub fn key(resource: &Resource, namespace: Option<&str>, name: &str) -> String {
+    match namespace {
+        Some(ns) if resource.namespaced => format!("/registry/{}/{ns}/{name}", resource.storage),
+        _ => format!("/registry/{}/{name}", resource.storage),
+    }
+}
+
+/// The storage prefix of a list (one namespace, or all).
+pub fn prefix(resource: &Resource, namespace: Option<&str>) -> String {
+    match namespace {
+        Some(ns) if resource.namespaced => format!("/registry/{}/{ns}/", resource.storage),
+        _ => format!("/registry/{}/", resource.storage),
+    }
+}
+
+/// Now, as upstream formats metav1.Time.
+pub fn now() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// Parses a request body as a JSON object, with the decoder's message.
+pub fn decode(body: &[u8]) -> ApiResult<Value> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("json: cannot decode request body: {e}")))?;
+    if !value.is_object() {
+        return Err(ApiError::bad_request(
+            "json: cannot unmarshal non-object into Go value of type struct",
+        ));
+    }
+    Ok(value)
+}
+
+/// Checks that the body's kind and apiVersion match the URL.
+pub fn check_type(resource: &Resource, obj: &mut Value) -> ApiResult<()> {
+    let gv = resource.group_version();
+    match obj.get("apiVersion").and_then(Value::as_str) {
+        None | Some("") => obj["apiVersion"] = json!(gv),
+        Some(v) if v == gv => {}
+        Some(v) => {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({v}) does not match the expected API version ({gv})"
+            )))
+        }
+    }
+    match obj.get("kind").and_then(Value::as_str) {
+        None | Some("") => obj["kind"] = json!(resource.kind),
+        Some(k) if k == resource.kind => {}
+        Some(k) => {
+            return Err(ApiError::bad_request(format!(
+                "the kind in the data ({k}) does not match the expected kind ({})",
+                resource.kind
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// The metadata object, created if absent.
+pub fn meta(obj: &mut Value) -> &mut serde_json::Map<String, Value> {
+    if !obj.get("metadata").is_some_and(Value::is_object) {
+        obj["metadata"] = json!({});
+    }
+    obj["metadata"]
+        .as_object_mut()
+        .expect("metadata is an object")
+}
+
+pub fn name_of(obj: &Value) -> Option<&str> {
+    obj.pointer("/metadata/name").and_then(Value::as_str)
+}
+
+/// Sets resourceVersion on an object read from the store.
+pub fn with_revision(mut obj: Value, revision: i64) -> Value {
+    meta(&mut obj).insert("resourceVersion".into(), json!(revision.to_string()));
+    obj
+}
+
+/// Is `name` a DNS-1123 subdomain (the rule most kinds use for names)?
+pub fn dns1123_subdomain_errors(name: &str) -> Vec<String> {
+    let mut errors = Vec::new();
+    if name.len() > 253 {
+        errors.push("must be no more than 253 characters".to_string());
+    }
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && l.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    if !name.split('.').all(label_ok) {
+        errors.push(
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, \
+             '-' or '.', and must start and end with an alphanumeric character (e.g. \
+             'example.com', regex used for validation is \
+             '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+                .to_string(),
+        );
+    }
+    errors
+}
+
+/// Fills in server-set metadata of a new object and validates its name.
+pub fn prepare_create(
+    resource: &Resource,
+    namespace: Option<&str>,
+    obj: &mut Value,
+) -> ApiResult<String> {
+    check_type(resource, obj)?;
+    let kind = resource.kind;
+    let meta = meta(obj);
+    if resource.namespaced {
+        let ns = namespace.unwrap_or("default");
+        match meta.get("namespace").and_then(Value::as_str) {
+            None | Some("") => {
+                meta.insert("namespace".into(), json!(ns));
+            }
+            Some(given) if given == ns => {}
+            Some(_) => {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ))
+            }
+        }
+    } else {
+        meta.remove("namespace");
+    }
+    let name = match meta
+        .get("name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+    {
+        Some(n) => n.to_string(),
+        None => match meta
+            .get("generateName")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+        {
+            Some(base) => format!("{base}{}", random_suffix()),
+            None => {
+                return Err(ApiError::invalid(
+                    resource.group,
+                    kind,
+                    "",
+                    vec![Cause {
+                        reason: "FieldValueRequired",
+                        field: "metadata.name".into(),
+                        message: "Required value: name or generateName is required".into(),
+                    }],
+                ))
+            }
+        },
+    };
+    let errors = dns1123_subdomain_errors(&name);
+    if !errors.is_empty() {
+        return Err(ApiError::invalid(
+            resource.group,
+            kind,
+            &name,
+            errors
+                .into_iter()
+                .map(|e| Cause {
+                    reason: "FieldValueInvalid",
+                    field: "metadata.name".into(),
+                    message: format!("Invalid value: \"{name}\": {e}"),
+                })
+                .collect(),
+        ));
+    }
+    meta.insert("name".into(), json!(name));
+    meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+    meta.insert("creationTimestamp".into(), json!(now()));
+    meta.remove("resourceVersion");
+    meta.remove("deletionTimestamp");
+    meta.remove("deletionGracePeriodSeconds");
+    if obj.get("spec").is_some() {
+        meta_generation(obj, 1);
+    }
+    Ok(name)
+}
+
+fn meta_generation(obj: &mut Value, generation: i64) {
+    meta(obj).insert("generation".into(), json!(generation));
+}
+
+/// Carries server-owned metadata from the stored object into an update,
+/// and bumps generation when the spec changed.
+pub fn prepare_update(old: &Value, new: &mut Value) {
+    let old_meta = old.get("metadata").cloned().unwrap_or(json!({}));
+    let meta = meta(new);
+    for field in [
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+    ] {
+        match old_meta.get(field) {
+            Some(v) => meta.insert(field.into(), v.clone()),
+            None => meta.remove(field),
+        };
+    }
+    meta.remove("resourceVersion");
+    let generation = old_meta.get("generation").and_then(Value::as_i64);
+    if let Some(generation) = generation {
+        let changed = old.get("spec") != new.get("spec");
+        meta_generation(new, if changed { generation + 1 } else { generation });
+    }
+}
+
+/// Five characters from upstream's generateName alphabet.
+fn random_suffix() -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let bytes = uuid::Uuid::new_v4().into_bytes();
+    bytes[..5]
+        .iter()
+        .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert!(dns1123_subdomain_errors("web-1.example").is_empty());
+        assert!(!dns1123_subdomain_errors("Web").is_empty());
+        assert!(!dns1123_subdomain_errors("-web").is_empty());
+        assert!(!dns1123_subdomain_errors("").is_empty());
+    }
+
+    #[test]
+    fn generate_name() {
+        let r = crate::resources::find("", "v1", "configmaps").unwrap();
+        let mut obj = json!({"metadata": {"generateName": "cfg-"}});
+        let name = prepare_create(r, Some("default"), &mut obj).unwrap();
+        assert!(name.starts_with("cfg-") && name.len() == 9, "{name}");
+        assert_eq!(obj["kind"], "ConfigMap");
+        assert_eq!(obj["metadata"]["namespace"], "default");
+    }
+}

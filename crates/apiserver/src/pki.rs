@@ -1,0 +1,234 @@
+//! The cluster PKI, created on first start the way kubeadm does: a CA, a
+//! serving certificate for the API server (SANs: localhost, 127.0.0.1, ::1,
+//! the host name, every host IP and the in-cluster `kubernetes.*` names),
+//! and an admin client certificate (O=system:masters) written into
+//! `<data-dir>/admin.kubeconfig`. Later starts load the same files.
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair, KeyUsagePurpose, SanType,
+};
+
+/// Why the PKI could not be created or loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot read or write {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot create certificate {what}: {source}")]
+    Certificate {
+        what: &'static str,
+        #[source]
+        source: rcgen::Error,
+    },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// PEM material of the cluster PKI.
+#[derive(Debug, Clone)]
+pub struct Pki {
+    pub dir: PathBuf,
+    pub ca_cert: String,
+    pub serving_cert: String,
+    pub serving_key: String,
+    pub admin_cert: String,
+    pub admin_key: String,
+}
+
+const CA_CERT: &str = "ca.crt";
+const CA_KEY: &str = "ca.key";
+const SERVING_CERT: &str = "apiserver.crt";
+const SERVING_KEY: &str = "apiserver.key";
+const ADMIN_CERT: &str = "admin.crt";
+const ADMIN_KEY: &str = "admin.key";
+
+fn read(dir: &Path, name: &str) -> Result<String> {
+    let path = dir.join(name);
+    std::fs::read_to_string(&path).map_err(|source| Error::Io { path, source })
+}
+
+fn write(dir: &Path, name: &str, contents: &str, private: bool) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join(name);
+    let io = |source| Error::Io {
+        path: path.clone(),
+        source,
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .mode(if private { 0o600 } else { 0o644 })
+        .open(&path)
+        .map_err(io)?;
+    file.write_all(contents.as_bytes()).map_err(io)?;
+    file.sync_all().map_err(io)
+}
+
+fn cert_error(what: &'static str) -> impl FnOnce(rcgen::Error) -> Error {
+    move |source| Error::Certificate { what, source }
+}
+
+/// The names and addresses the serving certificate covers.
+pub fn serving_names() -> (Vec<String>, Vec<IpAddr>) {
+    let mut names = vec![
+        "localhost".to_string(),
+        "kubernetes".to_string(),
+        "kubernetes.default".to_string(),
+        "kubernetes.default.svc".to_string(),
+        "kubernetes.default.svc.cluster.local".to_string(),
+    ];
+    if let Ok(host) = std::fs::read_to_string("/proc/sys/kernel/hostname") {
+        let host = host.trim().to_string();
+        if !host.is_empty() && !names.contains(&host) {
+            names.push(host);
+        }
+    }
+    let mut ips: Vec<IpAddr> = vec!["127.0.0.1".parse().expect("ip"), "::1".parse().expect("ip")];
+    if let Ok(interfaces) = if_addrs::get_if_addrs() {
+        for interface in interfaces {
+            let ip = interface.ip();
+            if !ips.contains(&ip) {
+                ips.push(ip);
+            }
+        }
+    }
+    (names, ips)
+}
+
+fn name(cn: &str, org: Option<&str>) -> DistinguishedName {
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, cn);
+    if let Some(org) = org {
+        dn.push(DnType::OrganizationName, org);
+    }
+    dn
+}
+
+/// Signs a client certificate for `user` in `groups` with the CA.
+pub fn client_cert(
+    ca: &Issuer<'_, KeyPair>,
+    user: &str,
+    groups: &[&str],
+) -> Result<(String, String)> {
+    let key = KeyPair::generate().map_err(cert_error("client key"))?;
+    let mut params = CertificateParams::default();
+    let mut dn = name(user, None);
+    for group in groups {
+        dn.push(DnType::OrganizationName, *group);
+    }
+    params.distinguished_name = dn;
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    let cert = params.signed_by(&key, ca).map_err(cert_error("client"))?;
+    Ok((cert.pem(), key.serialize_pem()))
+}
+
+/// Loads the PKI under `dir`, creating whatever is missing.
+pub fn ensure(dir: &Path) -> Result<Pki> {
+    std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    if !dir.join(CA_CERT).exists() || !dir.join(CA_KEY).exists() {
+        let key = KeyPair::generate().map_err(cert_error("CA key"))?;
+        let mut params = CertificateParams::default();
+        params.distinguished_name = name("skiff-ca", None);
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        params.not_after = rcgen::date_time_ymd(2036, 1, 1);
+        let cert = params.self_signed(&key).map_err(cert_error("CA"))?;
+        write(dir, CA_KEY, &key.serialize_pem(), true)?;
+        write(dir, CA_CERT, &cert.pem(), false)?;
+        // A new CA invalidates every certificate it did not sign.
+        for stale in [SERVING_CERT, SERVING_KEY, ADMIN_CERT, ADMIN_KEY] {
+            let _ = std::fs::remove_file(dir.join(stale));
+        }
+    }
+    let ca_cert = read(dir, CA_CERT)?;
+    let ca_key = KeyPair::from_pem(&read(dir, CA_KEY)?).map_err(cert_error("CA key"))?;
+    let ca = Issuer::from_ca_cert_pem(&ca_cert, ca_key).map_err(cert_error("CA"))?;
+
+    if !dir.join(SERVING_CERT).exists() || !dir.join(SERVING_KEY).exists() {
+        let key = KeyPair::generate().map_err(cert_error("serving key"))?;
+        let (names, ips) = serving_names();
+        let mut params = CertificateParams::new(names).map_err(cert_error("serving"))?;
+        params
+            .subject_alt_names
+            .extend(ips.into_iter().map(SanType::IpAddress));
+        params.distinguished_name = name("kube-apiserver", None);
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        let cert = params.signed_by(&key, &ca).map_err(cert_error("serving"))?;
+        write(dir, SERVING_KEY, &key.serialize_pem(), true)?;
+        write(dir, SERVING_CERT, &cert.pem(), false)?;
+    }
+    if !dir.join(ADMIN_CERT).exists() || !dir.join(ADMIN_KEY).exists() {
+        let (cert, key) = client_cert(&ca, "kubernetes-admin", &["system:masters"])?;
+        write(dir, ADMIN_KEY, &key, true)?;
+        write(dir, ADMIN_CERT, &cert, false)?;
+    }
+    Ok(Pki {
+        dir: dir.to_path_buf(),
+        ca_cert,
+        serving_cert: read(dir, SERVING_CERT)?,
+        serving_key: read(dir, SERVING_KEY)?,
+        admin_cert: read(dir, ADMIN_CERT)?,
+        admin_key: read(dir, ADMIN_KEY)?,
+    })
+}
+
+/// An admin kubeconfig for `server` (e.g. `https://127.0.0.1:6443`).
+pub fn admin_kubeconfig(pki: &Pki, server: &str) -> String {
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    format!(
+        "apiVersion: v1
+kind: Config
+clusters:
+- name: skiff
+  cluster:
+    server: {server}
+    certificate-authority-data: {ca}
+users:
+- name: skiff-admin
+  user:
+    client-certificate-data: {cert}
+    client-key-data: {key}
+contexts:
+- name: skiff
+  context:
+    cluster: skiff
+    user: skiff-admin
+current-context: skiff
+",
+        ca = b64(&pki.ca_cert),
+        cert = b64(&pki.admin_cert),
+        key = b64(&pki.admin_key),
+    )
+}
+
+/// Writes the admin kubeconfig to `path` (mode 0600).
+pub fn write_admin_kubeconfig(pki: &Pki, server: &str, path: &Path) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("admin.kubeconfig");
+    write(dir, name, &admin_kubeconfig(pki, server), true)
+}

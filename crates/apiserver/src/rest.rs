@@ -1,0 +1,536 @@
+//! REST handlers for every resource in the table: get, list, watch,
+//! create, update, delete and deletecollection, routed from the URL by
+//! hand (upstream's paths overlap in ways a route table cannot express:
+//! `/api/v1/namespaces/NAME` vs `/api/v1/namespaces/NS/PLURAL`).
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{header, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use serde_json::{json, Value};
+use skiff_store::{EventKind, ListOptions};
+
+use crate::object::{self, with_revision};
+use crate::resources::{self, Resource};
+use crate::status::{ApiError, ApiResult};
+use crate::AppState;
+
+/// Largest request body accepted (upstream's 3 MiB).
+pub const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// A parsed resource URL.
+#[derive(Debug)]
+struct Target {
+    resource: &'static Resource,
+    namespace: Option<String>,
+    name: Option<String>,
+    subresource: Option<String>,
+}
+
+fn parse_target(path: &str) -> Option<Target> {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let (group, version, rest) = match segs.as_slice() {
+        ["api", version, rest @ ..] => ("", *version, rest),
+        ["apis", group, version, rest @ ..] => (*group, *version, rest),
+        _ => return None,
+    };
+    let lookup = |plural: &str| resources::find(group, version, plural);
+    let (namespace, plural, name, sub) = match rest {
+        ["namespaces", ns, plural, tail @ ..]
+            if !(tail.is_empty() && matches!(*plural, "status" | "finalize")) =>
+        {
+            (Some(ns.to_string()), *plural, tail.first(), tail.get(1))
+        }
+        [plural, tail @ ..] => (None, *plural, tail.first(), tail.get(1)),
+        [] => return None,
+    };
+    if rest.len() > 5 || (namespace.is_none() && rest.len() > 3) {
+        return None;
+    }
+    let resource = lookup(plural)?;
+    if namespace.is_some() && !resource.namespaced {
+        return None;
+    }
+    if let Some(sub) = sub {
+        if !resource.subresources.contains(sub) {
+            return None;
+        }
+    }
+    Some(Target {
+        resource,
+        namespace,
+        name: name.map(|s| s.to_string()),
+        subresource: sub.map(|s| s.to_string()),
+    })
+}
+
+fn query(req: &Request) -> HashMap<String, String> {
+    req.uri()
+        .query()
+        .map(|q| {
+            url_pairs(q)
+                .into_iter()
+                .collect::<HashMap<String, String>>()
+        })
+        .unwrap_or_default()
+}
+
+/// Decodes `a=b&c=d` with percent-decoding.
+fn url_pairs(q: &str) -> Vec<(String, String)> {
+    q.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (percent_decode(k), percent_decode(v))
+        })
+        .collect()
+}
+
+fn percent_decode(s: &str) -> String {
+    fn hex(b: u8) -> Option<u8> {
+        (b as char).to_digit(16).map(|d| d as u8)
+    }
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push(h * 16 + l);
+                    i += 2;
+                }
+                _ => out.push(b'%'),
+            },
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn is_true(v: Option<&String>) -> bool {
+    v.is_some_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
+}
+
+fn json_response(status: StatusCode, body: &Value) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        serde_json::to_vec(body).unwrap_or_default(),
+    )
+        .into_response()
+}
+
+/// The fallback handler: every resource request lands here.
+pub async fn dispatch(State(state): State<AppState>, req: Request) -> Response {
+    match handle(state, req).await {
+        Ok(response) => response,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn read_body(req: Request) -> ApiResult<Bytes> {
+    // JSON only: protobuf (and CBOR) senders get 415 and client-go falls
+    // back to JSON. A missing Content-Type is JSON (the Python client).
+    if let Some(ct) = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) {
+        let media = ct.split(';').next().unwrap_or("").trim();
+        if !(media.is_empty() || media == "application/json" || media == "*/*") {
+            return Err(ApiError::unsupported_media_type(media));
+        }
+    }
+    axum::body::to_bytes(req.into_body(), MAX_BODY)
+        .await
+        .map_err(|_| ApiError::too_large("Request entity too large: limit is 3145728"))
+}
+
+async fn handle(state: AppState, req: Request) -> ApiResult<Response> {
+    let Some(target) = parse_target(req.uri().path()) else {
+        return Err(ApiError::not_found_path());
+    };
+    let q = query(&req);
+    let method = req.method().clone();
+    let r = target.resource;
+    let ns = target.namespace.as_deref();
+    match (
+        method,
+        target.name.as_deref(),
+        target.subresource.as_deref(),
+    ) {
+        (Method::GET, Some(name), None | Some("status")) => get(&state, r, ns, name).await,
+        (Method::GET, None, None) if is_true(q.get("watch")) => watch(&state, r, ns, &q).await,
+        (Method::GET, None, None) => list(&state, r, ns, &q).await,
+        (Method::POST, None, None) => {
+            let body = read_body(req).await?;
+            create(&state, r, ns, &body).await
+        }
+        (Method::PUT, Some(name), sub @ (None | Some("status"))) => {
+            let body = read_body(req).await?;
+            update(&state, r, ns, name, sub, &body).await
+        }
+        (Method::DELETE, Some(name), None) => delete(&state, r, ns, name).await,
+        (Method::DELETE, None, None) => delete_collection(&state, r, ns).await,
+        _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+async fn namespace_exists(state: &AppState, r: &Resource, ns: Option<&str>) -> ApiResult<()> {
+    if let (true, Some(ns)) = (r.namespaced, ns) {
+        let ns_resource = resources::find("", "v1", "namespaces").expect("namespaces");
+        match state.store.get(&object::key(ns_resource, None, ns)).await {
+            Ok(_) => {}
+            Err(skiff_store::Error::NotFound { .. }) => {
+                return Err(ApiError::not_found("", "namespaces", ns))
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+fn parse_stored(value: &[u8]) -> ApiResult<Value> {
+    serde_json::from_slice(value)
+        .map_err(|e| ApiError::internal(format!("stored object is not JSON: {e}")))
+}
+
+async fn get(state: &AppState, r: &Resource, ns: Option<&str>, name: &str) -> ApiResult<Response> {
+    match state.store.get(&object::key(r, ns, name)).await {
+        Ok(kv) => Ok(json_response(
+            StatusCode::OK,
+            &with_revision(parse_stored(&kv.value)?, kv.mod_revision),
+        )),
+        Err(skiff_store::Error::NotFound { .. }) => {
+            Err(ApiError::not_found(r.group, r.plural, name))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+async fn list(
+    state: &AppState,
+    r: &Resource,
+    ns: Option<&str>,
+    q: &HashMap<String, String>,
+) -> ApiResult<Response> {
+    let limit = q.get("limit").and_then(|l| l.parse::<usize>().ok());
+    let revision = match q.get("resourceVersion").map(String::as_str) {
+        None | Some("") | Some("0") => None,
+        Some(rv) => Some(
+            rv.parse::<i64>()
+                .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?,
+        ),
+    };
+    let opts = ListOptions {
+        limit,
+        continue_token: q.get("continue").filter(|c| !c.is_empty()).cloned(),
+        revision,
+    };
+    let page = state.store.list(&object::prefix(r, ns), opts).await?;
+    let items = page
+        .items
+        .iter()
+        .map(|kv| Ok(with_revision(parse_stored(&kv.value)?, kv.mod_revision)))
+        .collect::<ApiResult<Vec<_>>>()?;
+    let mut metadata = json!({ "resourceVersion": page.revision.to_string() });
+    if let Some(token) = page.continue_token {
+        metadata["continue"] = json!(token);
+    }
+    Ok(json_response(
+        StatusCode::OK,
+        &json!({
+            "kind": format!("{}List", r.kind),
+            "apiVersion": r.group_version(),
+            "metadata": metadata,
+            "items": items,
+        }),
+    ))
+}
+
+async fn create(
+    state: &AppState,
+    r: &Resource,
+    ns: Option<&str>,
+    body: &[u8],
+) -> ApiResult<Response> {
+    let mut obj = object::decode(body)?;
+    let name = object::prepare_create(r, ns, &mut obj)?;
+    let ns = obj
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .map(String::from);
+    namespace_exists(state, r, ns.as_deref()).await?;
+    let key = object::key(r, ns.as_deref(), &name);
+    let value = serde_json::to_vec(&obj).map_err(|e| ApiError::internal(e.to_string()))?;
+    match state.store.create(&key, value.into()).await {
+        Ok(kv) => Ok(json_response(
+            StatusCode::CREATED,
+            &with_revision(obj, kv.mod_revision),
+        )),
+        Err(skiff_store::Error::AlreadyExists { .. }) => {
+            Err(ApiError::already_exists(r.group, r.plural, &name))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+async fn update(
+    state: &AppState,
+    r: &Resource,
+    ns: Option<&str>,
+    name: &str,
+    subresource: Option<&str>,
+    body: &[u8],
+) -> ApiResult<Response> {
+    let mut obj = object::decode(body)?;
+    object::check_type(r, &mut obj)?;
+    if object::name_of(&obj) != Some(name) {
+        return Err(ApiError::bad_request(
+            "the name of the object does not match the name on the URL",
+        ));
+    }
+    let key = object::key(r, ns, name);
+    let current = match state.store.get(&key).await {
+        Ok(kv) => kv,
+        Err(skiff_store::Error::NotFound { .. }) => {
+            return Err(ApiError::not_found(r.group, r.plural, name))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let expected = match obj
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+    {
+        Some(rv) if !rv.is_empty() => rv
+            .parse::<i64>()
+            .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?,
+        _ => current.mod_revision,
+    };
+    let old = parse_stored(&current.value)?;
+    // A status update changes only status; a main update never changes it.
+    let mut new = match subresource {
+        Some("status") => {
+            let mut merged = old.clone();
+            merged["status"] = obj.get("status").cloned().unwrap_or(Value::Null);
+            merged
+        }
+        _ => {
+            if let Some(status) = old.get("status") {
+                obj["status"] = status.clone();
+            }
+            obj
+        }
+    };
+    object::prepare_update(&old, &mut new);
+    if let Some(ns) = ns {
+        object::meta(&mut new).insert("namespace".into(), json!(ns));
+    }
+    let value = serde_json::to_vec(&new).map_err(|e| ApiError::internal(e.to_string()))?;
+    match state.store.update(&key, value.into(), expected).await {
+        Ok(kv) => Ok(json_response(
+            StatusCode::OK,
+            &with_revision(new, kv.mod_revision),
+        )),
+        Err(skiff_store::Error::Conflict { .. }) => {
+            Err(ApiError::conflict(r.group, r.plural, name))
+        }
+        Err(skiff_store::Error::NotFound { .. }) => {
+            Err(ApiError::not_found(r.group, r.plural, name))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+async fn delete(
+    state: &AppState,
+    r: &Resource,
+    ns: Option<&str>,
+    name: &str,
+) -> ApiResult<Response> {
+    match state.store.delete(&object::key(r, ns, name), None).await {
+        Ok(deleted) => Ok(json_response(
+            StatusCode::OK,
+            &with_revision(parse_stored(&deleted.prev.value)?, deleted.revision),
+        )),
+        Err(skiff_store::Error::NotFound { .. }) => {
+            Err(ApiError::not_found(r.group, r.plural, name))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+async fn delete_collection(
+    state: &AppState,
+    r: &Resource,
+    ns: Option<&str>,
+) -> ApiResult<Response> {
+    let page = state
+        .store
+        .list(&object::prefix(r, ns), ListOptions::default())
+        .await?;
+    let mut items = Vec::new();
+    for kv in page.items {
+        match state.store.delete(&kv.key, None).await {
+            Ok(d) => items.push(with_revision(parse_stored(&d.prev.value)?, d.revision)),
+            Err(skiff_store::Error::NotFound { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(json_response(
+        StatusCode::OK,
+        &json!({
+            "kind": format!("{}List", r.kind),
+            "apiVersion": r.group_version(),
+            "metadata": {},
+            "items": items,
+        }),
+    ))
+}
+
+fn watch_line(kind: &str, object: &Value) -> Bytes {
+    let mut line =
+        serde_json::to_vec(&json!({ "type": kind, "object": object })).unwrap_or_default();
+    line.push(b'\n');
+    Bytes::from(line)
+}
+
+async fn watch(
+    state: &AppState,
+    r: &Resource,
+    ns: Option<&str>,
+    q: &HashMap<String, String>,
+) -> ApiResult<Response> {
+    let prefix = object::prefix(r, ns);
+    let name_filter = q
+        .get("fieldSelector")
+        .and_then(|f| f.strip_prefix("metadata.name="))
+        .map(String::from);
+    let timeout = q
+        .get("timeoutSeconds")
+        .and_then(|t| t.parse::<u64>().ok())
+        .map(Duration::from_secs)
+        .unwrap_or(Duration::from_secs(1800));
+    // No resourceVersion (or 0): start with the current state as ADDED.
+    let mut initial = Vec::new();
+    let start = match q.get("resourceVersion").map(String::as_str) {
+        None | Some("") | Some("0") => {
+            let page = state.store.list(&prefix, ListOptions::default()).await?;
+            for kv in page.items {
+                initial.push((
+                    "ADDED",
+                    with_revision(parse_stored(&kv.value)?, kv.mod_revision),
+                ));
+            }
+            page.revision
+        }
+        Some(rv) => rv
+            .parse::<i64>()
+            .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?,
+    };
+    let stream = state.store.watch(&prefix, start).await;
+    let name_of = |obj: &Value| object::name_of(obj).map(String::from);
+    let keep = move |obj: &Value| {
+        name_filter
+            .as_ref()
+            .is_none_or(|n| name_of(obj).as_ref() == Some(n))
+    };
+    let keep2 = keep.clone();
+    let head = futures::stream::iter(
+        initial
+            .into_iter()
+            .filter(move |(_, o)| keep(o))
+            .map(|(k, o)| Ok::<_, Infallible>(watch_line(k, &o))),
+    );
+    let body = match stream {
+        Ok(events) => {
+            let events = events.filter_map(move |item| {
+                let keep = keep2.clone();
+                async move {
+                    match item {
+                        Ok(event) => {
+                            let obj = serde_json::from_slice::<Value>(&event.kv.value).ok()?;
+                            let kind = match event.kind {
+                                EventKind::Added => "ADDED",
+                                EventKind::Modified => "MODIFIED",
+                                EventKind::Deleted => "DELETED",
+                            };
+                            let obj = with_revision(obj, event.revision);
+                            keep(&obj).then(|| Ok(watch_line(kind, &obj)))
+                        }
+                        Err(e) => {
+                            let status = ApiError::from(e).status_body();
+                            Some(Ok(watch_line("ERROR", &status)))
+                        }
+                    }
+                }
+            });
+            let limited = head.chain(events).take_until(tokio::time::sleep(timeout));
+            Body::from_stream(limited)
+        }
+        Err(skiff_store::Error::Compacted {
+            requested,
+            compacted,
+        }) => {
+            let status = ApiError::gone(format!(
+                "too old resource version: {requested} ({compacted})"
+            ))
+            .status_body();
+            Body::from(watch_line("ERROR", &status))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    Ok(Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::TRANSFER_ENCODING, "chunked")
+        .body(body)
+        .map_err(|e| ApiError::internal(e.to_string()))?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes() {
+        let t = parse_target("/api/v1/namespaces/default/pods/web/status").unwrap();
+        assert_eq!(
+            (
+                t.resource.plural,
+                t.namespace.as_deref(),
+                t.name.as_deref(),
+                t.subresource.as_deref()
+            ),
+            ("pods", Some("default"), Some("web"), Some("status"))
+        );
+        let t = parse_target("/api/v1/namespaces/kube-system").unwrap();
+        assert_eq!(
+            (t.resource.plural, t.name.as_deref()),
+            ("namespaces", Some("kube-system"))
+        );
+        let t = parse_target("/api/v1/namespaces/foo/status").unwrap();
+        assert_eq!(
+            (
+                t.resource.plural,
+                t.name.as_deref(),
+                t.subresource.as_deref()
+            ),
+            ("namespaces", Some("foo"), Some("status"))
+        );
+        let t = parse_target("/apis/apps/v1/deployments").unwrap();
+        assert_eq!((t.resource.kind, t.namespace), ("Deployment", None));
+        assert!(parse_target("/api/v1/namespaces/default/nodes").is_none());
+        assert!(parse_target("/api/v1/widgets").is_none());
+    }
+
+    #[test]
+    fn decode_query() {
+        assert_eq!(percent_decode("metadata.name%3Dweb"), "metadata.name=web");
+        assert_eq!(percent_decode("a+b%2"), "a b%2");
+    }
+}
