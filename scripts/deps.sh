@@ -7,6 +7,8 @@ packages=(
   protobuf-compiler   # protoc: etcd-client compiles etcd's .proto files
   etcd-server         # the etcd backend's tests and benchmark start their own etcd
   pkg-config
+  curl                # raw HTTPS checks in the API tests
+  kubectl             # the versioned kubectl binaries the end-to-end tests drive
 )
 
 missing=()

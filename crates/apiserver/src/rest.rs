@@ -139,7 +139,11 @@ pub async fn dispatch(State(state): State<AppState>, req: Request) -> Response {
 async fn read_body(req: Request) -> ApiResult<Bytes> {
     // JSON only: protobuf (and CBOR) senders get 415 and client-go falls
     // back to JSON. A missing Content-Type is JSON (the Python client).
-    if let Some(ct) = req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) {
+    if let Some(ct) = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    {
         let media = ct.split(';').next().unwrap_or("").trim();
         if !(media.is_empty() || media == "application/json" || media == "*/*") {
             return Err(ApiError::unsupported_media_type(media));
@@ -484,12 +488,12 @@ async fn watch(
         }
         Err(e) => return Err(e.into()),
     };
-    Ok(Response::builder()
+    // A streamed body: hyper sends it chunked on HTTP/1.1, as frames on h2.
+    Response::builder()
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, "application/json")
-        .header(header::TRANSFER_ENCODING, "chunked")
         .body(body)
-        .map_err(|e| ApiError::internal(e.to_string()))?)
+        .map_err(|e| ApiError::internal(e.to_string()))
 }
 
 #[cfg(test)]

@@ -23,7 +23,10 @@ fn main() -> anyhow::Result<()> {
         cli::Command::Kubeconfig(args) => {
             let path = args.data_dir.join("admin.kubeconfig");
             let text = std::fs::read_to_string(&path).map_err(|e| {
-                anyhow::anyhow!("cannot read {} (has skiff server run?): {e}", path.display())
+                anyhow::anyhow!(
+                    "cannot read {} (has skiff server run?): {e}",
+                    path.display()
+                )
             })?;
             print!("{text}");
             Ok(())

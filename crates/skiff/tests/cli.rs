@@ -25,7 +25,14 @@ fn server_opens_its_store_and_stops_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let data_dir = dir.path().join("data");
     let mut child = Command::new(SKIFF)
-        .args(["server", "--https-listen-port", "0", "--bind-address", "127.0.0.1", "--data-dir"])
+        .args([
+            "server",
+            "--https-listen-port",
+            "0",
+            "--bind-address",
+            "127.0.0.1",
+            "--data-dir",
+        ])
         .arg(&data_dir)
         .stderr(Stdio::piped())
         .spawn()

@@ -1,0 +1,159 @@
+//! Test support: an API server started in-process on a free port with a
+//! private data dir and embedded store, and the real kubectl binaries.
+
+#![allow(dead_code)] // each test binary uses a different part of this module
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+use skiff_apiserver::{ApiServer, Config};
+use skiff_store::sqlite::SqliteStore;
+use tokio_util::sync::CancellationToken;
+
+/// Where the versioned kubectl binaries live.
+pub const KUBECTL_DIR: &str = "/usr/lib/google-cloud-sdk/bin";
+
+/// A token for a user outside system:masters (authenticated, not allowed).
+pub const VIEWER_TOKEN: &str = "viewer-token-0123456789";
+
+pub struct TestServer {
+    pub dir: tempfile::TempDir,
+    pub kubeconfig: PathBuf,
+    pub url: String,
+    shutdown: CancellationToken,
+}
+
+impl TestServer {
+    pub async fn start() -> TestServer {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(
+            dir.path().join("tokens.csv"),
+            format!("admin-token-0123456789,admin,1,\"system:masters\"\n{VIEWER_TOKEN},viewer,2\n"),
+        )
+        .expect("token file");
+        let store = SqliteStore::open(dir.path().join("db/state.db"), Default::default())
+            .expect("open store");
+        let server = ApiServer::bind(
+            Config {
+                data_dir: dir.path().to_path_buf(),
+                bind: "127.0.0.1:0".parse().expect("addr"),
+            },
+            Arc::new(store),
+        )
+        .await
+        .expect("bind API server");
+        let kubeconfig = server.kubeconfig.clone();
+        let url = format!("https://127.0.0.1:{}", server.local_addr.port());
+        let shutdown = CancellationToken::new();
+        tokio::spawn(server.run(shutdown.clone()));
+        TestServer {
+            dir,
+            kubeconfig,
+            url,
+            shutdown,
+        }
+    }
+
+    /// A kubeconfig that trusts the server but carries no credentials.
+    pub fn anonymous_kubeconfig(&self) -> PathBuf {
+        let path = self.dir.path().join("anonymous.kubeconfig");
+        let ca = self.dir.path().join("pki/ca.crt");
+        let text = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {}\n    certificate-authority: {}\nusers:\n- name: u\n  user: {{}}\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n",
+            self.url,
+            ca.display()
+        );
+        std::fs::write(&path, text).expect("write kubeconfig");
+        path
+    }
+
+    /// A kubectl of minor version `minor` with its own cache dir.
+    pub fn kubectl(&self, minor: u32) -> Kubectl {
+        let cache = self.dir.path().join(format!("kubectl-cache-{minor}"));
+        Kubectl {
+            binary: Path::new(KUBECTL_DIR).join(format!("kubectl.1.{minor}")),
+            kubeconfig: self.kubeconfig.clone(),
+            cache,
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+pub struct Kubectl {
+    pub binary: PathBuf,
+    pub kubeconfig: PathBuf,
+    pub cache: PathBuf,
+}
+
+impl Kubectl {
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(&self.binary);
+        cmd.arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(&self.cache)
+            .args(args);
+        cmd
+    }
+
+    /// Runs kubectl (off the async runtime) and returns its output.
+    pub async fn run(&self, args: &[&str]) -> Output {
+        let mut cmd = self.command(args);
+        tokio::task::spawn_blocking(move || cmd.output().expect("run kubectl"))
+            .await
+            .expect("kubectl task")
+    }
+
+    /// Runs kubectl with `stdin` as standard input.
+    pub async fn run_stdin(&self, args: &[&str], stdin: &str) -> Output {
+        use std::io::Write;
+        let mut cmd = self.command(args);
+        let stdin = stdin.to_string();
+        tokio::task::spawn_blocking(move || {
+            let mut child = cmd
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn kubectl");
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(stdin.as_bytes())
+                .expect("write stdin");
+            child.wait_with_output().expect("kubectl output")
+        })
+        .await
+        .expect("kubectl task")
+    }
+
+    /// Runs kubectl and returns stdout, failing the test on a non-zero exit.
+    pub async fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args).await;
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Runs kubectl expecting failure; returns stderr.
+    pub async fn fails(&self, args: &[&str]) -> String {
+        let out = self.run(args).await;
+        assert!(
+            !out.status.success(),
+            "kubectl {args:?} should have failed: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+}
