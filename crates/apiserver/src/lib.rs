@@ -5,6 +5,7 @@
 //! `skiff_store::Store` trait.
 
 pub mod auth;
+pub mod cache;
 pub mod discovery;
 pub mod object;
 pub mod pki;
@@ -64,11 +65,37 @@ pub struct AppState {
     pub store: Arc<dyn Store>,
     /// host:port clients should use.
     pub advertise: String,
+    /// One watch cache per storage resource name.
+    pub caches: Arc<std::collections::HashMap<&'static str, Arc<cache::WatchCache>>>,
+}
+
+impl AppState {
+    pub fn new(store: Arc<dyn Store>, advertise: String) -> Self {
+        let caches = resources::RESOURCES
+            .iter()
+            .map(|r| {
+                (
+                    r.storage,
+                    cache::WatchCache::new(format!("/registry/{}/", r.storage)),
+                )
+            })
+            .collect();
+        AppState {
+            store,
+            advertise,
+            caches: Arc::new(caches),
+        }
+    }
+
+    pub fn cache(&self, resource: &resources::Resource) -> &Arc<cache::WatchCache> {
+        &self.caches[resource.storage]
+    }
 }
 
 /// A bound, ready-to-serve API server.
 #[derive(Debug)]
 pub struct ApiServer {
+    state: AppState,
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
     router: Router,
@@ -161,11 +188,12 @@ impl ApiServer {
         let advertise = format!("{host}:{}", local_addr.port());
         let kubeconfig = config.data_dir.join("admin.kubeconfig");
         pki::write_admin_kubeconfig(&pki, &format!("https://{advertise}"), &kubeconfig)?;
-        let state = AppState { store, advertise };
+        let state = AppState::new(store, advertise);
         Ok(ApiServer {
+            router: router(state.clone(), tokens),
+            state,
             listener,
             tls,
-            router: router(state, tokens),
             local_addr,
             kubeconfig,
         })
@@ -173,6 +201,13 @@ impl ApiServer {
 
     /// Serves until `shutdown` is cancelled.
     pub async fn run(self, shutdown: CancellationToken) {
+        for cache in self.state.caches.values() {
+            tokio::spawn(
+                cache
+                    .clone()
+                    .run(self.state.store.clone(), shutdown.clone()),
+            );
+        }
         tracing::info!(addr = %self.local_addr, "API server listening");
         serve::serve(self.listener, self.tls, self.router, shutdown).await;
     }

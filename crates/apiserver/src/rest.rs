@@ -169,6 +169,9 @@ async fn handle(state: AppState, req: Request) -> ApiResult<Response> {
     ) {
         (Method::GET, Some(name), None | Some("status")) => get(&state, r, ns, name).await,
         (Method::GET, None, None) if is_true(q.get("watch")) => watch(&state, r, ns, &q).await,
+        (Method::GET, None, None) if q.get("resourceVersion").map(String::as_str) == Some("0") => {
+            list_from_cache(&state, r, ns).await
+        }
         (Method::GET, None, None) => list(&state, r, ns, &q).await,
         (Method::POST, None, None) => {
             let body = read_body(req).await?;
@@ -403,6 +406,62 @@ fn watch_line(kind: &str, object: &Value) -> Bytes {
     Bytes::from(line)
 }
 
+/// `{"type":KIND,"object":<json>}\n` without re-serializing the object.
+fn watch_line_raw(kind: EventKind, object: &[u8]) -> Bytes {
+    let kind = match kind {
+        EventKind::Added => "ADDED",
+        EventKind::Modified => "MODIFIED",
+        EventKind::Deleted => "DELETED",
+    };
+    let mut line = Vec::with_capacity(object.len() + 32);
+    line.extend_from_slice(b"{\"type\":\"");
+    line.extend_from_slice(kind.as_bytes());
+    line.extend_from_slice(b"\",\"object\":");
+    line.extend_from_slice(object);
+    line.extend_from_slice(b"}\n");
+    Bytes::from(line)
+}
+
+fn stream_response(body: Body) -> ApiResult<Response> {
+    // A streamed body: hyper sends it chunked on HTTP/1.1, as frames on h2.
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(body)
+        .map_err(|e| ApiError::internal(e.to_string()))
+}
+
+/// A list served from the watch cache (`resourceVersion=0`).
+async fn list_from_cache(state: &AppState, r: &Resource, ns: Option<&str>) -> ApiResult<Response> {
+    let cache = state.cache(r);
+    cache.wait_ready().await;
+    let (revision, items) = cache
+        .list(&object::prefix(r, ns))
+        .map_err(|e| ApiError::unavailable(e.to_string()))?;
+    let mut body = Vec::with_capacity(items.iter().map(|i| i.json.len() + 1).sum::<usize>() + 128);
+    body.extend_from_slice(
+        format!(
+            "{{\"kind\":\"{}List\",\"apiVersion\":\"{}\",\"metadata\":{{\"resourceVersion\":\"{revision}\"}},\"items\":[",
+            r.kind,
+            r.group_version()
+        )
+        .as_bytes(),
+    );
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(&item.json);
+    }
+    body.extend_from_slice(b"]}");
+    Ok((
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response())
+}
+
 async fn watch(
     state: &AppState,
     r: &Resource,
@@ -420,80 +479,44 @@ async fn watch(
         .map(Duration::from_secs)
         .unwrap_or(Duration::from_secs(1800));
     // No resourceVersion (or 0): start with the current state as ADDED.
-    let mut initial = Vec::new();
-    let start = match q.get("resourceVersion").map(String::as_str) {
-        None | Some("") | Some("0") => {
-            let page = state.store.list(&prefix, ListOptions::default()).await?;
-            for kv in page.items {
-                initial.push((
-                    "ADDED",
-                    with_revision(parse_stored(&kv.value)?, kv.mod_revision),
-                ));
-            }
-            page.revision
-        }
-        Some(rv) => rv
-            .parse::<i64>()
-            .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?,
+    let after = match q.get("resourceVersion").map(String::as_str) {
+        None | Some("") | Some("0") => None,
+        Some(rv) => Some(
+            rv.parse::<i64>()
+                .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?,
+        ),
     };
-    let stream = state.store.watch(&prefix, start).await;
-    let name_of = |obj: &Value| object::name_of(obj).map(String::from);
-    let keep = move |obj: &Value| {
-        name_filter
-            .as_ref()
-            .is_none_or(|n| name_of(obj).as_ref() == Some(n))
-    };
-    let keep2 = keep.clone();
-    let head = futures::stream::iter(
-        initial
-            .into_iter()
-            .filter(move |(_, o)| keep(o))
-            .map(|(k, o)| Ok::<_, Infallible>(watch_line(k, &o))),
-    );
-    let body = match stream {
-        Ok(events) => {
-            let events = events.filter_map(move |item| {
-                let keep = keep2.clone();
-                async move {
-                    match item {
-                        Ok(event) => {
-                            let obj = serde_json::from_slice::<Value>(&event.kv.value).ok()?;
-                            let kind = match event.kind {
-                                EventKind::Added => "ADDED",
-                                EventKind::Modified => "MODIFIED",
-                                EventKind::Deleted => "DELETED",
-                            };
-                            let obj = with_revision(obj, event.revision);
-                            keep(&obj).then(|| Ok(watch_line(kind, &obj)))
-                        }
-                        Err(e) => {
-                            let status = ApiError::from(e).status_body();
-                            Some(Ok(watch_line("ERROR", &status)))
-                        }
-                    }
-                }
-            });
-            let limited = head.chain(events).take_until(tokio::time::sleep(timeout));
-            Body::from_stream(limited)
+    let cache = state.cache(r);
+    cache.wait_ready().await;
+    let subscription = match cache.subscribe(&prefix, after) {
+        Ok(s) => s,
+        Err(crate::cache::Error::TooOld { requested, oldest }) => {
+            let status =
+                ApiError::gone(format!("too old resource version: {requested} ({oldest})"))
+                    .status_body();
+            return stream_response(Body::from(watch_line("ERROR", &status)));
         }
-        Err(skiff_store::Error::Compacted {
-            requested,
-            compacted,
-        }) => {
-            let status = ApiError::gone(format!(
-                "too old resource version: {requested} ({compacted})"
-            ))
-            .status_body();
-            Body::from(watch_line("ERROR", &status))
-        }
-        Err(e) => return Err(e.into()),
+        Err(e) => return Err(ApiError::unavailable(e.to_string())),
     };
-    // A streamed body: hyper sends it chunked on HTTP/1.1, as frames on h2.
-    Response::builder()
-        .status(StatusCode::OK)
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(body)
-        .map_err(|e| ApiError::internal(e.to_string()))
+    let after = after.unwrap_or(0);
+    let keep = move |e: &crate::cache::CachedEvent| {
+        e.revision > after
+            && name_filter
+                .as_deref()
+                .is_none_or(|n| object::name_of(&e.item.object) == Some(n))
+    };
+    let keep_live = keep.clone();
+    let initial =
+        futures::stream::iter(subscription.initial).filter(move |e| std::future::ready(keep(e)));
+    let live = futures::stream::unfold(subscription.live, |mut rx| async move {
+        rx.recv().await.map(|e| (e, rx))
+    })
+    .filter(move |e| std::future::ready(keep_live(e)));
+    let lines = initial
+        .chain(live)
+        .map(|e| Ok::<_, Infallible>(watch_line_raw(e.kind, &e.item.json)))
+        .take_until(tokio::time::sleep(timeout));
+    stream_response(Body::from_stream(lines))
 }
 
 #[cfg(test)]
