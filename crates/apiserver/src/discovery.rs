@@ -3,7 +3,8 @@
 //! and client library accepts), `/healthz`, `/livez` and `/readyz`.
 
 use axum::extract::State;
-use axum::response::IntoResponse;
+use axum::http::{header, HeaderMap};
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 
@@ -43,7 +44,115 @@ pub async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
     }
 }
 
-pub async fn api_versions(State(state): State<AppState>) -> Json<Value> {
+/// The aggregated discovery version a client asked for in `Accept`, if any.
+fn aggregated_version(headers: &HeaderMap) -> Option<&'static str> {
+    let accept = headers.get(header::ACCEPT)?.to_str().ok()?;
+    // Honour the client's order of preference.
+    for part in accept.split(',') {
+        let params: Vec<&str> = part.split(';').map(str::trim).collect();
+        if !params.contains(&"as=APIGroupDiscoveryList")
+            || !params.contains(&"g=apidiscovery.k8s.io")
+        {
+            if params
+                .first()
+                .is_some_and(|m| *m == "application/json" || *m == "*/*")
+            {
+                return None;
+            }
+            continue;
+        }
+        if params.contains(&"v=v2") {
+            return Some("v2");
+        }
+        if params.contains(&"v=v2beta1") {
+            return Some("v2beta1");
+        }
+    }
+    None
+}
+
+fn aggregated_resource(r: &Resource) -> Value {
+    let kind = |kind: &str| json!({"group": r.group, "version": r.version, "kind": kind});
+    let subresources: Vec<Value> = r
+        .subresources
+        .iter()
+        .map(|sub| {
+            let (k, verbs): (&str, &[&str]) = match *sub {
+                "binding" => ("Binding", &["create"]),
+                _ => (r.kind, &["get", "update"]),
+            };
+            json!({"subresource": sub, "responseKind": kind(k), "verbs": verbs})
+        })
+        .collect();
+    let mut out = json!({
+        "resource": r.plural,
+        "responseKind": kind(r.kind),
+        "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
+        "singularResource": r.singular,
+        "verbs": VERBS,
+    });
+    if !r.short_names.is_empty() {
+        out["shortNames"] = json!(r.short_names);
+    }
+    if !r.categories.is_empty() {
+        out["categories"] = json!(r.categories);
+    }
+    if !subresources.is_empty() {
+        out["subresources"] = json!(subresources);
+    }
+    out
+}
+
+/// An APIGroupDiscoveryList of the core group (`core = true`) or of all
+/// named groups, in the asked-for version, with the matching Content-Type.
+fn aggregated(core: bool, version: &str) -> Response {
+    let mut groups: Vec<(&str, &str)> = if core {
+        vec![("", "v1")]
+    } else {
+        resources::groups()
+    };
+    groups.dedup();
+    let items: Vec<Value> = groups
+        .into_iter()
+        .map(|(group, v)| {
+            let resources: Vec<Value> = RESOURCES
+                .iter()
+                .filter(|r| r.group == group && r.version == v)
+                .map(aggregated_resource)
+                .collect();
+            let mut metadata = json!({});
+            if !group.is_empty() {
+                metadata["name"] = json!(group);
+            }
+            json!({
+                "metadata": metadata,
+                "versions": [{"version": v, "resources": resources, "freshness": "Current"}],
+            })
+        })
+        .collect();
+    let body = json!({
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": format!("apidiscovery.k8s.io/{version}"),
+        "metadata": {},
+        "items": items,
+    });
+    let content_type =
+        format!("application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList");
+    (
+        [(header::CONTENT_TYPE, content_type)],
+        serde_json::to_vec(&body).unwrap_or_default(),
+    )
+        .into_response()
+}
+
+pub async fn api_versions(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if let Some(version) = aggregated_version(&headers) {
+        return aggregated(true, version);
+    }
+    legacy_api_versions(&state).into_response()
+}
+
+fn legacy_api_versions(state: &AppState) -> Json<Value> {
     Json(json!({
         "kind": "APIVersions",
         "versions": ["v1"],
@@ -53,7 +162,10 @@ pub async fn api_versions(State(state): State<AppState>) -> Json<Value> {
     }))
 }
 
-pub async fn api_groups() -> Json<Value> {
+pub async fn api_groups(headers: HeaderMap) -> Response {
+    if let Some(version) = aggregated_version(&headers) {
+        return aggregated(false, version);
+    }
     let groups: Vec<Value> = resources::groups()
         .into_iter()
         .map(|(group, version)| {
@@ -61,7 +173,7 @@ pub async fn api_groups() -> Json<Value> {
             json!({"name": group, "versions": [gv.clone()], "preferredVersion": gv})
         })
         .collect();
-    Json(json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}))
+    Json(json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})).into_response()
 }
 
 const VERBS: &[&str] = &[
@@ -147,4 +259,38 @@ pub async fn group(
             Json(json!({"kind": "APIGroup", "apiVersion": "v1", "name": g, "versions": [gv.clone()], "preferredVersion": gv}))
         })
         .ok_or_else(ApiError::not_found_path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn accept(value: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(header::ACCEPT, value.parse().unwrap());
+        h
+    }
+
+    #[test]
+    fn negotiates_aggregated_discovery() {
+        let kubectl = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+        assert_eq!(aggregated_version(&accept(kubectl)), Some("v2"));
+        let old = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+        assert_eq!(aggregated_version(&accept(old)), Some("v2beta1"));
+        assert_eq!(aggregated_version(&accept("application/json")), None);
+        assert_eq!(aggregated_version(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn aggregated_lists_every_resource_once() {
+        let response = aggregated(false, "v2");
+        let ct = response.headers()[header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .to_string();
+        assert_eq!(
+            ct,
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+        );
+    }
 }
