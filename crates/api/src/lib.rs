@@ -2,5 +2,7 @@
 //! the components. Objects are `serde_json::Value`s in their wire form. No
 //! I/O lives here.
 
+pub mod defaults;
 pub mod selectors;
 pub mod tables;
+pub mod validation;

@@ -42,6 +42,9 @@ pub struct CachedEvent {
     pub kind: EventKind,
     pub revision: i64,
     pub item: Arc<Cached>,
+    /// The object before this change (for MODIFIED), so a watch with a
+    /// selector can tell an object entering or leaving it.
+    pub prev: Option<Arc<Cached>>,
 }
 
 /// Why a watch cannot be served from the cache.
@@ -148,6 +151,7 @@ impl WatchCache {
                     kind: EventKind::Added,
                     revision: item.revision,
                     item: item.clone(),
+                    prev: None,
                 })
                 .collect(),
             Some(after) if after < state.history_from => {
@@ -215,15 +219,16 @@ impl WatchCache {
             let Some(item) = decode(&event.kv.key, &event.kv.value, event.revision) else {
                 continue;
             };
+            let mut state = self.write();
+            let prev = match event.kind {
+                EventKind::Deleted => state.objects.remove(&item.key),
+                _ => state.objects.insert(item.key.clone(), item.clone()),
+            };
             let cached = CachedEvent {
                 kind: event.kind,
                 revision: event.revision,
                 item: item.clone(),
-            };
-            let mut state = self.write();
-            match event.kind {
-                EventKind::Deleted => state.objects.remove(&item.key),
-                _ => state.objects.insert(item.key.clone(), item.clone()),
+                prev,
             };
             state.revision = event.revision;
             if state.history.len() >= HISTORY {

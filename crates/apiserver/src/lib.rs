@@ -7,6 +7,7 @@
 pub mod auth;
 pub mod cache;
 pub mod discovery;
+pub mod filter;
 pub mod object;
 pub mod pki;
 pub mod resources;

@@ -15,6 +15,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use skiff_store::{EventKind, ListOptions};
 
+use crate::filter::Filter;
 use crate::object::{self, with_revision};
 use crate::resources::{self, Resource};
 use crate::status::{ApiError, ApiResult};
@@ -170,7 +171,7 @@ async fn handle(state: AppState, req: Request) -> ApiResult<Response> {
         (Method::GET, Some(name), None | Some("status")) => get(&state, r, ns, name).await,
         (Method::GET, None, None) if is_true(q.get("watch")) => watch(&state, r, ns, &q).await,
         (Method::GET, None, None) if q.get("resourceVersion").map(String::as_str) == Some("0") => {
-            list_from_cache(&state, r, ns).await
+            list_from_cache(&state, r, ns, &q).await
         }
         (Method::GET, None, None) => list(&state, r, ns, &q).await,
         (Method::POST, None, None) => {
@@ -187,18 +188,57 @@ async fn handle(state: AppState, req: Request) -> ApiResult<Response> {
     }
 }
 
-async fn namespace_exists(state: &AppState, r: &Resource, ns: Option<&str>) -> ApiResult<()> {
-    if let (true, Some(ns)) = (r.namespaced, ns) {
-        let ns_resource = resources::find("", "v1", "namespaces").expect("namespaces");
-        match state.store.get(&object::key(ns_resource, None, ns)).await {
-            Ok(_) => {}
-            Err(skiff_store::Error::NotFound { .. }) => {
-                return Err(ApiError::not_found("", "namespaces", ns))
-            }
-            Err(e) => return Err(e.into()),
+/// Admission: a namespaced object needs its namespace to exist and not be
+/// terminating (upstream NamespaceLifecycle).
+async fn namespace_admits(
+    state: &AppState,
+    r: &Resource,
+    ns: Option<&str>,
+    name: &str,
+) -> ApiResult<()> {
+    let (true, Some(ns)) = (r.namespaced, ns) else {
+        return Ok(());
+    };
+    let ns_resource = resources::find("", "v1", "namespaces").expect("namespaces are served");
+    let kv = match state.store.get(&object::key(ns_resource, None, ns)).await {
+        Ok(kv) => kv,
+        Err(skiff_store::Error::NotFound { .. }) => {
+            return Err(ApiError::not_found("", "namespaces", ns))
         }
+        Err(e) => return Err(e.into()),
+    };
+    let namespace = parse_stored(&kv.value)?;
+    let terminating = namespace.pointer("/status/phase").and_then(Value::as_str)
+        == Some("Terminating")
+        || namespace.pointer("/metadata/deletionTimestamp").is_some();
+    if terminating {
+        return Err(ApiError::forbidden(format!(
+            "{} \"{}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+            r.qualified(),
+            name,
+        )));
     }
     Ok(())
+}
+
+/// 422 Invalid from validation findings, if any.
+fn check_valid(
+    r: &Resource,
+    name: &str,
+    errors: Vec<skiff_api::validation::FieldError>,
+) -> ApiResult<()> {
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let causes = errors
+        .into_iter()
+        .map(|e| crate::status::Cause {
+            reason: e.reason,
+            field: e.field,
+            message: e.message,
+        })
+        .collect();
+    Err(ApiError::invalid(r.group, r.kind, name, causes))
 }
 
 fn parse_stored(value: &[u8]) -> ApiResult<Value> {
@@ -238,12 +278,15 @@ async fn list(
         continue_token: q.get("continue").filter(|c| !c.is_empty()).cloned(),
         revision,
     };
+    let filter = Filter::parse(r, q)?;
     let page = state.store.list(&object::prefix(r, ns), opts).await?;
-    let items = page
-        .items
-        .iter()
-        .map(|kv| Ok(with_revision(parse_stored(&kv.value)?, kv.mod_revision)))
-        .collect::<ApiResult<Vec<_>>>()?;
+    let mut items = Vec::with_capacity(page.items.len());
+    for kv in &page.items {
+        let obj = parse_stored(&kv.value)?;
+        if filter.matches(&obj) {
+            items.push(with_revision(obj, kv.mod_revision));
+        }
+    }
     let mut metadata = json!({ "resourceVersion": page.revision.to_string() });
     if let Some(token) = page.continue_token {
         metadata["continue"] = json!(token);
@@ -267,11 +310,13 @@ async fn create(
 ) -> ApiResult<Response> {
     let mut obj = object::decode(body)?;
     let name = object::prepare_create(r, ns, &mut obj)?;
+    skiff_api::defaults::apply(r.kind, &mut obj);
+    check_valid(r, &name, skiff_api::validation::validate(r.kind, &obj))?;
     let ns = obj
         .pointer("/metadata/namespace")
         .and_then(Value::as_str)
         .map(String::from);
-    namespace_exists(state, r, ns.as_deref()).await?;
+    namespace_admits(state, r, ns.as_deref(), &name).await?;
     let key = object::key(r, ns.as_deref(), &name);
     let value = serde_json::to_vec(&obj).map_err(|e| ApiError::internal(e.to_string()))?;
     match state.store.create(&key, value.into()).await {
@@ -327,12 +372,23 @@ async fn update(
             merged
         }
         _ => {
-            if let Some(status) = old.get("status") {
-                obj["status"] = status.clone();
+            match old.get("status") {
+                Some(status) => obj["status"] = status.clone(),
+                None => {
+                    if let Some(o) = obj.as_object_mut() {
+                        o.remove("status");
+                    }
+                }
             }
+            skiff_api::defaults::apply(r.kind, &mut obj);
             obj
         }
     };
+    check_valid(
+        r,
+        name,
+        skiff_api::validation::validate_update(r.kind, &old, &new),
+    )?;
     object::prepare_update(&old, &mut new);
     if let Some(ns) = ns {
         object::meta(&mut new).insert("namespace".into(), json!(ns));
@@ -432,12 +488,21 @@ fn stream_response(body: Body) -> ApiResult<Response> {
 }
 
 /// A list served from the watch cache (`resourceVersion=0`).
-async fn list_from_cache(state: &AppState, r: &Resource, ns: Option<&str>) -> ApiResult<Response> {
+async fn list_from_cache(
+    state: &AppState,
+    r: &Resource,
+    ns: Option<&str>,
+    q: &HashMap<String, String>,
+) -> ApiResult<Response> {
+    let filter = Filter::parse(r, q)?;
     let cache = state.cache(r);
     cache.wait_ready().await;
-    let (revision, items) = cache
+    let (revision, mut items) = cache
         .list(&object::prefix(r, ns))
         .map_err(|e| ApiError::unavailable(e.to_string()))?;
+    if !filter.is_everything() {
+        items.retain(|item| filter.matches(&item.object));
+    }
     let mut body = Vec::with_capacity(items.iter().map(|i| i.json.len() + 1).sum::<usize>() + 128);
     body.extend_from_slice(
         format!(
@@ -469,10 +534,7 @@ async fn watch(
     q: &HashMap<String, String>,
 ) -> ApiResult<Response> {
     let prefix = object::prefix(r, ns);
-    let name_filter = q
-        .get("fieldSelector")
-        .and_then(|f| f.strip_prefix("metadata.name="))
-        .map(String::from);
+    let filter = Filter::parse(r, q)?;
     let timeout = q
         .get("timeoutSeconds")
         .and_then(|t| t.parse::<u64>().ok())
@@ -499,22 +561,35 @@ async fn watch(
         Err(e) => return Err(ApiError::unavailable(e.to_string())),
     };
     let after = after.unwrap_or(0);
-    let keep = move |e: &crate::cache::CachedEvent| {
-        e.revision > after
-            && name_filter
-                .as_deref()
-                .is_none_or(|n| object::name_of(&e.item.object) == Some(n))
+    let to_line = move |e: crate::cache::CachedEvent| -> Option<Bytes> {
+        if e.revision <= after {
+            return None;
+        }
+        if filter.is_everything() {
+            return Some(watch_line_raw(e.kind, &e.item.json));
+        }
+        // With a selector, an object entering it is ADDED and one leaving
+        // it is DELETED, as upstream's cacher reports them.
+        let now = filter.matches(&e.item.object);
+        let before = e.prev.as_ref().is_some_and(|p| filter.matches(&p.object));
+        let kind = match (e.kind, before, now) {
+            (EventKind::Modified, true, true) => EventKind::Modified,
+            (EventKind::Modified, false, true) => EventKind::Added,
+            (EventKind::Modified, true, false) => EventKind::Deleted,
+            (kind, _, true) if kind != EventKind::Modified => kind,
+            _ => return None,
+        };
+        Some(watch_line_raw(kind, &e.item.json))
     };
-    let keep_live = keep.clone();
-    let initial =
-        futures::stream::iter(subscription.initial).filter(move |e| std::future::ready(keep(e)));
+    let to_line_live = to_line.clone();
+    let initial = futures::stream::iter(subscription.initial.into_iter().filter_map(to_line));
     let live = futures::stream::unfold(subscription.live, |mut rx| async move {
         rx.recv().await.map(|e| (e, rx))
     })
-    .filter(move |e| std::future::ready(keep_live(e)));
+    .filter_map(move |e| std::future::ready(to_line_live(e)));
     let lines = initial
         .chain(live)
-        .map(|e| Ok::<_, Infallible>(watch_line_raw(e.kind, &e.item.json)))
+        .map(Ok::<_, Infallible>)
         .take_until(tokio::time::sleep(timeout));
     stream_response(Body::from_stream(lines))
 }

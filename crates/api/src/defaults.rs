@@ -1,0 +1,320 @@
+//! Defaulting, as upstream's `SetDefaults_*` functions and the default
+//! admission plugins (DefaultTolerationSeconds) apply it on create. Works
+//! on wire-form JSON; fills only what is absent.
+
+use serde_json::{json, Map, Value};
+
+/// Sets `obj[field]` to `value` when absent or null.
+fn default(obj: &mut Map<String, Value>, field: &str, value: Value) {
+    if obj.get(field).is_none_or(Value::is_null) {
+        obj.insert(field.to_string(), value);
+    }
+}
+
+fn object_at<'a>(value: &'a mut Value, field: &str) -> Option<&'a mut Map<String, Value>> {
+    value.get_mut(field).and_then(Value::as_object_mut)
+}
+
+/// `Always` for `:latest` or no tag, `IfNotPresent` otherwise (digests too).
+pub fn image_pull_policy(image: &str) -> &'static str {
+    if image.contains('@') {
+        return "IfNotPresent";
+    }
+    let last = image.rsplit('/').next().unwrap_or(image);
+    match last.split_once(':') {
+        Some((_, tag)) if tag != "latest" => "IfNotPresent",
+        _ => "Always",
+    }
+}
+
+fn default_probe(probe: &mut Value) {
+    let Some(p) = probe.as_object_mut() else {
+        return;
+    };
+    default(p, "timeoutSeconds", json!(1));
+    default(p, "periodSeconds", json!(10));
+    default(p, "successThreshold", json!(1));
+    default(p, "failureThreshold", json!(3));
+    if let Some(http) = object_at(probe, "httpGet") {
+        default(http, "scheme", json!("HTTP"));
+        default(http, "path", json!("/"));
+    }
+}
+
+fn default_container(c: &mut Value) {
+    let Some(obj) = c.as_object_mut() else { return };
+    let image = obj
+        .get("image")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    if !image.is_empty() {
+        default(obj, "imagePullPolicy", json!(image_pull_policy(&image)));
+    }
+    default(obj, "terminationMessagePath", json!("/dev/termination-log"));
+    default(obj, "terminationMessagePolicy", json!("File"));
+    default(obj, "resources", json!({}));
+    if let Some(ports) = obj.get_mut("ports").and_then(Value::as_array_mut) {
+        for port in ports.iter_mut().filter_map(Value::as_object_mut) {
+            default(port, "protocol", json!("TCP"));
+        }
+    }
+    if let Some(env) = obj.get_mut("env").and_then(Value::as_array_mut) {
+        for var in env {
+            if let Some(field_ref) = var
+                .pointer_mut("/valueFrom/fieldRef")
+                .and_then(Value::as_object_mut)
+            {
+                default(field_ref, "apiVersion", json!("v1"));
+            }
+        }
+    }
+    for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(p) = obj.get_mut(probe) {
+            default_probe(p);
+        }
+    }
+}
+
+/// The QoS class of a pod spec (upstream's GetPodQOS).
+pub fn qos_class(spec: &Value) -> &'static str {
+    let containers: Vec<&Value> = ["containers", "initContainers"]
+        .iter()
+        .filter_map(|f| spec.get(*f).and_then(Value::as_array))
+        .flatten()
+        .collect();
+    let mut any = false;
+    let mut guaranteed = true;
+    for c in &containers {
+        let requests = c.pointer("/resources/requests").and_then(Value::as_object);
+        let limits = c.pointer("/resources/limits").and_then(Value::as_object);
+        let relevant = |m: Option<&Map<String, Value>>| {
+            m.map(|m| {
+                m.iter()
+                    .filter(|(k, _)| *k == "cpu" || *k == "memory")
+                    .count()
+            })
+            .unwrap_or(0)
+        };
+        if relevant(requests) > 0 || relevant(limits) > 0 {
+            any = true;
+        }
+        for resource in ["cpu", "memory"] {
+            let limit = limits.and_then(|l| l.get(resource));
+            let request = requests.and_then(|r| r.get(resource)).or(limit);
+            if limit.is_none() || request != limit {
+                guaranteed = false;
+            }
+        }
+    }
+    match (any, guaranteed) {
+        (false, _) => "BestEffort",
+        (true, true) => "Guaranteed",
+        (true, false) => "Burstable",
+    }
+}
+
+/// Pod spec defaults (also used for pod templates).
+pub fn pod_spec(spec: &mut Value) {
+    let Some(obj) = spec.as_object_mut() else {
+        return;
+    };
+    default(obj, "restartPolicy", json!("Always"));
+    default(obj, "terminationGracePeriodSeconds", json!(30));
+    default(obj, "dnsPolicy", json!("ClusterFirst"));
+    default(obj, "schedulerName", json!("default-scheduler"));
+    default(obj, "securityContext", json!({}));
+    default(obj, "enableServiceLinks", json!(true));
+    for list in ["containers", "initContainers"] {
+        if let Some(cs) = obj.get_mut(list).and_then(Value::as_array_mut) {
+            cs.iter_mut().for_each(default_container);
+        }
+    }
+}
+
+/// Pod defaults on create, including DefaultTolerationSeconds and the
+/// initial status.
+pub fn pod(pod: &mut Value) {
+    if let Some(spec) = pod.get_mut("spec") {
+        pod_spec(spec);
+        let obj = spec
+            .as_object_mut()
+            .expect("spec is an object after pod_spec");
+        default(obj, "priority", json!(0));
+        default(obj, "preemptionPolicy", json!("PreemptLowerPriority"));
+        let tolerations = obj.entry("tolerations").or_insert_with(|| json!([]));
+        if let Some(list) = tolerations.as_array_mut() {
+            for key in [
+                "node.kubernetes.io/not-ready",
+                "node.kubernetes.io/unreachable",
+            ] {
+                let tolerated = list.iter().any(|t| {
+                    let k = t.get("key").and_then(Value::as_str);
+                    let effect = t.get("effect").and_then(Value::as_str);
+                    (k == Some(key)
+                        || k.is_none()
+                            && t.get("operator").and_then(Value::as_str) == Some("Exists"))
+                        && (effect.is_none() || effect == Some("NoExecute"))
+                });
+                if !tolerated {
+                    list.push(json!({
+                        "key": key,
+                        "operator": "Exists",
+                        "effect": "NoExecute",
+                        "tolerationSeconds": 300,
+                    }));
+                }
+            }
+        }
+    }
+    let qos = pod.get("spec").map(qos_class).unwrap_or("BestEffort");
+    if !pod.get("status").is_some_and(Value::is_object) {
+        pod["status"] = json!({});
+    }
+    let status = pod["status"].as_object_mut().expect("status is an object");
+    default(status, "phase", json!("Pending"));
+    default(status, "qosClass", json!(qos));
+}
+
+fn template(obj: &mut Value) {
+    if let Some(spec) = obj.pointer_mut("/spec/template/spec") {
+        pod_spec(spec);
+    }
+}
+
+/// Defaults for every kind we know; other kinds pass through.
+pub fn apply(kind: &str, obj: &mut Value) {
+    match kind {
+        "Pod" => pod(obj),
+        "Namespace" => {
+            if !obj.get("spec").is_some_and(Value::is_object) {
+                obj["spec"] = json!({});
+            }
+            default(
+                obj["spec"].as_object_mut().expect("spec"),
+                "finalizers",
+                json!(["kubernetes"]),
+            );
+            obj["status"] = json!({"phase": "Active"});
+            let name = obj
+                .pointer("/metadata/name")
+                .cloned()
+                .unwrap_or(Value::Null);
+            if let Some(meta) = object_at(obj, "metadata") {
+                let labels = meta.entry("labels").or_insert_with(|| json!({}));
+                if let Some(labels) = labels.as_object_mut() {
+                    labels.insert("kubernetes.io/metadata.name".into(), name);
+                }
+            }
+        }
+        "Secret" => {
+            if let Some(o) = obj.as_object_mut() {
+                default(o, "type", json!("Opaque"));
+            }
+        }
+        "Service" => {
+            if let Some(spec) = object_at(obj, "spec") {
+                default(spec, "type", json!("ClusterIP"));
+                default(spec, "sessionAffinity", json!("None"));
+                if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
+                    for port in ports.iter_mut().filter_map(Value::as_object_mut) {
+                        default(port, "protocol", json!("TCP"));
+                        if let Some(p) = port.get("port").cloned() {
+                            default(port, "targetPort", p);
+                        }
+                    }
+                }
+            }
+        }
+        "Deployment" => {
+            if let Some(spec) = object_at(obj, "spec") {
+                default(spec, "replicas", json!(1));
+                default(spec, "revisionHistoryLimit", json!(10));
+                default(spec, "progressDeadlineSeconds", json!(600));
+                default(
+                    spec,
+                    "strategy",
+                    json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}),
+                );
+            }
+            template(obj);
+        }
+        "ReplicaSet" => {
+            if let Some(spec) = object_at(obj, "spec") {
+                default(spec, "replicas", json!(1));
+            }
+            template(obj);
+        }
+        "Job" => {
+            if let Some(spec) = object_at(obj, "spec") {
+                default(spec, "parallelism", json!(1));
+                default(spec, "completions", json!(1));
+                default(spec, "backoffLimit", json!(6));
+                default(spec, "completionMode", json!("NonIndexed"));
+                default(spec, "suspend", json!(false));
+            }
+            if let Some(spec) = obj
+                .pointer_mut("/spec/template/spec")
+                .and_then(Value::as_object_mut)
+            {
+                default(spec, "restartPolicy", json!("Never"));
+            }
+            template(obj);
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pull_policy() {
+        assert_eq!(image_pull_policy("busybox"), "Always");
+        assert_eq!(image_pull_policy("busybox:latest"), "Always");
+        assert_eq!(image_pull_policy("busybox:1.36"), "IfNotPresent");
+        assert_eq!(image_pull_policy("localhost:5000/busybox"), "Always");
+        assert_eq!(
+            image_pull_policy("localhost:5000/busybox:1"),
+            "IfNotPresent"
+        );
+        assert_eq!(image_pull_policy("busybox@sha256:abc"), "IfNotPresent");
+    }
+
+    #[test]
+    fn pod_defaults() {
+        let mut p = json!({"spec": {"containers": [{"name": "c", "image": "busybox",
+            "ports": [{"containerPort": 80}],
+            "livenessProbe": {"httpGet": {"port": 80}}}]}});
+        pod(&mut p);
+        let spec = &p["spec"];
+        assert_eq!(spec["restartPolicy"], "Always");
+        assert_eq!(spec["terminationGracePeriodSeconds"], 30);
+        assert_eq!(spec["dnsPolicy"], "ClusterFirst");
+        assert_eq!(spec["schedulerName"], "default-scheduler");
+        assert_eq!(spec["enableServiceLinks"], true);
+        let c = &spec["containers"][0];
+        assert_eq!(c["imagePullPolicy"], "Always");
+        assert_eq!(c["terminationMessagePath"], "/dev/termination-log");
+        assert_eq!(c["terminationMessagePolicy"], "File");
+        assert_eq!(c["ports"][0]["protocol"], "TCP");
+        assert_eq!(c["livenessProbe"]["periodSeconds"], 10);
+        assert_eq!(c["livenessProbe"]["timeoutSeconds"], 1);
+        assert_eq!(c["livenessProbe"]["failureThreshold"], 3);
+        assert_eq!(c["livenessProbe"]["httpGet"]["scheme"], "HTTP");
+        let tolerations = spec["tolerations"].as_array().unwrap();
+        assert_eq!(tolerations.len(), 2);
+        assert_eq!(tolerations[0]["tolerationSeconds"], 300);
+        assert_eq!(p["status"]["phase"], "Pending");
+        assert_eq!(p["status"]["qosClass"], "BestEffort");
+    }
+
+    #[test]
+    fn qos() {
+        let g = json!({"containers": [{"resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]});
+        assert_eq!(qos_class(&g), "Guaranteed");
+        let b = json!({"containers": [{"resources": {"requests": {"cpu": "1"}}}]});
+        assert_eq!(qos_class(&b), "Burstable");
+    }
+}

@@ -1,0 +1,116 @@
+//! `labelSelector` and `fieldSelector` of list and watch requests: which
+//! fields each resource can be selected by (upstream's field label
+//! conversion functions), and matching an object against both.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+use skiff_api::selectors::{field_value, FieldSelector, LabelSelector};
+
+use crate::resources::Resource;
+use crate::status::{ApiError, ApiResult};
+
+/// Fields a resource can be selected by, besides metadata.name and
+/// metadata.namespace.
+fn selectable_fields(r: &Resource) -> &'static [&'static str] {
+    match (r.group, r.plural) {
+        ("", "pods") => &[
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.nominatedNodeName",
+        ],
+        ("", "events") | ("events.k8s.io", "events") => &[
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+        ],
+        ("", "nodes") => &["spec.unschedulable"],
+        ("", "namespaces") => &["status.phase"],
+        ("", "secrets") => &["type"],
+        ("batch", "jobs") => &["status.successful"],
+        _ => &[],
+    }
+}
+
+/// The selectors of one request.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    labels: Option<LabelSelector>,
+    fields: Option<FieldSelector>,
+}
+
+impl Filter {
+    pub fn parse(r: &Resource, q: &HashMap<String, String>) -> ApiResult<Filter> {
+        let labels = match q.get("labelSelector").filter(|s| !s.is_empty()) {
+            Some(s) => {
+                Some(LabelSelector::parse(s).map_err(|e| ApiError::bad_request(e.to_string()))?)
+            }
+            None => None,
+        };
+        let fields = match q.get("fieldSelector").filter(|s| !s.is_empty()) {
+            Some(s) => {
+                let selector =
+                    FieldSelector::parse(s).map_err(|e| ApiError::bad_request(e.to_string()))?;
+                let allowed = selectable_fields(r);
+                for (field, _, _) in selector.fields() {
+                    if field != "metadata.name"
+                        && field != "metadata.namespace"
+                        && !allowed.contains(&field)
+                    {
+                        return Err(ApiError::bad_request(format!(
+                            "field label not supported: {field}"
+                        )));
+                    }
+                }
+                Some(selector)
+            }
+            None => None,
+        };
+        Ok(Filter { labels, fields })
+    }
+
+    pub fn is_everything(&self) -> bool {
+        self.labels.is_none() && self.fields.is_none()
+    }
+
+    /// The one object name the field selector pins, if any.
+    pub fn exact_name(&self) -> Option<&str> {
+        self.fields.as_ref().and_then(|f| f.exact_name())
+    }
+
+    pub fn matches(&self, obj: &Value) -> bool {
+        if let Some(labels) = &self.labels {
+            if !labels.matches_object(obj) {
+                return false;
+            }
+        }
+        if let Some(fields) = &self.fields {
+            let get = |path: &str| match path {
+                // Events select by `source` = source.component.
+                "source" => field_value(obj, "source.component"),
+                // Unset booleans select as "false", as upstream converts them.
+                "spec.hostNetwork" | "spec.unschedulable" => {
+                    Some(field_value(obj, path).unwrap_or_else(|| "false".into()))
+                }
+                _ => field_value(obj, path),
+            };
+            if !fields.matches(get) {
+                return false;
+            }
+        }
+        true
+    }
+}
