@@ -6,6 +6,7 @@
 
 pub mod auth;
 pub mod cache;
+pub mod delete;
 pub mod discovery;
 pub mod filter;
 pub mod object;

@@ -15,6 +15,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use skiff_store::{EventKind, ListOptions};
 
+use crate::delete::DeleteOptions;
 use crate::filter::Filter;
 use crate::object::{self, with_revision};
 use crate::resources::{self, Resource};
@@ -174,6 +175,10 @@ async fn handle(state: AppState, req: Request) -> ApiResult<Response> {
             list_from_cache(&state, r, ns, &q).await
         }
         (Method::GET, None, None) => list(&state, r, ns, &q).await,
+        (Method::POST, Some(name), Some("binding")) => {
+            let body = read_body(req).await?;
+            bind(&state, r, ns, name, &body).await
+        }
         (Method::POST, None, None) => {
             let body = read_body(req).await?;
             create(&state, r, ns, &body).await
@@ -182,8 +187,14 @@ async fn handle(state: AppState, req: Request) -> ApiResult<Response> {
             let body = read_body(req).await?;
             update(&state, r, ns, name, sub, &body).await
         }
-        (Method::DELETE, Some(name), None) => delete(&state, r, ns, name).await,
-        (Method::DELETE, None, None) => delete_collection(&state, r, ns).await,
+        (Method::DELETE, Some(name), None) => {
+            let body = read_body(req).await?;
+            delete(&state, r, ns, name, &DeleteOptions::parse(&body, &q)?).await
+        }
+        (Method::DELETE, None, None) => {
+            let body = read_body(req).await?;
+            delete_collection(&state, r, ns, &q, &DeleteOptions::parse(&body, &q)?).await
+        }
         _ => Err(ApiError::method_not_allowed()),
     }
 }
@@ -395,10 +406,13 @@ async fn update(
     }
     let value = serde_json::to_vec(&new).map_err(|e| ApiError::internal(e.to_string()))?;
     match state.store.update(&key, value.into(), expected).await {
-        Ok(kv) => Ok(json_response(
-            StatusCode::OK,
-            &with_revision(new, kv.mod_revision),
-        )),
+        Ok(kv) => {
+            crate::delete::finish_if_done(state, r, &key, &new, kv.mod_revision).await?;
+            Ok(json_response(
+                StatusCode::OK,
+                &with_revision(new, kv.mod_revision),
+            ))
+        }
         Err(skiff_store::Error::Conflict { .. }) => {
             Err(ApiError::conflict(r.group, r.plural, name))
         }
@@ -414,34 +428,39 @@ async fn delete(
     r: &Resource,
     ns: Option<&str>,
     name: &str,
+    opts: &DeleteOptions,
 ) -> ApiResult<Response> {
-    match state.store.delete(&object::key(r, ns, name), None).await {
-        Ok(deleted) => Ok(json_response(
-            StatusCode::OK,
-            &with_revision(parse_stored(&deleted.prev.value)?, deleted.revision),
-        )),
-        Err(skiff_store::Error::NotFound { .. }) => {
-            Err(ApiError::not_found(r.group, r.plural, name))
-        }
-        Err(e) => Err(e.into()),
-    }
+    let obj = crate::delete::delete_one(state, r, ns, name, opts).await?;
+    Ok(json_response(StatusCode::OK, &obj))
 }
 
 async fn delete_collection(
     state: &AppState,
     r: &Resource,
     ns: Option<&str>,
+    q: &HashMap<String, String>,
+    opts: &DeleteOptions,
 ) -> ApiResult<Response> {
+    let filter = Filter::parse(r, q)?;
     let page = state
         .store
         .list(&object::prefix(r, ns), ListOptions::default())
         .await?;
     let mut items = Vec::new();
     for kv in page.items {
-        match state.store.delete(&kv.key, None).await {
-            Ok(d) => items.push(with_revision(parse_stored(&d.prev.value)?, d.revision)),
-            Err(skiff_store::Error::NotFound { .. }) => {}
-            Err(e) => return Err(e.into()),
+        let obj = parse_stored(&kv.value)?;
+        if !filter.matches(&obj) {
+            continue;
+        }
+        let name = object::name_of(&obj).unwrap_or_default().to_string();
+        let obj_ns = obj
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .map(String::from);
+        match crate::delete::delete_one(state, r, obj_ns.as_deref(), &name, opts).await {
+            Ok(obj) => items.push(obj),
+            Err(e) if e.code == StatusCode::NOT_FOUND => {}
+            Err(e) => return Err(e),
         }
     }
     Ok(json_response(
@@ -452,6 +471,93 @@ async fn delete_collection(
             "metadata": {},
             "items": items,
         }),
+    ))
+}
+
+/// POST pods/NAME/binding: sets spec.nodeName once, and PodScheduled.
+async fn bind(
+    state: &AppState,
+    r: &Resource,
+    ns: Option<&str>,
+    name: &str,
+    body: &[u8],
+) -> ApiResult<Response> {
+    let binding = object::decode(body)?;
+    let node = binding
+        .pointer("/target/name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| {
+            ApiError::invalid(
+                "",
+                "Binding",
+                name,
+                vec![crate::status::Cause {
+                    reason: "FieldValueRequired",
+                    field: "target.name".into(),
+                    message: "Required value".into(),
+                }],
+            )
+        })?
+        .to_string();
+    let key = object::key(r, ns, name);
+    loop {
+        let kv = match state.store.get(&key).await {
+            Ok(kv) => kv,
+            Err(skiff_store::Error::NotFound { .. }) => {
+                return Err(ApiError::not_found(r.group, r.plural, name))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let mut pod = parse_stored(&kv.value)?;
+        if pod.pointer("/metadata/deletionTimestamp").is_some() {
+            return Err(ApiError::conflict_message(format!(
+                "Operation cannot be fulfilled on pods/binding \"{name}\": pod {name} is being deleted, cannot be assigned to a host"
+            )));
+        }
+        if let Some(current) = pod
+            .pointer("/spec/nodeName")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+        {
+            return Err(ApiError::conflict_message(format!(
+                "Operation cannot be fulfilled on pods/binding \"{name}\": pod {name} is already assigned to node \"{current}\""
+            )));
+        }
+        pod["spec"]["nodeName"] = json!(node);
+        let conditions = pod
+            .pointer_mut("/status/conditions")
+            .and_then(Value::as_array_mut)
+            .map(std::mem::take)
+            .unwrap_or_default();
+        let mut conditions: Vec<Value> = conditions
+            .into_iter()
+            .filter(|c| c.get("type").and_then(Value::as_str) != Some("PodScheduled"))
+            .collect();
+        conditions.push(json!({
+            "type": "PodScheduled",
+            "status": "True",
+            "lastProbeTime": null,
+            "lastTransitionTime": object::now(),
+        }));
+        if !pod.get("status").is_some_and(Value::is_object) {
+            pod["status"] = json!({});
+        }
+        pod["status"]["conditions"] = json!(conditions);
+        let value = serde_json::to_vec(&pod).map_err(|e| ApiError::internal(e.to_string()))?;
+        match state
+            .store
+            .update(&key, value.into(), kv.mod_revision)
+            .await
+        {
+            Ok(_) => break,
+            Err(skiff_store::Error::Conflict { .. }) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(json_response(
+        StatusCode::CREATED,
+        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
     ))
 }
 

@@ -79,6 +79,11 @@ impl ApiError {
         .with_details(group, plural, name)
     }
 
+    /// 409 Conflict with a message of its own.
+    pub fn conflict_message(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, "Conflict", message)
+    }
+
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "BadRequest", message)
     }

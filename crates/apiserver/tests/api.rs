@@ -1,0 +1,403 @@
+//! In-process integration: the real API server and store, driven by
+//! kube-rs (typed API, a reflector, raw requests). No nodes.
+
+mod support;
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::runtime::{reflector, watcher, WatchStreamExt};
+use kube::{Api, Client};
+use serde_json::json;
+use support::TestServer;
+
+async fn client(server: &TestServer) -> Client {
+    let kubeconfig = Kubeconfig::read_from(&server.kubeconfig).expect("read kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("kube config");
+    Client::try_from(config).expect("kube client")
+}
+
+fn pod(name: &str, labels: serde_json::Value) -> Pod {
+    serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }))
+    .unwrap()
+}
+
+fn api_error(e: kube::Error) -> kube::core::Status {
+    match e {
+        kube::Error::Api(s) => *s,
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+/// Waits (bounded) for `check` to hold.
+async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut tick = tokio::time::interval(Duration::from_millis(10));
+    while !check() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tick.tick().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reflector_follows_pods() {
+    let server = TestServer::start().await;
+    let client = client(&server).await;
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    let (reader, writer) = reflector::store::<Pod>();
+    let stream = reflector(writer, watcher(pods.clone(), watcher::Config::default()))
+        .applied_objects()
+        .boxed();
+    let driver = tokio::spawn(stream.for_each(|_| async {}));
+    for name in ["a", "b", "c"] {
+        pods.create(&PostParams::default(), &pod(name, json!({"app": "x"})))
+            .await
+            .unwrap();
+    }
+    eventually("3 pods in the reflector", || reader.state().len() == 3).await;
+    pods.delete("b", &DeleteParams::default()).await.unwrap();
+    eventually("2 pods in the reflector", || reader.state().len() == 2).await;
+    let mut names: Vec<_> = reader
+        .state()
+        .iter()
+        .map(|p| p.metadata.name.clone().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, vec!["a", "c"]);
+    driver.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pod_defaults_validation_and_selectors() {
+    let server = TestServer::start().await;
+    let pods: Api<Pod> = Api::namespaced(client(&server).await, "default");
+    let created = pods
+        .create(&PostParams::default(), &pod("web", json!({"app": "a"})))
+        .await
+        .unwrap();
+    let spec = created.spec.as_ref().unwrap();
+    assert_eq!(spec.restart_policy.as_deref(), Some("Always"));
+    assert_eq!(spec.termination_grace_period_seconds, Some(30));
+    assert_eq!(spec.scheduler_name.as_deref(), Some("default-scheduler"));
+    assert_eq!(
+        spec.containers[0].image_pull_policy.as_deref(),
+        Some("Always")
+    );
+    assert_eq!(spec.tolerations.as_ref().unwrap().len(), 2);
+    assert_eq!(created.status.unwrap().phase.as_deref(), Some("Pending"));
+
+    pods.create(&PostParams::default(), &pod("api", json!({"app": "b"})))
+        .await
+        .unwrap();
+    pods.create(&PostParams::default(), &pod("db", json!({"app": "c"})))
+        .await
+        .unwrap();
+    let names = |list: kube::core::ObjectList<Pod>| {
+        list.items
+            .into_iter()
+            .map(|p| p.metadata.name.unwrap())
+            .collect::<Vec<_>>()
+    };
+    let selected = pods
+        .list(&ListParams::default().labels("app in (a,b)"))
+        .await
+        .unwrap();
+    assert_eq!(names(selected), vec!["api", "web"]);
+    let selected = pods
+        .list(&ListParams::default().labels("app!=a"))
+        .await
+        .unwrap();
+    assert_eq!(names(selected), vec!["api", "db"]);
+    let selected = pods
+        .list(&ListParams::default().fields("metadata.name=db,status.phase=Pending"))
+        .await
+        .unwrap();
+    assert_eq!(names(selected), vec!["db"]);
+    let e = api_error(
+        pods.list(&ListParams::default().fields("spec.bogus=1"))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (400, "field label not supported: spec.bogus")
+    );
+
+    // Paging: limit + continue.
+    let page = pods.list(&ListParams::default().limit(2)).await.unwrap();
+    assert_eq!(page.items.len(), 2);
+    let token = page.metadata.continue_.clone().unwrap();
+    let rest = pods
+        .list(&ListParams::default().limit(2).continue_token(&token))
+        .await
+        .unwrap();
+    assert_eq!(names(rest), vec!["web"]);
+
+    // 422 with causes.
+    let mut bad = pod("dup", json!({}));
+    let c = bad.spec.as_ref().unwrap().containers[0].clone();
+    bad.spec.as_mut().unwrap().containers.push(c);
+    let e = api_error(pods.create(&PostParams::default(), &bad).await.unwrap_err());
+    assert_eq!(e.code, 422);
+    assert_eq!(e.reason, "Invalid");
+    assert!(
+        e.message
+            .contains("spec.containers[1].name: Duplicate value: \"c\""),
+        "{}",
+        e.message
+    );
+
+    // Conflict on a stale resourceVersion.
+    let mut stale = pods.get("web").await.unwrap();
+    let mut fresh = stale.clone();
+    fresh.spec.as_mut().unwrap().containers[0].image = Some("busybox:2".into());
+    pods.replace("web", &PostParams::default(), &fresh)
+        .await
+        .unwrap();
+    stale.spec.as_mut().unwrap().containers[0].image = Some("busybox:3".into());
+    let e = api_error(
+        pods.replace("web", &PostParams::default(), &stale)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(e.code, 409);
+    assert_eq!(
+        e.message,
+        "Operation cannot be fulfilled on pods \"web\": the object has been modified; please apply your changes to the latest version and try again"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graceful_deletion_binding_and_status() {
+    let server = TestServer::start().await;
+    let client = client(&server).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    pods.create(&PostParams::default(), &pod("bound", json!({})))
+        .await
+        .unwrap();
+    pods.create(&PostParams::default(), &pod("loose", json!({})))
+        .await
+        .unwrap();
+
+    let binding = json!({"apiVersion": "v1", "kind": "Binding",
+        "metadata": {"name": "bound"}, "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"}});
+    let _: serde_json::Value = pods
+        .create_subresource("binding", "bound", &PostParams::default(), &binding)
+        .await
+        .unwrap();
+    let bound = pods.get("bound").await.unwrap();
+    assert_eq!(bound.spec.unwrap().node_name.as_deref(), Some("n1"));
+    let e = api_error(
+        pods.create_subresource::<_, serde_json::Value>(
+            "binding",
+            "bound",
+            &PostParams::default(),
+            &binding,
+        )
+        .await
+        .unwrap_err(),
+    );
+    assert_eq!(e.code, 409);
+    assert!(
+        e.message.contains("is already assigned to node \"n1\""),
+        "{}",
+        e.message
+    );
+
+    // An unbound pod goes at once; a bound one is only marked.
+    pods.delete("loose", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert_eq!(api_error(pods.get("loose").await.unwrap_err()).code, 404);
+    pods.delete("bound", &DeleteParams::default())
+        .await
+        .unwrap();
+    let marked = pods.get("bound").await.unwrap();
+    assert!(marked.metadata.deletion_timestamp.is_some());
+    assert_eq!(marked.metadata.deletion_grace_period_seconds, Some(30));
+    // The node confirms with grace 0.
+    pods.delete(
+        "bound",
+        &DeleteParams {
+            grace_period_seconds: Some(0),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(api_error(pods.get("bound").await.unwrap_err()).code, 404);
+
+    // Status and generation on a Deployment.
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    let d: Deployment = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "d"}},
+            "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}
+    })).unwrap();
+    let d = deployments
+        .create(&PostParams::default(), &d)
+        .await
+        .unwrap();
+    assert_eq!(d.metadata.generation, Some(1));
+    let mut with_status = d.clone();
+    with_status.status = Some(serde_json::from_value(json!({"replicas": 5})).unwrap());
+    with_status.spec.as_mut().unwrap().replicas = Some(9);
+    let after = deployments
+        .replace_status("d", &PostParams::default(), &with_status)
+        .await
+        .unwrap();
+    assert_eq!(after.status.as_ref().unwrap().replicas, Some(5));
+    assert_eq!(
+        after.spec.as_ref().unwrap().replicas,
+        Some(1),
+        "a status update ignores spec"
+    );
+    assert_eq!(after.metadata.generation, Some(1));
+    let mut scaled = after.clone();
+    scaled.spec.as_mut().unwrap().replicas = Some(3);
+    scaled.status = None;
+    let scaled = deployments
+        .replace("d", &PostParams::default(), &scaled)
+        .await
+        .unwrap();
+    assert_eq!(scaled.metadata.generation, Some(2));
+    assert_eq!(
+        scaled.status.unwrap().replicas,
+        Some(5),
+        "a main update keeps status"
+    );
+    let mut relabeled = deployments.get("d").await.unwrap();
+    relabeled.metadata.labels = Some([("x".to_string(), "y".to_string())].into());
+    let relabeled = deployments
+        .replace("d", &PostParams::default(), &relabeled)
+        .await
+        .unwrap();
+    assert_eq!(
+        relabeled.metadata.generation,
+        Some(2),
+        "metadata changes keep generation"
+    );
+
+    // Namespaces: missing → 404; deleting one takes its content.
+    let in_missing: Api<Pod> = Api::namespaced(client.clone(), "nowhere");
+    let e = api_error(
+        in_missing
+            .create(&PostParams::default(), &pod("p", json!({})))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (404, "namespaces \"nowhere\" not found")
+    );
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "team"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let team: Api<Pod> = Api::namespaced(client.clone(), "team");
+    team.create(&PostParams::default(), &pod("p", json!({})))
+        .await
+        .unwrap();
+    namespaces
+        .delete("team", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        api_error(namespaces.get("team").await.unwrap_err()).code,
+        404
+    );
+    assert_eq!(api_error(team.get("p").await.unwrap_err()).code, 404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_rejected_and_changes_nothing() {
+    let server = TestServer::start().await;
+    let client = client(&server).await;
+    let raw = |method: &str, path: &str, body: Vec<u8>| {
+        http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header("Content-Type", "application/json")
+            .body(body)
+            .unwrap()
+    };
+    let status = |r: Result<String, kube::Error>| api_error(r.unwrap_err());
+
+    let path = "/api/v1/namespaces/default/configmaps";
+    let e = status(
+        client
+            .request_text(raw("POST", path, b"{not json".to_vec()))
+            .await,
+    );
+    assert_eq!((e.code, e.reason.as_str()), (400, "BadRequest"));
+    assert!(
+        e.message.starts_with("json: cannot decode request body"),
+        "{}",
+        e.message
+    );
+
+    let wrong_kind = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"}});
+    let e = status(
+        client
+            .request_text(raw("POST", path, serde_json::to_vec(&wrong_kind).unwrap()))
+            .await,
+    );
+    assert_eq!(e.code, 400);
+    assert!(
+        e.message
+            .contains("does not match the expected kind (ConfigMap)"),
+        "{}",
+        e.message
+    );
+
+    let huge = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "huge"},
+        "data": {"x": "y".repeat(3 * 1024 * 1024 + 10)}});
+    let e = status(
+        client
+            .request_text(raw("POST", path, serde_json::to_vec(&huge).unwrap()))
+            .await,
+    );
+    assert_eq!(e.code, 413);
+
+    let list: serde_json::Value =
+        serde_json::from_str(&client.request_text(raw("GET", path, vec![])).await.unwrap())
+            .unwrap();
+    assert_eq!(
+        list["items"].as_array().unwrap().len(),
+        0,
+        "nothing was written"
+    );
+
+    // A watch from a resourceVersion older than the cache's window: 410.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let mut events = pods
+        .watch(&kube::api::WatchParams::default(), "1")
+        .await
+        .unwrap()
+        .boxed();
+    match events.next().await {
+        Some(Ok(kube::core::WatchEvent::Error(e))) => {
+            assert_eq!((e.code, e.reason.as_str()), (410, "Expired"))
+        }
+        Some(Err(kube::Error::Api(e))) => assert_eq!(e.code, 410),
+        other => panic!("expected 410 Gone, got {other:?}"),
+    }
+}
