@@ -6,6 +6,7 @@
 
 pub mod auth;
 pub mod cache;
+pub mod convert;
 pub mod delete;
 pub mod discovery;
 pub mod filter;
@@ -15,6 +16,7 @@ pub mod resources;
 pub mod rest;
 pub mod serve;
 pub mod status;
+pub mod table;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -20,6 +20,7 @@ use crate::filter::Filter;
 use crate::object::{self, with_revision};
 use crate::resources::{self, Resource};
 use crate::status::{ApiError, ApiResult};
+use crate::table;
 use crate::AppState;
 
 /// Largest request body accepted (upstream's 3 MiB).
@@ -164,17 +165,20 @@ async fn handle(state: AppState, req: Request) -> ApiResult<Response> {
     let method = req.method().clone();
     let r = target.resource;
     let ns = target.namespace.as_deref();
+    let out = Output {
+        table: table::wanted(req.headers()).then(|| table::Include::parse(q.get("includeObject"))),
+    };
     match (
         method,
         target.name.as_deref(),
         target.subresource.as_deref(),
     ) {
-        (Method::GET, Some(name), None | Some("status")) => get(&state, r, ns, name).await,
-        (Method::GET, None, None) if is_true(q.get("watch")) => watch(&state, r, ns, &q).await,
+        (Method::GET, Some(name), None | Some("status")) => get(&state, r, ns, name, out).await,
+        (Method::GET, None, None) if is_true(q.get("watch")) => watch(&state, r, ns, &q, out).await,
         (Method::GET, None, None) if q.get("resourceVersion").map(String::as_str) == Some("0") => {
-            list_from_cache(&state, r, ns, &q).await
+            list_from_cache(&state, r, ns, &q, out).await
         }
-        (Method::GET, None, None) => list(&state, r, ns, &q).await,
+        (Method::GET, None, None) => list(&state, r, ns, &q, out).await,
         (Method::POST, Some(name), Some("binding")) => {
             let body = read_body(req).await?;
             bind(&state, r, ns, name, &body).await
@@ -257,11 +261,54 @@ fn parse_stored(value: &[u8]) -> ApiResult<Value> {
         .map_err(|e| ApiError::internal(format!("stored object is not JSON: {e}")))
 }
 
-async fn get(state: &AppState, r: &Resource, ns: Option<&str>, name: &str) -> ApiResult<Response> {
+/// How a read answers: plain objects, or Tables.
+#[derive(Debug, Clone, Copy)]
+struct Output {
+    table: Option<table::Include>,
+}
+
+impl Output {
+    /// One object (converted to the served version), as itself or a Table.
+    fn object(&self, r: &Resource, obj: Value) -> Value {
+        let obj = crate::convert::to_served(r, obj);
+        match self.table {
+            Some(include) => table::table(r.kind, &[&obj], json!({}), include),
+            None => obj,
+        }
+    }
+
+    /// A list response from objects in stored form.
+    fn list(&self, r: &Resource, items: Vec<Value>, metadata: Value) -> Value {
+        let items: Vec<Value> = items
+            .into_iter()
+            .map(|o| crate::convert::to_served(r, o))
+            .collect();
+        match self.table {
+            Some(include) => {
+                let refs: Vec<&Value> = items.iter().collect();
+                table::table(r.kind, &refs, metadata, include)
+            }
+            None => json!({
+                "kind": format!("{}List", r.kind),
+                "apiVersion": r.group_version(),
+                "metadata": metadata,
+                "items": items,
+            }),
+        }
+    }
+}
+
+async fn get(
+    state: &AppState,
+    r: &Resource,
+    ns: Option<&str>,
+    name: &str,
+    out: Output,
+) -> ApiResult<Response> {
     match state.store.get(&object::key(r, ns, name)).await {
         Ok(kv) => Ok(json_response(
             StatusCode::OK,
-            &with_revision(parse_stored(&kv.value)?, kv.mod_revision),
+            &out.object(r, with_revision(parse_stored(&kv.value)?, kv.mod_revision)),
         )),
         Err(skiff_store::Error::NotFound { .. }) => {
             Err(ApiError::not_found(r.group, r.plural, name))
@@ -275,6 +322,7 @@ async fn list(
     r: &Resource,
     ns: Option<&str>,
     q: &HashMap<String, String>,
+    out: Output,
 ) -> ApiResult<Response> {
     let limit = q.get("limit").and_then(|l| l.parse::<usize>().ok());
     let revision = match q.get("resourceVersion").map(String::as_str) {
@@ -302,15 +350,7 @@ async fn list(
     if let Some(token) = page.continue_token {
         metadata["continue"] = json!(token);
     }
-    Ok(json_response(
-        StatusCode::OK,
-        &json!({
-            "kind": format!("{}List", r.kind),
-            "apiVersion": r.group_version(),
-            "metadata": metadata,
-            "items": items,
-        }),
-    ))
+    Ok(json_response(StatusCode::OK, &out.list(r, items, metadata)))
 }
 
 async fn create(
@@ -321,6 +361,7 @@ async fn create(
 ) -> ApiResult<Response> {
     let mut obj = object::decode(body)?;
     let name = object::prepare_create(r, ns, &mut obj)?;
+    let mut obj = crate::convert::to_stored(r, obj);
     skiff_api::defaults::apply(r.kind, &mut obj);
     check_valid(r, &name, skiff_api::validation::validate(r.kind, &obj))?;
     let ns = obj
@@ -333,7 +374,7 @@ async fn create(
     match state.store.create(&key, value.into()).await {
         Ok(kv) => Ok(json_response(
             StatusCode::CREATED,
-            &with_revision(obj, kv.mod_revision),
+            &crate::convert::to_served(r, with_revision(obj, kv.mod_revision)),
         )),
         Err(skiff_store::Error::AlreadyExists { .. }) => {
             Err(ApiError::already_exists(r.group, r.plural, &name))
@@ -352,6 +393,7 @@ async fn update(
 ) -> ApiResult<Response> {
     let mut obj = object::decode(body)?;
     object::check_type(r, &mut obj)?;
+    let mut obj = crate::convert::to_stored(r, obj);
     if object::name_of(&obj) != Some(name) {
         return Err(ApiError::bad_request(
             "the name of the object does not match the name on the URL",
@@ -410,7 +452,7 @@ async fn update(
             crate::delete::finish_if_done(state, r, &key, &new, kv.mod_revision).await?;
             Ok(json_response(
                 StatusCode::OK,
-                &with_revision(new, kv.mod_revision),
+                &crate::convert::to_served(r, with_revision(new, kv.mod_revision)),
             ))
         }
         Err(skiff_store::Error::Conflict { .. }) => {
@@ -431,7 +473,10 @@ async fn delete(
     opts: &DeleteOptions,
 ) -> ApiResult<Response> {
     let obj = crate::delete::delete_one(state, r, ns, name, opts).await?;
-    Ok(json_response(StatusCode::OK, &obj))
+    Ok(json_response(
+        StatusCode::OK,
+        &crate::convert::to_served(r, obj),
+    ))
 }
 
 async fn delete_collection(
@@ -568,13 +613,17 @@ fn watch_line(kind: &str, object: &Value) -> Bytes {
     Bytes::from(line)
 }
 
-/// `{"type":KIND,"object":<json>}\n` without re-serializing the object.
-fn watch_line_raw(kind: EventKind, object: &[u8]) -> Bytes {
-    let kind = match kind {
+fn kind_name(kind: EventKind) -> &'static str {
+    match kind {
         EventKind::Added => "ADDED",
         EventKind::Modified => "MODIFIED",
         EventKind::Deleted => "DELETED",
-    };
+    }
+}
+
+/// `{"type":KIND,"object":<json>}\n` without re-serializing the object.
+fn watch_line_raw(kind: EventKind, object: &[u8]) -> Bytes {
+    let kind = kind_name(kind);
     let mut line = Vec::with_capacity(object.len() + 32);
     line.extend_from_slice(b"{\"type\":\"");
     line.extend_from_slice(kind.as_bytes());
@@ -599,6 +648,7 @@ async fn list_from_cache(
     r: &Resource,
     ns: Option<&str>,
     q: &HashMap<String, String>,
+    out: Output,
 ) -> ApiResult<Response> {
     let filter = Filter::parse(r, q)?;
     let cache = state.cache(r);
@@ -609,6 +659,15 @@ async fn list_from_cache(
     if !filter.is_everything() {
         items.retain(|item| filter.matches(&item.object));
     }
+    if out.table.is_some() || crate::convert::needed(r) {
+        let objects = items.iter().map(|i| i.object.clone()).collect();
+        let metadata = json!({ "resourceVersion": revision.to_string() });
+        return Ok(json_response(
+            StatusCode::OK,
+            &out.list(r, objects, metadata),
+        ));
+    }
+    // The common case: splice the cached JSON, no re-serialization.
     let mut body = Vec::with_capacity(items.iter().map(|i| i.json.len() + 1).sum::<usize>() + 128);
     body.extend_from_slice(
         format!(
@@ -638,9 +697,13 @@ async fn watch(
     r: &Resource,
     ns: Option<&str>,
     q: &HashMap<String, String>,
+    out: Output,
 ) -> ApiResult<Response> {
     let prefix = object::prefix(r, ns);
     let filter = Filter::parse(r, q)?;
+    let plain = out.table.is_none() && !crate::convert::needed(r);
+    let resource: &'static Resource =
+        resources::find(r.group, r.version, r.plural).expect("served");
     let timeout = q
         .get("timeoutSeconds")
         .and_then(|t| t.parse::<u64>().ok())
@@ -671,8 +734,18 @@ async fn watch(
         if e.revision <= after {
             return None;
         }
+        let line = |kind: EventKind| {
+            if plain {
+                watch_line_raw(kind, &e.item.json)
+            } else {
+                watch_line(
+                    kind_name(kind),
+                    &out.object(resource, e.item.object.clone()),
+                )
+            }
+        };
         if filter.is_everything() {
-            return Some(watch_line_raw(e.kind, &e.item.json));
+            return Some(line(e.kind));
         }
         // With a selector, an object entering it is ADDED and one leaving
         // it is DELETED, as upstream's cacher reports them.
@@ -685,7 +758,7 @@ async fn watch(
             (kind, _, true) if kind != EventKind::Modified => kind,
             _ => return None,
         };
-        Some(watch_line_raw(kind, &e.item.json))
+        Some(line(kind))
     };
     let to_line_live = to_line.clone();
     let initial = futures::stream::iter(subscription.initial.into_iter().filter_map(to_line));

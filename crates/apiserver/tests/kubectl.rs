@@ -107,6 +107,107 @@ async fn scenario(minor: u32) {
         "{err}"
     );
 
+    // Pods and nodes as tables, describe with events, event field selectors.
+    let objects = r#"apiVersion: v1
+kind: Pod
+metadata: {name: web, labels: {app: web}}
+spec:
+  containers: [{name: c, image: busybox}]
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n1, labels: {node-role.kubernetes.io/control-plane: ""}}
+status:
+  conditions: [{type: Ready, status: "True"}]
+  nodeInfo: {kubeletVersion: v1.33.0}
+"#;
+    let created = k
+        .run_stdin(&["create", "-f", "-", "--validate=false"], objects)
+        .await;
+    assert!(created.status.success(), "{created:?}");
+    let pods = k.ok(&["get", "pods"]).await;
+    let header: Vec<&str> = pods.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]);
+    let row: Vec<&str> = pods.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(&row[..4], ["web", "0/1", "Pending", "0"]);
+    let wide = k.ok(&["get", "pods", "-o", "wide", "--show-labels"]).await;
+    assert!(
+        wide.lines()
+            .next()
+            .unwrap()
+            .contains("NOMINATED NODE   READINESS GATES   LABELS"),
+        "{wide}"
+    );
+    assert!(wide.contains("app=web"), "{wide}");
+    let all_ns = k.ok(&["get", "pods", "-A"]).await;
+    assert!(all_ns.starts_with("NAMESPACE"), "{all_ns}");
+    let nodes = k.ok(&["get", "nodes"]).await;
+    assert!(nodes.contains("n1     Ready    control-plane"), "{nodes}");
+
+    let uid = k
+        .ok(&["get", "pod", "web", "-o", "jsonpath={.metadata.uid}"])
+        .await;
+    let event = format!(
+        "apiVersion: v1\nkind: Event\nmetadata: {{name: web.1}}\n\
+         involvedObject: {{kind: Pod, name: web, namespace: default, uid: {uid}, apiVersion: v1}}\n\
+         reason: Scheduled\nmessage: Successfully assigned default/web to n1\ntype: Normal\n\
+         source: {{component: default-scheduler}}\ncount: 1\n"
+    );
+    let created = k
+        .run_stdin(&["create", "-f", "-", "--validate=false"], &event)
+        .await;
+    assert!(created.status.success(), "{created:?}");
+    let node_event = "apiVersion: v1\nkind: Event\nmetadata: {name: n1.1}\n\
+        involvedObject: {kind: Node, name: n1, uid: n1}\nreason: NodeReady\n\
+        message: Node n1 status is now NodeReady\ntype: Normal\nsource: {component: kubelet}\n";
+    let created = k
+        .run_stdin(&["create", "-f", "-", "--validate=false"], node_event)
+        .await;
+    assert!(created.status.success(), "{created:?}");
+    let described = k.ok(&["describe", "pod", "web"]).await;
+    assert!(
+        described.contains("Successfully assigned default/web to n1"),
+        "{described}"
+    );
+    assert!(
+        described.contains("node.kubernetes.io/not-ready:NoExecute op=Exists for 300s"),
+        "{described}"
+    );
+    let described = k.ok(&["describe", "node", "n1"]).await;
+    assert!(
+        described.contains("Roles:              control-plane"),
+        "{described}"
+    );
+    let selected = k
+        .ok(&["get", "events", "--field-selector", "reason=Scheduled"])
+        .await;
+    assert!(
+        selected.contains("pod/web") && !selected.contains("NodeReady"),
+        "{selected}"
+    );
+    let selected = k
+        .ok(&[
+            "get",
+            "events",
+            "--field-selector",
+            "involvedObject.kind=Node,type=Normal",
+        ])
+        .await;
+    assert!(
+        selected.contains("NodeReady") && !selected.contains("pod/web"),
+        "{selected}"
+    );
+    let v1 = k
+        .ok(&[
+            "get",
+            "events.v1.events.k8s.io",
+            "web.1",
+            "-o",
+            "jsonpath={.note}",
+        ])
+        .await;
+    assert_eq!(v1, "Successfully assigned default/web to n1");
+
     // Authentication and authorization.
     let anonymous = support::Kubectl {
         kubeconfig: server.anonymous_kubeconfig(),
