@@ -94,6 +94,9 @@ fn decode(key: &str, value: &[u8], revision: i64) -> Option<Arc<Cached>> {
 pub struct Subscription {
     pub initial: Vec<CachedEvent>,
     pub live: mpsc::Receiver<CachedEvent>,
+    /// The cache's revision when the watch started: every later event
+    /// comes through `live`.
+    pub revision: i64,
 }
 
 impl WatchCache {
@@ -169,7 +172,11 @@ impl WatchCache {
         };
         let (tx, live) = mpsc::channel(WATCHER_QUEUE);
         state.watchers.push((prefix.to_string(), tx));
-        Ok(Subscription { initial, live })
+        Ok(Subscription {
+            initial,
+            live,
+            revision: state.revision,
+        })
     }
 
     /// Loads the resource and follows the store until `shutdown`.

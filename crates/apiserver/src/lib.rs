@@ -61,6 +61,18 @@ pub enum Error {
 pub struct Config {
     pub data_dir: PathBuf,
     pub bind: SocketAddr,
+    /// How often watches that allow bookmarks get one (upstream: ~1 min).
+    pub bookmark_every: std::time::Duration,
+}
+
+impl Config {
+    pub fn new(data_dir: PathBuf, bind: SocketAddr) -> Self {
+        Config {
+            data_dir,
+            bind,
+            bookmark_every: std::time::Duration::from_secs(60),
+        }
+    }
 }
 
 /// What every handler shares.
@@ -69,12 +81,18 @@ pub struct AppState {
     pub store: Arc<dyn Store>,
     /// host:port clients should use.
     pub advertise: String,
+    /// How often a watch that allows bookmarks gets one.
+    pub bookmark_every: std::time::Duration,
     /// One watch cache per storage resource name.
     pub caches: Arc<std::collections::HashMap<&'static str, Arc<cache::WatchCache>>>,
 }
 
 impl AppState {
-    pub fn new(store: Arc<dyn Store>, advertise: String) -> Self {
+    pub fn new(
+        store: Arc<dyn Store>,
+        advertise: String,
+        bookmark_every: std::time::Duration,
+    ) -> Self {
         let caches = resources::RESOURCES
             .iter()
             .map(|r| {
@@ -87,6 +105,7 @@ impl AppState {
         AppState {
             store,
             advertise,
+            bookmark_every,
             caches: Arc::new(caches),
         }
     }
@@ -192,7 +211,7 @@ impl ApiServer {
         let advertise = format!("{host}:{}", local_addr.port());
         let kubeconfig = config.data_dir.join("admin.kubeconfig");
         pki::write_admin_kubeconfig(&pki, &format!("https://{advertise}"), &kubeconfig)?;
-        let state = AppState::new(store, advertise);
+        let state = AppState::new(store, advertise, config.bookmark_every);
         Ok(ApiServer {
             router: router(state.clone(), tokens),
             state,

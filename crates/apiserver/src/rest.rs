@@ -613,6 +613,19 @@ fn watch_line(kind: &str, object: &Value) -> Bytes {
     Bytes::from(line)
 }
 
+/// A BOOKMARK event: an object of the kind with only a resourceVersion
+/// (and, after the initial events, the initial-events-end annotation).
+fn bookmark_line(r: &Resource, revision: i64, initial_end: bool) -> Bytes {
+    let mut metadata = json!({ "resourceVersion": revision.to_string() });
+    if initial_end {
+        metadata["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
+    }
+    watch_line(
+        "BOOKMARK",
+        &json!({ "kind": r.kind, "apiVersion": r.group_version(), "metadata": metadata }),
+    )
+}
+
 fn kind_name(kind: EventKind) -> &'static str {
     match kind {
         EventKind::Added => "ADDED",
@@ -761,11 +774,44 @@ async fn watch(
         Some(line(kind))
     };
     let to_line_live = to_line.clone();
-    let initial = futures::stream::iter(subscription.initial.into_iter().filter_map(to_line));
-    let live = futures::stream::unfold(subscription.live, |mut rx| async move {
-        rx.recv().await.map(|e| (e, rx))
-    })
-    .filter_map(move |e| std::future::ready(to_line_live(e)));
+    let bookmarks = is_true(q.get("allowWatchBookmarks"));
+    let initial_end =
+        is_true(q.get("sendInitialEvents")).then(|| bookmark_line(r, subscription.revision, true));
+    let initial = futures::stream::iter(
+        subscription
+            .initial
+            .into_iter()
+            .filter_map(to_line)
+            .chain(initial_end),
+    );
+    // The live feed, with a BOOKMARK every `bookmark_every` when asked for.
+    // A bookmark names the newest revision this stream has fully handled,
+    // so resuming from it can never skip an event still queued here.
+    let every = state.bookmark_every;
+    let ticker =
+        bookmarks.then(|| tokio::time::interval_at(tokio::time::Instant::now() + every, every));
+    let live_state = (subscription.live, subscription.revision, ticker);
+    let live = futures::stream::unfold(live_state, move |(mut rx, mut seen, mut ticker)| {
+        let to_line = to_line_live.clone();
+        async move {
+            loop {
+                let event = match ticker.as_mut() {
+                    Some(t) => tokio::select! {
+                        e = rx.recv() => e,
+                        _ = t.tick() => {
+                            return Some((bookmark_line(resource, seen, false), (rx, seen, ticker)));
+                        }
+                    },
+                    None => rx.recv().await,
+                };
+                let event = event?;
+                seen = seen.max(event.revision);
+                if let Some(line) = to_line(event) {
+                    return Some((line, (rx, seen, ticker)));
+                }
+            }
+        }
+    });
     let lines = initial
         .chain(live)
         .map(Ok::<_, Infallible>)

@@ -386,6 +386,65 @@ async fn bad_input_is_rejected_and_changes_nothing() {
         "nothing was written"
     );
 
+    // Bookmarks carry the newest revision the stream has handled.
+    let cm = client
+        .request_text(raw(
+            "POST",
+            path,
+            serde_json::to_vec(
+                &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}}),
+            )
+            .unwrap(),
+        ))
+        .await
+        .unwrap();
+    let cm_rv: i64 = serde_json::from_str::<serde_json::Value>(&cm).unwrap()["metadata"]
+        ["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(client.clone(), "default");
+    let mut events = cms
+        .watch(&kube::api::WatchParams::default(), &cm_rv.to_string())
+        .await
+        .unwrap()
+        .boxed();
+    match tokio::time::timeout(Duration::from_secs(30), events.next())
+        .await
+        .expect("a bookmark")
+    {
+        Some(Ok(kube::core::WatchEvent::Bookmark(b))) => {
+            assert!(b.metadata.resource_version.parse::<i64>().unwrap() >= cm_rv)
+        }
+        other => panic!("expected a bookmark, got {other:?}"),
+    }
+    // Streaming lists: initial events, then the initial-events-end bookmark.
+    let mut events = cms
+        .watch(&kube::api::WatchParams::streaming_lists(), "")
+        .await
+        .unwrap()
+        .boxed();
+    match events.next().await {
+        Some(Ok(kube::core::WatchEvent::Added(c))) => {
+            assert_eq!(c.metadata.name.as_deref(), Some("b"))
+        }
+        other => panic!("expected ADDED, got {other:?}"),
+    }
+    match events.next().await {
+        Some(Ok(kube::core::WatchEvent::Bookmark(b))) => {
+            assert_eq!(
+                b.metadata
+                    .annotations
+                    .get("k8s.io/initial-events-end")
+                    .map(String::as_str),
+                Some("true")
+            )
+        }
+        other => panic!("expected the initial-events-end bookmark, got {other:?}"),
+    }
+
     // A watch from a resourceVersion older than the cache's window: 410.
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     let mut events = pods

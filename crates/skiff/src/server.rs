@@ -37,10 +37,10 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     let compactor = tokio::spawn(Compactor::new(store.clone(), policy).run(shutdown.clone()));
 
     let api = ApiServer::bind(
-        ApiConfig {
-            data_dir: data_dir.clone(),
-            bind: std::net::SocketAddr::new(args.bind_address, args.https_listen_port),
-        },
+        ApiConfig::new(
+            data_dir.clone(),
+            std::net::SocketAddr::new(args.bind_address, args.https_listen_port),
+        ),
         store.clone(),
     )
     .await?;

@@ -36,8 +36,11 @@ impl TestServer {
             .expect("open store");
         let server = ApiServer::bind(
             Config {
-                data_dir: dir.path().to_path_buf(),
-                bind: "127.0.0.1:0".parse().expect("addr"),
+                bookmark_every: std::time::Duration::from_millis(200),
+                ..Config::new(
+                    dir.path().to_path_buf(),
+                    "127.0.0.1:0".parse().expect("addr"),
+                )
             },
             Arc::new(store),
         )
