@@ -2,6 +2,7 @@
 # Installs what building and testing Skiff needs on a fresh Debian 12
 # machine (as root). Idempotent: installs only what is missing.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 packages=(
   protobuf-compiler   # protoc: etcd-client compiles etcd's .proto files
@@ -25,4 +26,12 @@ fi
 if ! command -v cargo >/dev/null 2>&1; then
   echo "deps: cargo is not installed; install the Rust toolchain (rustup) first" >&2
   exit 1
+fi
+
+# The Python `kubernetes` client, one of the judges of API compatibility.
+venv=.venv
+if ! "$venv/bin/python" -c "import kubernetes" >/dev/null 2>&1; then
+  echo "deps: creating $venv with the Python kubernetes client" >&2
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "kubernetes==37.*"
 fi
