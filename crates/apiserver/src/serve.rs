@@ -86,7 +86,10 @@ pub async fn serve(
                 .and_then(|cert| user_from_cert(cert.as_ref()));
             let app = app.layer(axum::Extension(PeerUser(user)));
             let service = TowerToHyperService::new(app);
-            let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            // Upstream's --http2-max-streams-per-connection default: many
+            // watches share one HTTP/2 connection.
+            builder.http2().max_concurrent_streams(1000);
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
             tokio::select! {
                 result = conn => if let Err(e) = result {

@@ -2,6 +2,7 @@
 //! the baseline an issue names, in one run on one machine. Never asserts
 //! timings; it prints them.
 
+mod api;
 mod stats;
 mod store;
 
@@ -18,6 +19,9 @@ struct Cli {
 enum Command {
     /// Embedded SQLite store vs a local single-member etcd.
     Store(store::Args),
+    /// The API server under churn with many watchers (needs the release
+    /// `skiff` binary beside this one).
+    Api(api::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -27,5 +31,6 @@ fn main() -> anyhow::Result<()> {
         .build()?;
     match cli.command {
         Command::Store(args) => runtime.block_on(store::run(args)),
+        Command::Api(args) => runtime.block_on(api::run(args)),
     }
 }

@@ -16,18 +16,13 @@ pub fn ms(d: Duration) -> String {
     format!("{:.2} ms", d.as_secs_f64() * 1e3)
 }
 
-/// Prints rows of (metric, ours, baseline, ours/baseline).
-pub fn print_table(
-    title: &str,
-    ours: &str,
-    baseline: &str,
-    rows: &[(String, String, String, String)],
-) {
+/// Prints a four-column markdown table under `title`.
+pub fn print_table(title: &str, headers: [&str; 4], rows: &[(String, String, String, String)]) {
     let headers = (
-        "metric".to_string(),
-        ours.to_string(),
-        baseline.to_string(),
-        format!("{ours}/{baseline}"),
+        headers[0].to_string(),
+        headers[1].to_string(),
+        headers[2].to_string(),
+        headers[3].to_string(),
     );
     let all: Vec<_> = std::iter::once(&headers).chain(rows).collect();
     let width = |f: fn(&(String, String, String, String)) -> &String| {

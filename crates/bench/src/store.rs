@@ -260,8 +260,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                 .map(|n| n.get())
                 .unwrap_or(0)
         ),
-        "embedded",
-        "etcd",
+        ["metric", "embedded", "etcd", "embedded/etcd"],
         &rows,
     );
     Ok(())

@@ -1,0 +1,461 @@
+//! `skiff-bench api`: the API server (a real `skiff server` process with
+//! its embedded store) with 1,000 pods stored, 100 writes/s of churn and
+//! 1,000 concurrent watchers. Prints p50/p99 of create, update, get and
+//! list, p99 watch delivery, the time to LIST 10,000 pods, and the
+//! server's RSS per 10,000 stored pods, beside the targets and upstream's
+//! 1 s mutating-call SLO.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use futures::{AsyncBufReadExt, StreamExt};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::Client;
+use serde_json::{json, Value};
+
+use crate::stats::{ms, percentile, print_table};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Pods stored before the churn starts.
+    #[arg(long, default_value_t = 1_000)]
+    pods: usize,
+    /// Concurrent watchers on the churned namespace.
+    #[arg(long, default_value_t = 1_000)]
+    watchers: usize,
+    /// Writes per second during the churn.
+    #[arg(long, default_value_t = 100)]
+    writes_per_sec: u64,
+    /// Length of the churn.
+    #[arg(long, default_value_t = 20)]
+    seconds: u64,
+    /// Pods for the big LIST and the RSS measurement.
+    #[arg(long, default_value_t = 10_000)]
+    list_pods: usize,
+}
+
+struct Server {
+    child: Child,
+    _dir: tempfile::TempDir,
+    kubeconfig: PathBuf,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+async fn start_server() -> anyhow::Result<(Server, Client)> {
+    let exe = std::env::current_exe()?;
+    let skiff = exe.parent().unwrap_or(Path::new(".")).join("skiff");
+    anyhow::ensure!(
+        skiff.exists(),
+        "{} not found: cargo build --release -p skiff",
+        skiff.display()
+    );
+    let dir = tempfile::Builder::new()
+        .prefix("skiff-bench-api-")
+        .tempdir()?;
+    let port = skiff_testkit::free_port()?;
+    let child = Command::new(&skiff)
+        .args([
+            "server",
+            "--bind-address",
+            "127.0.0.1",
+            "--https-listen-port",
+            &port.to_string(),
+            "--data-dir",
+        ])
+        .arg(dir.path())
+        .env("SKIFF_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let kubeconfig = dir.path().join("admin.kubeconfig");
+    let server = Server {
+        child,
+        _dir: dir,
+        kubeconfig,
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if server.kubeconfig.exists() {
+            let kc = Kubeconfig::read_from(&server.kubeconfig)?;
+            let config =
+                kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
+            let client = Client::try_from(config)?;
+            if client.apiserver_version().await.is_ok() {
+                return Ok((server, client));
+            }
+        }
+        anyhow::ensure!(Instant::now() < deadline, "skiff server did not come up");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn now_ns() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}
+
+fn pod(ns: &str, name: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns, "labels": {"app": "bench", "tier": "web"},
+            "annotations": {"skiff-bench/sent": now_ns().to_string()}},
+        "spec": {"containers": [{"name": "app", "image": "registry.local/bench/app:1.0",
+            "ports": [{"containerPort": 8080}],
+            "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+            "env": [{"name": "MODE", "value": "bench"}]}]},
+    })
+}
+
+fn request(method: &str, uri: &str, body: Option<&Value>) -> http::Request<Vec<u8>> {
+    http::Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("Content-Type", "application/json")
+        .body(
+            body.map(|b| serde_json::to_vec(b).unwrap_or_default())
+                .unwrap_or_default(),
+        )
+        .expect("request")
+}
+
+async fn timed<T>(
+    f: impl std::future::Future<Output = kube::Result<T>>,
+) -> anyhow::Result<(Duration, T)> {
+    let start = Instant::now();
+    let out = f.await?;
+    Ok((start.elapsed(), out))
+}
+
+async fn create_namespace(client: &Client, name: &str) -> anyhow::Result<()> {
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+    client
+        .request_text(request("POST", "/api/v1/namespaces", Some(&ns)))
+        .await?;
+    Ok(())
+}
+
+async fn create_many(client: &Client, ns: &str, count: usize, prefix: &str) -> anyhow::Result<()> {
+    let mut tasks = Vec::new();
+    for w in 0..32 {
+        let (client, ns, prefix) = (client.clone(), ns.to_string(), prefix.to_string());
+        tasks.push(tokio::spawn(async move {
+            for i in (w..count).step_by(32) {
+                let body = pod(&ns, &format!("{prefix}-{i}"));
+                client
+                    .request_text(request(
+                        "POST",
+                        &format!("/api/v1/namespaces/{ns}/pods"),
+                        Some(&body),
+                    ))
+                    .await?;
+            }
+            anyhow::Ok(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    Ok(())
+}
+
+pub async fn run(args: Args) -> anyhow::Result<()> {
+    let (server, client) = start_server().await?;
+    let pid = server.child.id();
+    create_namespace(&client, "churn").await?;
+    create_namespace(&client, "big").await?;
+    create_many(&client, "churn", args.pods, "p").await?;
+    eprintln!(
+        "stored {} pods; starting {} watchers",
+        args.pods, args.watchers
+    );
+
+    // Watchers: raw streams, latency from the annotation the writer set.
+    let latencies = Arc::new(Mutex::new(Vec::<Duration>::new()));
+    let list: Value = serde_json::from_str(
+        &client
+            .request_text(request(
+                "GET",
+                "/api/v1/namespaces/churn/pods?limit=1",
+                None,
+            ))
+            .await?,
+    )?;
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or("0")
+        .to_string();
+    let mut watchers = Vec::new();
+    for _ in 0..args.watchers {
+        let (client, latencies, rv) = (client.clone(), latencies.clone(), rv.clone());
+        watchers.push(tokio::spawn(async move {
+            let uri = format!(
+                "/api/v1/namespaces/churn/pods?watch=true&resourceVersion={rv}&timeoutSeconds=600"
+            );
+            let stream = client.request_stream(request("GET", &uri, None)).await?;
+            let mut lines = stream.lines();
+            let mut local = Vec::new();
+            while let Some(line) = lines.next().await {
+                let line = line?;
+                let received = now_ns();
+                let marker = "\"skiff-bench/sent\":\"";
+                if let Some(at) = line.find(marker) {
+                    let rest = &line[at + marker.len()..];
+                    if let Some(sent) = rest.split('"').next().and_then(|s| s.parse::<u128>().ok())
+                    {
+                        local.push(Duration::from_nanos(received.saturating_sub(sent) as u64));
+                        if local.len() >= 64 {
+                            latencies
+                                .lock()
+                                .map_err(|_| anyhow::anyhow!("poisoned"))?
+                                .append(&mut local);
+                        }
+                    }
+                }
+            }
+            latencies
+                .lock()
+                .map_err(|_| anyhow::anyhow!("poisoned"))?
+                .append(&mut local);
+            anyhow::Ok(())
+        }));
+    }
+
+    // Churn: alternate creates and updates at the target rate, while a
+    // reader measures get and list.
+    let creates = Arc::new(Mutex::new(Vec::new()));
+    let updates = Arc::new(Mutex::new(Vec::new()));
+    let churn_end = Instant::now() + Duration::from_secs(args.seconds);
+    let mut tick = tokio::time::interval(Duration::from_nanos(
+        1_000_000_000 / args.writes_per_sec.max(1),
+    ));
+    let mut writes = Vec::new();
+    let mut n = 0usize;
+    let reader = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            let (mut gets, mut lists) = (Vec::new(), Vec::new());
+            let mut tick = tokio::time::interval(Duration::from_millis(50));
+            let mut i = 0usize;
+            while Instant::now() < churn_end {
+                tick.tick().await;
+                let (d, _) = timed(client.request_text(request(
+                    "GET",
+                    &format!("/api/v1/namespaces/churn/pods/p-{}", i % 1000),
+                    None,
+                )))
+                .await?;
+                gets.push(d);
+                if i % 10 == 0 {
+                    let (d, _) = timed(client.request_text(request(
+                        "GET",
+                        "/api/v1/namespaces/churn/pods?limit=500",
+                        None,
+                    )))
+                    .await?;
+                    lists.push(d);
+                }
+                i += 1;
+            }
+            anyhow::Ok((gets, lists))
+        })
+    };
+    while Instant::now() < churn_end {
+        tick.tick().await;
+        let (client, creates, updates) = (client.clone(), creates.clone(), updates.clone());
+        let i = n;
+        n += 1;
+        writes.push(tokio::spawn(async move {
+            if i % 2 == 0 {
+                let body = pod("churn", &format!("c-{i}"));
+                let (d, _) = timed(client.request_text(request(
+                    "POST",
+                    "/api/v1/namespaces/churn/pods",
+                    Some(&body),
+                )))
+                .await?;
+                creates
+                    .lock()
+                    .map_err(|_| anyhow::anyhow!("poisoned"))?
+                    .push(d);
+            } else {
+                let name = format!("p-{}", i % 1000);
+                let uri = format!("/api/v1/namespaces/churn/pods/{name}");
+                let mut body = pod("churn", &name);
+                body["spec"]["containers"][0]["image"] =
+                    json!(format!("registry.local/bench/app:{i}"));
+                let (d, _) = timed(client.request_text(request("PUT", &uri, Some(&body)))).await?;
+                updates
+                    .lock()
+                    .map_err(|_| anyhow::anyhow!("poisoned"))?
+                    .push(d);
+            }
+            anyhow::Ok(())
+        }));
+    }
+    for w in writes {
+        w.await??;
+    }
+    let (mut gets, mut lists) = reader.await??;
+    // Let the last events reach the watchers, then stop them.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for w in &watchers {
+        w.abort();
+    }
+    let mut delivery =
+        std::mem::take(&mut *latencies.lock().map_err(|_| anyhow::anyhow!("poisoned"))?);
+    let mut creates =
+        std::mem::take(&mut *creates.lock().map_err(|_| anyhow::anyhow!("poisoned"))?);
+    let mut updates =
+        std::mem::take(&mut *updates.lock().map_err(|_| anyhow::anyhow!("poisoned"))?);
+    let mut mutating: Vec<Duration> = creates.iter().chain(updates.iter()).copied().collect();
+    eprintln!(
+        "churn done: {} writes, {} watch deliveries measured",
+        mutating.len(),
+        delivery.len()
+    );
+
+    // 10,000 pods: LIST time and RSS per 10,000 stored pods.
+    let rss_before = rss_kib(pid);
+    create_many(&client, "big", args.list_pods, "b").await?;
+    let rss_after = rss_kib(pid);
+    let mut list_store = Vec::new();
+    let mut list_cache = Vec::new();
+    for _ in 0..5 {
+        let (d, body) =
+            timed(client.request_text(request("GET", "/api/v1/namespaces/big/pods", None))).await?;
+        anyhow::ensure!(body.len() > args.list_pods * 500, "short LIST");
+        list_store.push(d);
+        let (d, _) = timed(client.request_text(request(
+            "GET",
+            "/api/v1/namespaces/big/pods?resourceVersion=0",
+            None,
+        )))
+        .await?;
+        list_cache.push(d);
+    }
+
+    let w = args.watchers;
+    let rows = vec![
+        (
+            "create p50 / p99".to_string(),
+            format!(
+                "{} / {}",
+                ms(percentile(&mut creates, 50.0)),
+                ms(percentile(&mut creates, 99.0))
+            ),
+            "p99 ≤ 25 ms".to_string(),
+            "p99 ≤ 1 s".to_string(),
+        ),
+        (
+            "update p50 / p99".to_string(),
+            format!(
+                "{} / {}",
+                ms(percentile(&mut updates, 50.0)),
+                ms(percentile(&mut updates, 99.0))
+            ),
+            "p99 ≤ 25 ms".to_string(),
+            "p99 ≤ 1 s".to_string(),
+        ),
+        (
+            "mutating p99 (all writes)".to_string(),
+            ms(percentile(&mut mutating, 99.0)),
+            "≤ 25 ms".to_string(),
+            "≤ 1 s".to_string(),
+        ),
+        (
+            "get p50 / p99".to_string(),
+            format!(
+                "{} / {}",
+                ms(percentile(&mut gets, 50.0)),
+                ms(percentile(&mut gets, 99.0))
+            ),
+            "-".to_string(),
+            "p99 ≤ 1 s".to_string(),
+        ),
+        (
+            format!("list {} pods p50 / p99", args.pods),
+            format!(
+                "{} / {}",
+                ms(percentile(&mut lists, 50.0)),
+                ms(percentile(&mut lists, 99.0))
+            ),
+            "-".to_string(),
+            "p99 ≤ 30 s".to_string(),
+        ),
+        (
+            format!("watch delivery p50 / p99, {w} watchers"),
+            format!(
+                "{} / {}",
+                ms(percentile(&mut delivery, 50.0)),
+                ms(percentile(&mut delivery, 99.0))
+            ),
+            "p99 ≤ 50 ms".to_string(),
+            "-".to_string(),
+        ),
+        (
+            format!("LIST {} pods (store, consistent)", args.list_pods),
+            ms(percentile(&mut list_store, 50.0)),
+            "≤ 150 ms".to_string(),
+            "-".to_string(),
+        ),
+        (
+            format!("LIST {} pods (watch cache, rv=0)", args.list_pods),
+            ms(percentile(&mut list_cache, 50.0)),
+            "≤ 150 ms".to_string(),
+            "-".to_string(),
+        ),
+        (
+            format!("RSS per {} stored pods", args.list_pods),
+            format!(
+                "{:.1} MiB",
+                rss_after.saturating_sub(rss_before) as f64 / 1024.0
+            ),
+            "-".to_string(),
+            "-".to_string(),
+        ),
+        (
+            "server RSS at the end".to_string(),
+            format!("{:.1} MiB", rss_after as f64 / 1024.0),
+            "-".to_string(),
+            "-".to_string(),
+        ),
+    ];
+    print_table(
+        &format!(
+            "API benchmark: {} pods, {} writes/s for {} s, {} watchers, {} cores",
+            args.pods,
+            args.writes_per_sec,
+            args.seconds,
+            w,
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(0)
+        ),
+        ["metric", "skiff", "target", "upstream SLO"],
+        &rows,
+    );
+    drop(server);
+    Ok(())
+}
