@@ -1,21 +1,27 @@
-//! The watch cache: one per resource, in front of the store. It lists the
-//! resource once, then follows one store watch, keeping every object
-//! (already serialized, resourceVersion filled in) and a window of recent
-//! events. Watches — and lists with `resourceVersion=0` — are served from
-//! memory, so a thousand watchers cost the store one watch.
+//! The watch cache. One store watch over all of `/registry/` feeds one
+//! [`WatchCache`] per resource, which keeps every object (serialized once,
+//! resourceVersion filled in) and a window of recent events, each with its
+//! watch line already built. Watches and lists — consistent ones too — are
+//! served from memory, so a thousand watchers cost the store one watch.
+//!
+//! Freshness: whenever the store watch has nothing more ready, every cache
+//! is advanced to the last revision seen, so a cache's revision is the
+//! store revision it reflects. A consistent list takes the store's current
+//! revision and waits (briefly) for the cache to reach it, as upstream's
+//! consistent reads from cache do.
 //!
 //! A watcher gets a bounded queue; one that falls behind is dropped (its
 //! stream ends, the client re-watches), as upstream's cacher does.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 use skiff_store::{EventKind, ListOptions, Store};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::object::with_revision;
@@ -24,6 +30,8 @@ use crate::object::with_revision;
 const HISTORY: usize = 10_000;
 /// Events queued per watcher before it is dropped as too slow.
 const WATCHER_QUEUE: usize = 10_000;
+/// The prefix every resource lives under.
+const REGISTRY: &str = "/registry/";
 
 /// One object as the cache holds it.
 #[derive(Debug)]
@@ -45,15 +53,37 @@ pub struct CachedEvent {
     /// The object before this change (for MODIFIED), so a watch with a
     /// selector can tell an object entering or leaving it.
     pub prev: Option<Arc<Cached>>,
+    /// `{"type":…,"object":…}\n`, built once for every watcher.
+    pub line: Bytes,
 }
 
-/// Why a watch cannot be served from the cache.
+/// Why a request cannot be served from the cache.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("too old resource version: {requested} ({oldest})")]
     TooOld { requested: i64, oldest: i64 },
     #[error("the watch cache is not ready yet")]
     NotReady,
+}
+
+pub fn kind_name(kind: EventKind) -> &'static str {
+    match kind {
+        EventKind::Added => "ADDED",
+        EventKind::Modified => "MODIFIED",
+        EventKind::Deleted => "DELETED",
+    }
+}
+
+/// `{"type":KIND,"object":<json>}\n` without re-serializing the object.
+pub fn watch_line(kind: EventKind, object: &[u8]) -> Bytes {
+    let kind = kind_name(kind);
+    let mut line = Vec::with_capacity(object.len() + 32);
+    line.extend_from_slice(b"{\"type\":\"");
+    line.extend_from_slice(kind.as_bytes());
+    line.extend_from_slice(b"\",\"object\":");
+    line.extend_from_slice(object);
+    line.extend_from_slice(b"}\n");
+    Bytes::from(line)
 }
 
 #[derive(Debug, Default)]
@@ -70,9 +100,9 @@ struct State {
 /// The cache of one resource (one storage prefix).
 #[derive(Debug)]
 pub struct WatchCache {
-    prefix: String,
     state: RwLock<State>,
-    ready: tokio::sync::watch::Sender<bool>,
+    /// The revision the cache reflects (0 until the first list).
+    revision: watch::Sender<i64>,
 }
 
 fn decode(key: &str, value: &[u8], revision: i64) -> Option<Arc<Cached>> {
@@ -100,11 +130,10 @@ pub struct Subscription {
 }
 
 impl WatchCache {
-    pub fn new(prefix: String) -> Arc<Self> {
+    fn new() -> Arc<Self> {
         Arc::new(WatchCache {
-            prefix,
             state: RwLock::new(State::default()),
-            ready: tokio::sync::watch::channel(false).0,
+            revision: watch::channel(0).0,
         })
     }
 
@@ -116,14 +145,18 @@ impl WatchCache {
         self.state.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Waits until the first list has been loaded.
-    pub async fn wait_ready(&self) {
-        let mut rx = self.ready.subscribe();
-        let _ = rx.wait_for(|ready| *ready).await;
+    /// Waits until the cache reflects `revision` (0: until it is loaded);
+    /// false after `timeout`.
+    pub async fn wait_for(&self, revision: i64, timeout: Duration) -> bool {
+        let mut rx = self.revision.subscribe();
+        let target = revision.max(1);
+        tokio::time::timeout(timeout, rx.wait_for(|r| *r >= target))
+            .await
+            .is_ok_and(|r| r.is_ok())
     }
 
-    /// The objects under `prefix` (which must be inside this cache's), in
-    /// key order, with the cache's revision.
+    /// The objects under `prefix` (inside this cache's), in key order, with
+    /// the revision they reflect.
     pub fn list(&self, prefix: &str) -> Result<(i64, Vec<Arc<Cached>>), Error> {
         let state = self.read();
         if !state.ready {
@@ -155,6 +188,7 @@ impl WatchCache {
                     revision: item.revision,
                     item: item.clone(),
                     prev: None,
+                    line: watch_line(EventKind::Added, &item.json),
                 })
                 .collect(),
             Some(after) if after < state.history_from => {
@@ -179,18 +213,99 @@ impl WatchCache {
         })
     }
 
-    /// Loads the resource and follows the store until `shutdown`.
+    /// Replaces the contents after a (re)list at `revision`.
+    fn reset(&self, items: Vec<Arc<Cached>>, revision: i64) {
+        let mut state = self.write();
+        state.objects = items.into_iter().map(|c| (c.key.clone(), c)).collect();
+        state.revision = revision;
+        state.history.clear();
+        state.history_from = revision;
+        // Watchers of the previous cycle may have missed events.
+        state.watchers.clear();
+        state.ready = true;
+        drop(state);
+        self.revision.send_replace(revision);
+    }
+
+    /// Applies one event from the store.
+    fn apply(&self, kind: EventKind, revision: i64, item: Arc<Cached>) {
+        let mut state = self.write();
+        let prev = match kind {
+            EventKind::Deleted => state.objects.remove(&item.key),
+            _ => state.objects.insert(item.key.clone(), item.clone()),
+        };
+        let event = CachedEvent {
+            kind,
+            revision,
+            line: watch_line(kind, &item.json),
+            item,
+            prev,
+        };
+        state.revision = state.revision.max(revision);
+        if state.history.len() >= HISTORY {
+            if let Some(old) = state.history.pop_front() {
+                state.history_from = old.revision;
+            }
+        }
+        state.history.push_back(event.clone());
+        let key = event.item.key.clone();
+        state.watchers.retain(|(prefix, tx)| {
+            !tx.is_closed()
+                && (!key.starts_with(prefix.as_str()) || tx.try_send(event.clone()).is_ok())
+        });
+    }
+
+    /// Records that the store has nothing newer than `revision` for us.
+    fn advance(&self, revision: i64) {
+        let mut state = self.write();
+        if revision > state.revision {
+            state.revision = revision;
+        }
+        let current = state.revision;
+        drop(state);
+        self.revision.send_if_modified(|r| {
+            let changed = *r != current;
+            *r = current;
+            changed
+        });
+    }
+}
+
+/// Every resource's cache, fed by one store watch.
+#[derive(Debug)]
+pub struct Caches {
+    by_storage: HashMap<&'static str, Arc<WatchCache>>,
+}
+
+/// The storage resource name of a key: `/registry/<storage>/...`.
+fn storage_of(key: &str) -> Option<&str> {
+    key.strip_prefix(REGISTRY)?.split('/').next()
+}
+
+impl Caches {
+    pub fn new(storages: impl IntoIterator<Item = &'static str>) -> Self {
+        let by_storage = storages
+            .into_iter()
+            .map(|s| (s, WatchCache::new()))
+            .collect();
+        Caches { by_storage }
+    }
+
+    /// The cache of one storage resource name.
+    pub fn get(&self, storage: &str) -> Option<&Arc<WatchCache>> {
+        self.by_storage.get(storage)
+    }
+
+    /// Loads everything and follows the store until `shutdown`.
     pub async fn run(self: Arc<Self>, store: Arc<dyn Store>, shutdown: CancellationToken) {
         let mut retry = Duration::from_millis(100);
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => return,
-                result = self.sync_once(store.as_ref()) => {
-                    match result {
-                        Ok(()) => retry = Duration::from_millis(100),
-                        Err(e) => tracing::warn!(prefix = %self.prefix, error = %e, "watch cache lost its watch; relisting"),
-                    }
-                }
+                result = self.sync_once(store.as_ref()) => match result {
+                    Ok(()) => retry = Duration::from_millis(100),
+                    Err(e) => tracing::warn!(error = %e, "watch cache lost its store watch; relisting"),
+                },
             }
             // Back off between relists when the store keeps failing.
             tokio::select! {
@@ -203,53 +318,44 @@ impl WatchCache {
 
     /// One list + watch cycle; returns when the watch ends.
     async fn sync_once(&self, store: &dyn Store) -> skiff_store::Result<()> {
-        let page = store.list(&self.prefix, ListOptions::default()).await?;
-        {
-            let mut state = self.write();
-            state.objects = page
-                .items
-                .iter()
-                .filter_map(|kv| decode(&kv.key, &kv.value, kv.mod_revision))
-                .map(|c| (c.key.clone(), c))
-                .collect();
-            state.revision = page.revision;
-            state.history.clear();
-            state.history_from = page.revision;
-            // Watchers of the previous cycle may have missed events.
-            state.watchers.clear();
-            state.ready = true;
-        }
-        self.ready.send_replace(true);
-        let mut watch = store.watch(&self.prefix, page.revision).await?;
-        while let Some(event) = watch.next().await {
-            let event = event?;
-            let Some(item) = decode(&event.kv.key, &event.kv.value, event.revision) else {
+        let page = store.list(REGISTRY, ListOptions::default()).await?;
+        let mut loaded: HashMap<&str, Vec<Arc<Cached>>> = HashMap::new();
+        for kv in &page.items {
+            let Some(storage) = storage_of(&kv.key) else {
                 continue;
             };
-            let mut state = self.write();
-            let prev = match event.kind {
-                EventKind::Deleted => state.objects.remove(&item.key),
-                _ => state.objects.insert(item.key.clone(), item.clone()),
+            let Some((name, _)) = self.by_storage.get_key_value(storage) else {
+                continue;
             };
-            let cached = CachedEvent {
-                kind: event.kind,
-                revision: event.revision,
-                item: item.clone(),
-                prev,
-            };
-            state.revision = event.revision;
-            if state.history.len() >= HISTORY {
-                if let Some(old) = state.history.pop_front() {
-                    state.history_from = old.revision;
-                }
+            if let Some(item) = decode(&kv.key, &kv.value, kv.mod_revision) {
+                loaded.entry(name).or_default().push(item);
             }
-            state.history.push_back(cached.clone());
-            state.watchers.retain(|(prefix, tx)| {
-                !tx.is_closed()
-                    && (!item.key.starts_with(prefix.as_str())
-                        || tx.try_send(cached.clone()).is_ok())
-            });
         }
-        Ok(())
+        for (storage, cache) in &self.by_storage {
+            cache.reset(loaded.remove(storage).unwrap_or_default(), page.revision);
+        }
+        let mut watch = store.watch(REGISTRY, page.revision).await?;
+        let mut last = page.revision;
+        loop {
+            // Take what is ready; when nothing is, every cache is current.
+            let next = match watch.next().now_or_never() {
+                Some(next) => next,
+                None => {
+                    for cache in self.by_storage.values() {
+                        cache.advance(last);
+                    }
+                    watch.next().await
+                }
+            };
+            let Some(event) = next else { return Ok(()) };
+            let event = event?;
+            last = event.revision;
+            let Some(cache) = storage_of(&event.kv.key).and_then(|s| self.by_storage.get(s)) else {
+                continue;
+            };
+            if let Some(item) = decode(&event.kv.key, &event.kv.value, event.revision) {
+                cache.apply(event.kind, event.revision, item);
+            }
+        }
     }
 }

@@ -121,6 +121,11 @@ pub async fn delete_one(
         check_preconditions(r, name, &obj, kv.mod_revision, opts)?;
 
         if r.group.is_empty() && r.plural == "namespaces" {
+            if ["default", "kube-system", "kube-public"].contains(&name) {
+                return Err(ApiError::forbidden(format!(
+                    "namespaces \"{name}\" is forbidden: this namespace may not be deleted"
+                )));
+            }
             return delete_namespace(state, r, name, obj, kv.mod_revision).await;
         }
 

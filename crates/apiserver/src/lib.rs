@@ -84,7 +84,7 @@ pub struct AppState {
     /// How often a watch that allows bookmarks gets one.
     pub bookmark_every: std::time::Duration,
     /// One watch cache per storage resource name.
-    pub caches: Arc<std::collections::HashMap<&'static str, Arc<cache::WatchCache>>>,
+    pub caches: Arc<cache::Caches>,
 }
 
 impl AppState {
@@ -93,25 +93,21 @@ impl AppState {
         advertise: String,
         bookmark_every: std::time::Duration,
     ) -> Self {
-        let caches = resources::RESOURCES
-            .iter()
-            .map(|r| {
-                (
-                    r.storage,
-                    cache::WatchCache::new(format!("/registry/{}/", r.storage)),
-                )
-            })
-            .collect();
+        let caches = Arc::new(cache::Caches::new(
+            resources::RESOURCES.iter().map(|r| r.storage),
+        ));
         AppState {
             store,
             advertise,
             bookmark_every,
-            caches: Arc::new(caches),
+            caches,
         }
     }
 
     pub fn cache(&self, resource: &resources::Resource) -> &Arc<cache::WatchCache> {
-        &self.caches[resource.storage]
+        self.caches
+            .get(resource.storage)
+            .expect("every served resource has a cache")
     }
 }
 
@@ -224,13 +220,12 @@ impl ApiServer {
 
     /// Serves until `shutdown` is cancelled.
     pub async fn run(self, shutdown: CancellationToken) {
-        for cache in self.state.caches.values() {
-            tokio::spawn(
-                cache
-                    .clone()
-                    .run(self.state.store.clone(), shutdown.clone()),
-            );
-        }
+        tokio::spawn(
+            self.state
+                .caches
+                .clone()
+                .run(self.state.store.clone(), shutdown.clone()),
+        );
         tracing::info!(addr = %self.local_addr, "API server listening");
         serve::serve(self.listener, self.tls, self.router, shutdown).await;
     }

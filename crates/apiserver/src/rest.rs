@@ -175,10 +175,20 @@ async fn handle(state: AppState, req: Request) -> ApiResult<Response> {
     ) {
         (Method::GET, Some(name), None | Some("status")) => get(&state, r, ns, name, out).await,
         (Method::GET, None, None) if is_true(q.get("watch")) => watch(&state, r, ns, &q, out).await,
-        (Method::GET, None, None) if q.get("resourceVersion").map(String::as_str) == Some("0") => {
-            list_from_cache(&state, r, ns, &q, out).await
-        }
-        (Method::GET, None, None) => list(&state, r, ns, &q, out).await,
+        (Method::GET, None, None) => match list_mode(&q) {
+            ListMode::Any => list_from_cache(&state, r, ns, &q, out, None).await,
+            ListMode::Consistent => {
+                // Consistent read from the cache once it has caught up with
+                // the store; the store itself if it does not in time.
+                let current = state.store.current_revision().await?;
+                if state.cache(r).wait_for(current, CONSISTENT_WAIT).await {
+                    list_from_cache(&state, r, ns, &q, out, Some(current)).await
+                } else {
+                    list(&state, r, ns, &q, out).await
+                }
+            }
+            ListMode::Exact => list(&state, r, ns, &q, out).await,
+        },
         (Method::POST, Some(name), Some("binding")) => {
             let body = read_body(req).await?;
             bind(&state, r, ns, name, &body).await
@@ -259,6 +269,31 @@ fn check_valid(
 fn parse_stored(value: &[u8]) -> ApiResult<Value> {
     serde_json::from_slice(value)
         .map_err(|e| ApiError::internal(format!("stored object is not JSON: {e}")))
+}
+
+/// How long a consistent list waits for the watch cache before asking the
+/// store instead.
+const CONSISTENT_WAIT: Duration = Duration::from_secs(3);
+
+/// Where a list is served from.
+enum ListMode {
+    /// `resourceVersion=0`: any recent state (the cache, as is).
+    Any,
+    /// No resourceVersion: the latest state (the cache once caught up).
+    Consistent,
+    /// A resourceVersion or continue token: that snapshot (the store).
+    Exact,
+}
+
+fn list_mode(q: &HashMap<String, String>) -> ListMode {
+    if q.get("continue").is_some_and(|c| !c.is_empty()) {
+        return ListMode::Exact;
+    }
+    match q.get("resourceVersion").map(String::as_str) {
+        Some("0") => ListMode::Any,
+        None | Some("") => ListMode::Consistent,
+        Some(_) => ListMode::Exact,
+    }
 }
 
 /// How a read answers: plain objects, or Tables.
@@ -626,26 +661,6 @@ fn bookmark_line(r: &Resource, revision: i64, initial_end: bool) -> Bytes {
     )
 }
 
-fn kind_name(kind: EventKind) -> &'static str {
-    match kind {
-        EventKind::Added => "ADDED",
-        EventKind::Modified => "MODIFIED",
-        EventKind::Deleted => "DELETED",
-    }
-}
-
-/// `{"type":KIND,"object":<json>}\n` without re-serializing the object.
-fn watch_line_raw(kind: EventKind, object: &[u8]) -> Bytes {
-    let kind = kind_name(kind);
-    let mut line = Vec::with_capacity(object.len() + 32);
-    line.extend_from_slice(b"{\"type\":\"");
-    line.extend_from_slice(kind.as_bytes());
-    line.extend_from_slice(b"\",\"object\":");
-    line.extend_from_slice(object);
-    line.extend_from_slice(b"}\n");
-    Bytes::from(line)
-}
-
 fn stream_response(body: Body) -> ApiResult<Response> {
     // A streamed body: hyper sends it chunked on HTTP/1.1, as frames on h2.
     Response::builder()
@@ -655,41 +670,63 @@ fn stream_response(body: Body) -> ApiResult<Response> {
         .map_err(|e| ApiError::internal(e.to_string()))
 }
 
-/// A list served from the watch cache (`resourceVersion=0`).
+/// A list served from the watch cache. With `limit`, the first page comes
+/// from memory and the continue token points the next pages at the store
+/// snapshot of the same revision.
 async fn list_from_cache(
     state: &AppState,
     r: &Resource,
     ns: Option<&str>,
     q: &HashMap<String, String>,
     out: Output,
+    at_least: Option<i64>,
 ) -> ApiResult<Response> {
     let filter = Filter::parse(r, q)?;
     let cache = state.cache(r);
-    cache.wait_ready().await;
+    if !cache.wait_for(at_least.unwrap_or(0), CONSISTENT_WAIT).await {
+        return Err(ApiError::unavailable("the watch cache is not ready yet"));
+    }
+    let prefix = object::prefix(r, ns);
     let (revision, mut items) = cache
-        .list(&object::prefix(r, ns))
+        .list(&prefix)
         .map_err(|e| ApiError::unavailable(e.to_string()))?;
     if !filter.is_everything() {
         items.retain(|item| filter.matches(&item.object));
     }
+    let limit = q
+        .get("limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .filter(|l| *l > 0 && at_least.is_some());
+    let mut continue_token = None;
+    if let Some(limit) = limit {
+        if items.len() > limit {
+            items.truncate(limit);
+            let last = &items[limit - 1].key;
+            continue_token = Some(skiff_store::encode_continue(&prefix, last, revision));
+        }
+    }
+    let mut metadata = json!({ "resourceVersion": revision.to_string() });
+    if let Some(token) = &continue_token {
+        metadata["continue"] = json!(token);
+    }
     if out.table.is_some() || crate::convert::needed(r) {
         let objects = items.iter().map(|i| i.object.clone()).collect();
-        let metadata = json!({ "resourceVersion": revision.to_string() });
         return Ok(json_response(
             StatusCode::OK,
             &out.list(r, objects, metadata),
         ));
     }
     // The common case: splice the cached JSON, no re-serialization.
-    let mut body = Vec::with_capacity(items.iter().map(|i| i.json.len() + 1).sum::<usize>() + 128);
-    body.extend_from_slice(
-        format!(
-            "{{\"kind\":\"{}List\",\"apiVersion\":\"{}\",\"metadata\":{{\"resourceVersion\":\"{revision}\"}},\"items\":[",
-            r.kind,
-            r.group_version()
-        )
-        .as_bytes(),
-    );
+    let head = json!({
+        "kind": format!("{}List", r.kind),
+        "apiVersion": r.group_version(),
+        "metadata": metadata,
+    });
+    let head = serde_json::to_vec(&head).map_err(|e| ApiError::internal(e.to_string()))?;
+    let mut body =
+        Vec::with_capacity(items.iter().map(|i| i.json.len() + 1).sum::<usize>() + head.len() + 16);
+    body.extend_from_slice(&head[..head.len() - 1]);
+    body.extend_from_slice(b",\"items\":[");
     for (i, item) in items.iter().enumerate() {
         if i > 0 {
             body.push(b',');
@@ -731,7 +768,9 @@ async fn watch(
         ),
     };
     let cache = state.cache(r);
-    cache.wait_ready().await;
+    if !cache.wait_for(0, CONSISTENT_WAIT).await {
+        return Err(ApiError::unavailable("the watch cache is not ready yet"));
+    }
     let subscription = match cache.subscribe(&prefix, after) {
         Ok(s) => s,
         Err(crate::cache::Error::TooOld { requested, oldest }) => {
@@ -748,11 +787,13 @@ async fn watch(
             return None;
         }
         let line = |kind: EventKind| {
-            if plain {
-                watch_line_raw(kind, &e.item.json)
+            if plain && kind == e.kind {
+                e.line.clone()
+            } else if plain {
+                crate::cache::watch_line(kind, &e.item.json)
             } else {
                 watch_line(
-                    kind_name(kind),
+                    crate::cache::kind_name(kind),
                     &out.object(resource, e.item.object.clone()),
                 )
             }

@@ -25,7 +25,7 @@ pub mod watch;
 pub use compactor::{CompactionPolicy, Compactor};
 pub use error::{Error, Result};
 pub use types::{
-    check_value_size, prefix_end, Deleted, Event, EventKind, KeyValue, ListOptions, ListResult,
-    Store, MAX_VALUE_BYTES,
+    check_value_size, encode_continue, prefix_end, Deleted, Event, EventKind, KeyValue,
+    ListOptions, ListResult, Store, MAX_VALUE_BYTES,
 };
 pub use watch::WatchStream;

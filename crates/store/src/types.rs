@@ -141,7 +141,7 @@ const TOKEN_VERSION: &str = "meta.k8s.io/v1";
 
 /// Encodes a token that resumes the snapshot at `revision` just after
 /// `last_key` (which must start with `prefix`).
-pub(crate) fn encode_continue(prefix: &str, last_key: &str, revision: i64) -> String {
+pub fn encode_continue(prefix: &str, last_key: &str, revision: i64) -> String {
     let suffix = last_key.strip_prefix(prefix).unwrap_or(last_key);
     let token = ContinueToken {
         v: TOKEN_VERSION.to_string(),
