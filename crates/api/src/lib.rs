@@ -3,6 +3,7 @@
 //! I/O lives here.
 
 pub mod defaults;
+pub mod patch;
 pub mod selectors;
 pub mod tables;
 pub mod validation;

@@ -648,6 +648,9 @@ fn watch_line(kind: &str, object: &Value) -> Bytes {
     Bytes::from(line)
 }
 
+/// Most bytes of queued watch events sent in one chunk.
+const MAX_WATCH_BATCH: usize = 256 * 1024;
+
 /// A BOOKMARK event: an object of the kind with only a resourceVersion
 /// (and, after the initial events, the initial-events-end annotation).
 fn bookmark_line(r: &Resource, revision: i64, initial_end: bool) -> Bytes {
@@ -847,9 +850,25 @@ async fn watch(
                 };
                 let event = event?;
                 seen = seen.max(event.revision);
-                if let Some(line) = to_line(event) {
-                    return Some((line, (rx, seen, ticker)));
+                let Some(first) = to_line(event) else {
+                    continue;
+                };
+                // Send whatever else is already queued in the same write:
+                // under load, one TLS record and syscall carry many events.
+                let mut batch: Option<Vec<u8>> = None;
+                while let Ok(event) = rx.try_recv() {
+                    seen = seen.max(event.revision);
+                    if let Some(line) = to_line(event) {
+                        batch
+                            .get_or_insert_with(|| first.to_vec())
+                            .extend_from_slice(&line);
+                        if batch.as_ref().is_some_and(|b| b.len() >= MAX_WATCH_BATCH) {
+                            break;
+                        }
+                    }
                 }
+                let out = batch.map(Bytes::from).unwrap_or(first);
+                return Some((out, (rx, seen, ticker)));
             }
         }
     });

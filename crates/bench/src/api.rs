@@ -49,6 +49,24 @@ impl Drop for Server {
     }
 }
 
+/// CPU seconds (user + system) a process has used, from /proc.
+fn cpu_seconds(pid: &str) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start at ')'.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 of stat (11 and 12 after ')').
+    (ticks(11) + ticks(12)) / 100.0
+}
+
 fn rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
@@ -247,6 +265,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let creates = Arc::new(Mutex::new(Vec::new()));
     let updates = Arc::new(Mutex::new(Vec::new()));
     let churn_end = Instant::now() + Duration::from_secs(args.seconds);
+    let (server_cpu0, client_cpu0) = (cpu_seconds(&pid.to_string()), cpu_seconds("self"));
     let mut tick = tokio::time::interval(Duration::from_nanos(
         1_000_000_000 / args.writes_per_sec.max(1),
     ));
@@ -318,6 +337,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         w.await??;
     }
     let (mut gets, mut lists) = reader.await??;
+    let server_cpu = cpu_seconds(&pid.to_string()) - server_cpu0;
+    let client_cpu = cpu_seconds("self") - client_cpu0;
     // Let the last events reach the watchers, then stop them.
     tokio::time::sleep(Duration::from_millis(500)).await;
     for w in &watchers {
@@ -432,6 +453,15 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                 "{:.1} MiB",
                 rss_after.saturating_sub(rss_before) as f64 / 1024.0
             ),
+            "-".to_string(),
+            "-".to_string(),
+        ),
+        (
+            format!(
+                "CPU during the {} s churn: server / bench client",
+                args.seconds
+            ),
+            format!("{server_cpu:.1} s / {client_cpu:.1} s"),
             "-".to_string(),
             "-".to_string(),
         ),

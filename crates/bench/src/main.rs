@@ -26,6 +26,9 @@ enum Command {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    // Several rustls providers may be compiled in (feature unification);
+    // pick one for the kube client explicitly.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

@@ -26,6 +26,9 @@ pub struct TestServer {
 
 impl TestServer {
     pub async fn start() -> TestServer {
+        // Several rustls providers may be compiled in (feature
+        // unification across the workspace); pick one for kube's client.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let dir = tempfile::tempdir().expect("temp dir");
         std::fs::write(
             dir.path().join("tokens.csv"),
