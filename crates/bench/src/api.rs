@@ -286,7 +286,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                 )))
                 .await?;
                 gets.push(d);
-                if i % 10 == 0 {
+                if i.is_multiple_of(10) {
                     let (d, _) = timed(client.request_text(request(
                         "GET",
                         "/api/v1/namespaces/churn/pods?limit=500",
@@ -306,7 +306,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         let i = n;
         n += 1;
         writes.push(tokio::spawn(async move {
-            if i % 2 == 0 {
+            if i.is_multiple_of(2) {
                 let body = pod("churn", &format!("c-{i}"));
                 let (d, _) = timed(client.request_text(request(
                     "POST",
