@@ -1,0 +1,199 @@
+//! A consistent view of all nodes for one scheduling cycle.
+//!
+//! This module owns [`Snapshot`]: the [`NodeInfo`]s in a stable order, image
+//! spread across nodes, namespace labels for affinity namespace selectors,
+//! and the assume/forget operations that account a pod on a node before its
+//! binding is confirmed. Building it from API objects is the caller's job;
+//! it does no I/O.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+
+use super::node_info::{pod_key, NodeInfo, PodInfo};
+use crate::selectors::Labels;
+
+/// Errors from assuming or forgetting pods.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SnapshotError {
+    /// The named node is not in the snapshot.
+    #[error("node {0:?} not found in the snapshot")]
+    NodeNotFound(String),
+    /// The pod is not on the named node.
+    #[error("pod {pod} not found on node {node:?}")]
+    PodNotFound {
+        /// `namespace/name`.
+        pod: String,
+        /// The node.
+        node: String,
+    },
+}
+
+/// All nodes with their pods.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    nodes: Vec<NodeInfo>,
+    index: HashMap<String, usize>,
+    namespace_labels: BTreeMap<String, Labels>,
+}
+
+fn is_terminal(pod: &Pod) -> bool {
+    matches!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+impl Snapshot {
+    /// Builds a snapshot. Pods count on the node named by `spec.nodeName`;
+    /// unassigned pods, pods on unknown nodes and terminal pods (phase
+    /// Succeeded or Failed, which the scheduler's informer filters out) are
+    /// ignored.
+    pub fn new(nodes: impl IntoIterator<Item = Node>, pods: impl IntoIterator<Item = Pod>) -> Self {
+        let mut snap = Self::default();
+        for node in nodes {
+            let info = NodeInfo::new(node);
+            snap.index.insert(info.name().to_string(), snap.nodes.len());
+            snap.nodes.push(info);
+        }
+        let mut spread: HashMap<String, usize> = HashMap::new();
+        for n in &snap.nodes {
+            let names: BTreeSet<&String> = n.image_states().keys().collect();
+            for name in names {
+                *spread.entry(name.clone()).or_default() += 1;
+            }
+        }
+        for n in &mut snap.nodes {
+            for (name, state) in n.image_states_mut() {
+                state.num_nodes = spread.get(name).copied().unwrap_or(1);
+            }
+        }
+        for pod in pods {
+            if is_terminal(&pod) {
+                continue;
+            }
+            let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.clone()) else {
+                continue;
+            };
+            match snap.index.get(&node) {
+                Some(&i) => snap.nodes[i].add_pod(pod),
+                None => tracing::debug!(pod = %pod_key(&pod), %node, "pod on unknown node ignored"),
+            }
+        }
+        snap
+    }
+
+    /// Adds namespace labels, used by pod affinity `namespaceSelector`s.
+    pub fn with_namespace_labels(mut self, labels: BTreeMap<String, Labels>) -> Self {
+        self.namespace_labels = labels;
+        self
+    }
+
+    /// A namespace's labels, if known.
+    pub fn namespace_labels(&self, namespace: &str) -> Option<&Labels> {
+        self.namespace_labels.get(namespace)
+    }
+
+    /// All nodes, in snapshot order.
+    pub fn node_infos(&self) -> &[NodeInfo] {
+        &self.nodes
+    }
+
+    /// One node by name.
+    pub fn get(&self, name: &str) -> Option<&NodeInfo> {
+        self.index.get(name).map(|&i| &self.nodes[i])
+    }
+
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// True without nodes.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Accounts `pod` on `node_name` before its binding is confirmed
+    /// (upstream `AssumePod`); sets `spec.nodeName` on the stored copy.
+    pub fn assume(&mut self, mut pod: Pod, node_name: &str) -> Result<(), SnapshotError> {
+        let &i = self
+            .index
+            .get(node_name)
+            .ok_or_else(|| SnapshotError::NodeNotFound(node_name.to_string()))?;
+        pod.spec.get_or_insert_with(Default::default).node_name = Some(node_name.to_string());
+        self.nodes[i].add_pod(pod);
+        Ok(())
+    }
+
+    /// Undoes [`Snapshot::assume`] (or removes a deleted pod).
+    pub fn forget(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        node_name: &str,
+    ) -> Result<PodInfo, SnapshotError> {
+        let &i = self
+            .index
+            .get(node_name)
+            .ok_or_else(|| SnapshotError::NodeNotFound(node_name.to_string()))?;
+        self.nodes[i]
+            .remove_pod(namespace, name)
+            .ok_or_else(|| SnapshotError::PodNotFound {
+                pod: format!("{namespace}/{name}"),
+                node: node_name.to_string(),
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{node, pod};
+
+    #[test]
+    fn builds_from_objects() {
+        let nodes = vec![
+            node("n1").image(&["nginx:1.25"], 100).build(),
+            node("n2").image(&["nginx:1.25", "redis:7"], 100).build(),
+        ];
+        let pods = vec![
+            pod("a").node_name("n1").req_cpu("1").build(),
+            pod("b")
+                .node_name("n1")
+                .phase("Succeeded")
+                .req_cpu("1")
+                .build(),
+            pod("c").node_name("gone").build(),
+            pod("d").build(),
+        ];
+        let snap = Snapshot::new(nodes, pods);
+        assert_eq!(snap.len(), 2);
+        let n1 = snap.get("n1").expect("n1");
+        assert_eq!(n1.pods().len(), 1);
+        assert_eq!(n1.requested().milli_cpu, 1000);
+        assert_eq!(n1.image_states()["nginx:1.25"].num_nodes, 2);
+        assert_eq!(
+            snap.get("n2").expect("n2").image_states()["redis:7"].num_nodes,
+            1
+        );
+    }
+
+    #[test]
+    fn assume_and_forget() {
+        let mut snap = Snapshot::new(vec![node("n1").build()], vec![]);
+        snap.assume(pod("a").req_cpu("1").build(), "n1")
+            .expect("assume");
+        assert_eq!(snap.get("n1").expect("n1").requested().milli_cpu, 1000);
+        assert_eq!(
+            snap.assume(pod("b").build(), "n9"),
+            Err(SnapshotError::NodeNotFound("n9".into()))
+        );
+        snap.forget("default", "a", "n1").expect("forget");
+        assert_eq!(snap.get("n1").expect("n1").requested().milli_cpu, 0);
+        assert!(matches!(
+            snap.forget("default", "a", "n1"),
+            Err(SnapshotError::PodNotFound { .. })
+        ));
+    }
+}

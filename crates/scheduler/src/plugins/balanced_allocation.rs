@@ -1,0 +1,148 @@
+//! NodeResourcesBalancedAllocation: prefers nodes whose cpu and memory
+//! would be used in similar fractions: `(1 - std(fractions)) * 100`.
+//! Best-effort pods (no requests) are not scored, like upstream.
+
+use k8s_openapi::api::core::v1::Pod;
+
+use super::names;
+use crate::framework::{
+    CycleState, NodeInfo, Plugin, ScorePlugin, Snapshot, Status, MAX_NODE_SCORE,
+};
+use crate::resources::{pod_requests, MissingRequests, CPU, EPHEMERAL_STORAGE, MEMORY};
+
+const PRE_SCORE_KEY: &str = "PreScoreNodeResourcesBalancedAllocation";
+
+/// The BalancedAllocation plugin.
+#[derive(Debug, Clone)]
+pub struct BalancedAllocation {
+    resources: Vec<String>,
+}
+
+impl Default for BalancedAllocation {
+    fn default() -> Self {
+        Self {
+            resources: vec![CPU.to_string(), MEMORY.to_string()],
+        }
+    }
+}
+
+impl Plugin for BalancedAllocation {
+    fn name(&self) -> &'static str {
+        names::NODE_RESOURCES_BALANCED_ALLOCATION
+    }
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        Some(self)
+    }
+}
+
+/// Upstream `balancedResourceScorer`.
+pub fn balanced_score(requested: &[i64], allocatable: &[i64]) -> i64 {
+    let fractions: Vec<f64> = requested
+        .iter()
+        .zip(allocatable)
+        .filter(|(_, a)| **a != 0)
+        .map(|(r, a)| (*r as f64 / *a as f64).min(1.0))
+        .collect();
+    let std = match fractions.as_slice() {
+        [a, b] => ((a - b) / 2.0).abs(),
+        f if f.len() > 2 => {
+            let mean = f.iter().sum::<f64>() / f.len() as f64;
+            (f.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / f.len() as f64).sqrt()
+        }
+        _ => 0.0,
+    };
+    ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
+}
+
+impl ScorePlugin for BalancedAllocation {
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &Pod,
+        _snapshot: &Snapshot,
+        _nodes: &[&NodeInfo],
+    ) -> Status {
+        let req = match pod_requests(pod, MissingRequests::Zero) {
+            Ok(r) => r,
+            Err(e) => return Status::error(e.to_string()),
+        };
+        let per_resource: Vec<i64> = self.resources.iter().map(|n| req.get(n)).collect();
+        if per_resource.iter().all(|v| *v == 0) {
+            return Status::skip();
+        }
+        state.write(PRE_SCORE_KEY, per_resource);
+        Status::success()
+    }
+
+    fn score(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
+        let pod_req: &Vec<i64> = state.require(PRE_SCORE_KEY)?;
+        let mut requested = vec![0; self.resources.len()];
+        let mut allocatable = vec![0; self.resources.len()];
+        for (i, name) in self.resources.iter().enumerate() {
+            let is_scalar = ![CPU, MEMORY, EPHEMERAL_STORAGE].contains(&name.as_str());
+            let want = pod_req.get(i).copied().unwrap_or(0);
+            if is_scalar && want == 0 {
+                continue;
+            }
+            allocatable[i] = node.allocatable().get(name);
+            requested[i] = node.requested().get(name) + want;
+        }
+        Ok(balanced_score(&requested, &allocatable))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{node, pod};
+
+    #[test]
+    fn scores_like_upstream() {
+        let ba = BalancedAllocation::default();
+        let p = pod("p")
+            .req_cpu("1")
+            .req_mem("2000")
+            .container("c1", "img")
+            .req_cpu("2")
+            .req_mem("3000")
+            .build();
+        let mut existing = NodeInfo::new(node("n3").cpu("10").mem("20000").build());
+        existing.add_pod(pod("a").req_cpu("3").req_mem("0").build());
+        let cases = [
+            // 3000/4000=0.75 and 5000/10000=0.5 → std 0.125 → 87
+            (NodeInfo::new(node("n1").cpu("4").mem("10000").build()), 87),
+            // 0.5 and 0.5 → 100
+            (NodeInfo::new(node("n2").cpu("6").mem("10000").build()), 100),
+            // (3000+3000)/10000=0.6 and 5000/20000=0.25 → std 0.175 → 82
+            (existing, 82),
+            // over-committed fractions are capped at 1: 1 and 1 → 100
+            (NodeInfo::new(node("n4").cpu("1").mem("1000").build()), 100),
+        ];
+        let mut state = CycleState::new();
+        assert!(ba
+            .pre_score(&mut state, &p, &Snapshot::default(), &[])
+            .is_success());
+        for (n, want) in cases {
+            assert_eq!(ba.score(&state, &p, &n), Ok(want), "{}", n.name());
+        }
+    }
+
+    #[test]
+    fn best_effort_pods_are_skipped() {
+        let s = BalancedAllocation::default().pre_score(
+            &mut CycleState::new(),
+            &pod("p").build(),
+            &Snapshot::default(),
+            &[],
+        );
+        assert!(s.is_skip());
+    }
+
+    #[test]
+    fn std_over_three_resources() {
+        // fractions 0.2, 0.4, 0.6 → mean 0.4, std sqrt(0.08/3)=0.1633 → 83
+        assert_eq!(balanced_score(&[2, 4, 6], &[10, 10, 10]), 83);
+        assert_eq!(balanced_score(&[5], &[10]), 100);
+        assert_eq!(balanced_score(&[5, 5], &[0, 0]), 100);
+    }
+}

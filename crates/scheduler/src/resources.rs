@@ -1,0 +1,363 @@
+//! Resource quantities and the resource arithmetic the scheduler needs.
+//!
+//! This module owns parsing Kubernetes quantity strings (`"100m"`, `"1"`,
+//! `"128Mi"`, `"1G"`, `"1e3"`) into integers (milli-units for cpu, plain
+//! units such as bytes for everything else, rounded up like upstream
+//! `Quantity.MilliValue()` / `Quantity.Value()`), the [`Resource`] vector used
+//! for node allocatable and requested sums, and [`pod_requests`], the
+//! effective request of a pod (upstream `resourcehelper.PodRequests`: sum of
+//! containers, the init-container maximum with restartable sidecars, plus
+//! overhead). It does no I/O and knows nothing about nodes or plugins.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+/// Resource names with dedicated fields in [`Resource`].
+pub const CPU: &str = "cpu";
+/// Memory, in bytes.
+pub const MEMORY: &str = "memory";
+/// Local ephemeral storage, in bytes.
+pub const EPHEMERAL_STORAGE: &str = "ephemeral-storage";
+/// The number of pods a node accepts.
+pub const PODS: &str = "pods";
+
+/// Default cpu request (milli-cpu) assumed for scoring when a container sets
+/// none (upstream `DefaultMilliCPURequest`).
+pub const DEFAULT_MILLI_CPU_REQUEST: i64 = 100;
+/// Default memory request assumed for scoring (upstream `DefaultMemoryRequest`).
+pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
+
+/// Errors from parsing quantities.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResourceError {
+    /// The string is not a quantity (upstream `ErrFormatWrong` wording).
+    #[error("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {0:?}")]
+    Format(String),
+    /// The quantity is valid but does not fit in 64 bits at the requested scale.
+    #[error("quantity {0:?} is out of range")]
+    Overflow(String),
+    /// A named resource in a resource list carries a bad quantity.
+    #[error("resource {name}: {source}")]
+    Invalid {
+        /// The resource name (`cpu`, `memory`, ...).
+        name: String,
+        /// What was wrong with its quantity.
+        #[source]
+        source: Box<ResourceError>,
+    },
+}
+
+/// Result alias for this module.
+pub type Result<T, E = ResourceError> = std::result::Result<T, E>;
+
+/// A parsed quantity: `(-1)^negative * mantissa * 10^exp10 * 2^exp2`, exact.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParsedQuantity {
+    negative: bool,
+    mantissa: u128,
+    exp10: i32,
+    exp2: u32,
+}
+
+impl ParsedQuantity {
+    /// Parses a quantity string with the upstream grammar:
+    /// `<sign><digits>[.<digits>]<suffix>`, where the suffix is a binary SI
+    /// suffix (`Ki`..`Ei`), a decimal SI suffix (`m`, ``, `k`, `M`..`E`) or a
+    /// decimal exponent (`e3`, `E-2`).
+    pub fn parse(s: &str) -> Result<Self> {
+        let err = || ResourceError::Format(s.to_string());
+        let bytes = s.as_bytes();
+        let mut pos = 0;
+        let mut negative = false;
+        if let Some(&c) = bytes.first() {
+            if c == b'+' || c == b'-' {
+                negative = c == b'-';
+                pos = 1;
+            }
+        }
+        let mut mantissa: u128 = 0;
+        let mut exp10: i32 = 0;
+        let mut digits = 0usize;
+        let mut seen_dot = false;
+        while pos < bytes.len() {
+            match bytes[pos] {
+                c @ b'0'..=b'9' => {
+                    digits += 1;
+                    if mantissa == 0 && c == b'0' {
+                        // leading zeros add no precision
+                    } else {
+                        mantissa = mantissa
+                            .checked_mul(10)
+                            .and_then(|m| m.checked_add(u128::from(c - b'0')))
+                            .ok_or_else(|| ResourceError::Overflow(s.to_string()))?;
+                    }
+                    if seen_dot {
+                        exp10 -= 1;
+                    }
+                }
+                b'.' if !seen_dot => seen_dot = true,
+                _ => break,
+            }
+            pos += 1;
+        }
+        if digits == 0 {
+            return Err(err());
+        }
+        let (suffix_exp10, exp2) = parse_suffix(&s[pos..]).ok_or_else(err)?;
+        Ok(Self {
+            negative,
+            mantissa,
+            exp10: exp10 + suffix_exp10,
+            exp2,
+        })
+    }
+
+    /// The value times `10^scale`, rounded up to the next integer (towards
+    /// positive infinity), like upstream `ScaledValue` with ceiling rounding;
+    /// `None` when it does not fit in an `i64`.
+    pub fn scaled_ceil(&self, scale: i32) -> Option<i64> {
+        let base = self.mantissa.checked_mul(1u128 << self.exp2.min(120))?;
+        let e = self.exp10 + scale;
+        let magnitude = if e >= 0 {
+            10u128
+                .checked_pow(e.unsigned_abs())
+                .and_then(|p| base.checked_mul(p))?
+        } else {
+            let divisor = 10u128.checked_pow(e.unsigned_abs());
+            let (q, rem) = match divisor {
+                Some(d) => (base / d, base % d != 0),
+                None => (0, base != 0),
+            };
+            // ceil for positives rounds the magnitude up; for negatives down.
+            if rem && !self.negative {
+                q + 1
+            } else {
+                q
+            }
+        };
+        let magnitude = i64::try_from(magnitude).ok()?;
+        Some(if self.negative { -magnitude } else { magnitude })
+    }
+}
+
+fn parse_suffix(suffix: &str) -> Option<(i32, u32)> {
+    let binary = [
+        ("Ki", 10),
+        ("Mi", 20),
+        ("Gi", 30),
+        ("Ti", 40),
+        ("Pi", 50),
+        ("Ei", 60),
+    ];
+    if let Some((_, e)) = binary.iter().find(|(n, _)| *n == suffix) {
+        return Some((0, *e));
+    }
+    let decimal = [
+        ("m", -3),
+        ("", 0),
+        ("k", 3),
+        ("M", 6),
+        ("G", 9),
+        ("T", 12),
+        ("P", 15),
+        ("E", 18),
+    ];
+    if let Some((_, e)) = decimal.iter().find(|(n, _)| *n == suffix) {
+        return Some((*e, 0));
+    }
+    let rest = suffix.strip_prefix(['e', 'E'])?;
+    let digits = rest.strip_prefix(['+', '-']).unwrap_or(rest);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    rest.parse::<i32>().ok().map(|e| (e, 0))
+}
+
+/// Parses `s` and returns its value in milli-units, rounded up (cpu).
+pub fn parse_milli(s: &str) -> Result<i64> {
+    ParsedQuantity::parse(s)?
+        .scaled_ceil(3)
+        .ok_or_else(|| ResourceError::Overflow(s.to_string()))
+}
+
+/// Parses `s` and returns its value in whole units, rounded up (bytes, counts).
+pub fn parse_value(s: &str) -> Result<i64> {
+    ParsedQuantity::parse(s)?
+        .scaled_ceil(0)
+        .ok_or_else(|| ResourceError::Overflow(s.to_string()))
+}
+
+/// A vector of resources: cpu in milli-cpu, memory and ephemeral storage in
+/// bytes, the pod count, and every other ("scalar": extended, hugepages)
+/// resource in whole units.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resource {
+    /// Milli-cpu.
+    pub milli_cpu: i64,
+    /// Bytes of memory.
+    pub memory: i64,
+    /// Bytes of ephemeral storage.
+    pub ephemeral_storage: i64,
+    /// Pods (only meaningful for node allocatable).
+    pub allowed_pod_number: i64,
+    /// Every other resource, by name.
+    pub scalar: BTreeMap<String, i64>,
+}
+
+impl Resource {
+    /// Builds a resource vector from a Kubernetes resource list.
+    pub fn from_list(list: &BTreeMap<String, Quantity>) -> Result<Self> {
+        let mut r = Resource::default();
+        for (name, q) in list {
+            r.add_named(name, &q.0)?;
+        }
+        Ok(r)
+    }
+
+    /// Adds one named quantity.
+    pub fn add_named(&mut self, name: &str, quantity: &str) -> Result<()> {
+        let wrap = |e| ResourceError::Invalid {
+            name: name.to_string(),
+            source: Box::new(e),
+        };
+        if name == CPU {
+            self.milli_cpu += parse_milli(quantity).map_err(wrap)?;
+        } else {
+            let v = parse_value(quantity).map_err(wrap)?;
+            match name {
+                MEMORY => self.memory += v,
+                EPHEMERAL_STORAGE => self.ephemeral_storage += v,
+                PODS => self.allowed_pod_number += v,
+                other => *self.scalar.entry(other.to_string()).or_default() += v,
+            }
+        }
+        Ok(())
+    }
+
+    /// The amount of the named resource.
+    pub fn get(&self, name: &str) -> i64 {
+        match name {
+            CPU => self.milli_cpu,
+            MEMORY => self.memory,
+            EPHEMERAL_STORAGE => self.ephemeral_storage,
+            PODS => self.allowed_pod_number,
+            other => self.scalar.get(other).copied().unwrap_or(0),
+        }
+    }
+
+    /// Adds `other` into `self`.
+    pub fn add(&mut self, other: &Resource) {
+        self.milli_cpu += other.milli_cpu;
+        self.memory += other.memory;
+        self.ephemeral_storage += other.ephemeral_storage;
+        self.allowed_pod_number += other.allowed_pod_number;
+        for (k, v) in &other.scalar {
+            *self.scalar.entry(k.clone()).or_default() += v;
+        }
+    }
+
+    /// Subtracts `other` from `self`.
+    pub fn sub(&mut self, other: &Resource) {
+        self.milli_cpu -= other.milli_cpu;
+        self.memory -= other.memory;
+        self.ephemeral_storage -= other.ephemeral_storage;
+        self.allowed_pod_number -= other.allowed_pod_number;
+        for (k, v) in &other.scalar {
+            *self.scalar.entry(k.clone()).or_default() -= v;
+        }
+    }
+
+    /// Raises every component of `self` to at least the one in `other`.
+    pub fn set_max(&mut self, other: &Resource) {
+        self.milli_cpu = self.milli_cpu.max(other.milli_cpu);
+        self.memory = self.memory.max(other.memory);
+        self.ephemeral_storage = self.ephemeral_storage.max(other.ephemeral_storage);
+        self.allowed_pod_number = self.allowed_pod_number.max(other.allowed_pod_number);
+        for (k, v) in &other.scalar {
+            let e = self.scalar.entry(k.clone()).or_default();
+            *e = (*e).max(*v);
+        }
+    }
+
+    /// True when nothing at all is requested (upstream's "best effort" check
+    /// in NodeResourcesFit: cpu, memory, ephemeral storage and scalars zero).
+    pub fn is_empty_request(&self) -> bool {
+        self.milli_cpu == 0
+            && self.memory == 0
+            && self.ephemeral_storage == 0
+            && self.scalar.values().all(|v| *v == 0)
+    }
+}
+
+/// How [`pod_requests`] treats containers without cpu/memory requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MissingRequests {
+    /// Count them as zero (filtering, node `requested`).
+    #[default]
+    Zero,
+    /// Count them as 100m cpu / 200Mi memory (scoring, node `non_zero_requested`).
+    NonZeroDefaults,
+}
+
+fn container_requests(c: &Container, missing: MissingRequests) -> Result<Resource> {
+    let requests = c.resources.as_ref().and_then(|r| r.requests.as_ref());
+    let mut r = match requests {
+        Some(list) => Resource::from_list(list)?,
+        None => Resource::default(),
+    };
+    if missing == MissingRequests::NonZeroDefaults {
+        let has = |k: &str| requests.is_some_and(|l| l.contains_key(k));
+        if !has(CPU) {
+            r.milli_cpu = DEFAULT_MILLI_CPU_REQUEST;
+        }
+        if !has(MEMORY) {
+            r.memory = DEFAULT_MEMORY_REQUEST;
+        }
+    }
+    Ok(r)
+}
+
+/// Whether an init container is a restartable sidecar (`restartPolicy: Always`).
+pub fn is_sidecar(c: &Container) -> bool {
+    c.restart_policy.as_deref() == Some("Always")
+}
+
+/// The effective request of a pod: the sum of its containers and sidecars,
+/// raised to the largest init-container requirement (an init container `i`
+/// needs its own request plus the sidecars started before it), plus the
+/// pod overhead.
+pub fn pod_requests(pod: &Pod, missing: MissingRequests) -> Result<Resource> {
+    let Some(spec) = pod.spec.as_ref() else {
+        return Ok(Resource::default());
+    };
+    let mut reqs = Resource::default();
+    for c in &spec.containers {
+        reqs.add(&container_requests(c, missing)?);
+    }
+    let mut sidecars = Resource::default();
+    let mut init_max = Resource::default();
+    for c in spec.init_containers.iter().flatten() {
+        let own = container_requests(c, missing)?;
+        let in_use = if is_sidecar(c) {
+            reqs.add(&own);
+            sidecars.add(&own);
+            sidecars.clone()
+        } else {
+            let mut tmp = own;
+            tmp.add(&sidecars);
+            tmp
+        };
+        init_max.set_max(&in_use);
+    }
+    reqs.set_max(&init_max);
+    if let Some(overhead) = spec.overhead.as_ref() {
+        reqs.add(&Resource::from_list(overhead)?);
+    }
+    Ok(reqs)
+}
+
+#[cfg(test)]
+#[path = "resources_tests.rs"]
+mod tests;
