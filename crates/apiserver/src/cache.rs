@@ -86,6 +86,25 @@ pub fn watch_line(kind: EventKind, object: &[u8]) -> Bytes {
     Bytes::from(line)
 }
 
+/// Which events a watcher wants, checked before queueing so that a
+/// watcher with a selector is not woken for every change on its prefix
+/// (1,000 node agents each watching their own pods).
+pub type Interest = Arc<dyn Fn(&CachedEvent) -> bool + Send + Sync>;
+
+struct Watcher {
+    prefix: String,
+    interest: Option<Interest>,
+    tx: mpsc::Sender<CachedEvent>,
+}
+
+impl std::fmt::Debug for Watcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watcher")
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
 #[derive(Debug, Default)]
 struct State {
     ready: bool,
@@ -94,7 +113,7 @@ struct State {
     history: VecDeque<CachedEvent>,
     /// Events after this revision are all in `history`.
     history_from: i64,
-    watchers: Vec<(String, mpsc::Sender<CachedEvent>)>,
+    watchers: Vec<Watcher>,
 }
 
 /// The cache of one resource (one storage prefix).
@@ -173,7 +192,12 @@ impl WatchCache {
 
     /// Starts a watch on `prefix`: from `after` (events after that
     /// revision), or with `None` from the current state as ADDED events.
-    pub fn subscribe(&self, prefix: &str, after: Option<i64>) -> Result<Subscription, Error> {
+    pub fn subscribe(
+        &self,
+        prefix: &str,
+        after: Option<i64>,
+        interest: Option<Interest>,
+    ) -> Result<Subscription, Error> {
         let mut state = self.write();
         if !state.ready {
             return Err(Error::NotReady);
@@ -205,7 +229,11 @@ impl WatchCache {
                 .collect(),
         };
         let (tx, live) = mpsc::channel(WATCHER_QUEUE);
-        state.watchers.push((prefix.to_string(), tx));
+        state.watchers.push(Watcher {
+            prefix: prefix.to_string(),
+            interest,
+            tx,
+        });
         Ok(Subscription {
             initial,
             live,
@@ -249,9 +277,14 @@ impl WatchCache {
         }
         state.history.push_back(event.clone());
         let key = event.item.key.clone();
-        state.watchers.retain(|(prefix, tx)| {
-            !tx.is_closed()
-                && (!key.starts_with(prefix.as_str()) || tx.try_send(event.clone()).is_ok())
+        state.watchers.retain(|w| {
+            if w.tx.is_closed() {
+                return false;
+            }
+            let wanted = key.starts_with(w.prefix.as_str())
+                && w.interest.as_ref().is_none_or(|wants| wants(&event));
+            // A full queue means the watcher fell behind: drop it.
+            !wanted || w.tx.try_send(event.clone()).is_ok()
         });
     }
 

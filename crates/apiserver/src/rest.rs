@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
@@ -774,7 +775,14 @@ async fn watch(
     if !cache.wait_for(0, CONSISTENT_WAIT).await {
         return Err(ApiError::unavailable("the watch cache is not ready yet"));
     }
-    let subscription = match cache.subscribe(&prefix, after) {
+    let interest: Option<crate::cache::Interest> = (!filter.is_everything()).then(|| {
+        let filter = filter.clone();
+        Arc::new(move |e: &crate::cache::CachedEvent| {
+            filter.matches(&e.item.object)
+                || e.prev.as_ref().is_some_and(|p| filter.matches(&p.object))
+        }) as crate::cache::Interest
+    });
+    let subscription = match cache.subscribe(&prefix, after, interest) {
         Ok(s) => s,
         Err(crate::cache::Error::TooOld { requested, oldest }) => {
             let status =
