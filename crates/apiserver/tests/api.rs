@@ -460,3 +460,128 @@ async fn bad_input_is_rejected_and_changes_nothing() {
         other => panic!("expected 410 Gone, got {other:?}"),
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preconditions_deletecollection_terminating_and_timeouts() {
+    let server = TestServer::start().await;
+    let client = client(&server).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let web = pods
+        .create(&PostParams::default(), &pod("web", json!({"app": "web"})))
+        .await
+        .unwrap();
+
+    // uid and resourceVersion preconditions.
+    let wrong_uid = DeleteParams {
+        preconditions: Some(kube::api::Preconditions {
+            uid: Some("nope".into()),
+            resource_version: None,
+        }),
+        ..Default::default()
+    };
+    let e = api_error(pods.delete("web", &wrong_uid).await.unwrap_err());
+    assert_eq!(e.code, 409);
+    assert!(
+        e.message
+            .contains("Precondition failed: UID in precondition: nope"),
+        "{}",
+        e.message
+    );
+    let wrong_rv = DeleteParams {
+        preconditions: Some(kube::api::Preconditions {
+            uid: None,
+            resource_version: Some("1".into()),
+        }),
+        ..Default::default()
+    };
+    let e = api_error(pods.delete("web", &wrong_rv).await.unwrap_err());
+    assert!(
+        e.message
+            .contains("Precondition failed: ResourceVersion in precondition: 1"),
+        "{}",
+        e.message
+    );
+    let right = DeleteParams {
+        preconditions: Some(kube::api::Preconditions {
+            uid: web.metadata.uid.clone(),
+            resource_version: web.metadata.resource_version.clone(),
+        }),
+        ..Default::default()
+    };
+    pods.delete("web", &right).await.unwrap();
+
+    // deletecollection with a label selector.
+    for (name, app) in [("a", "x"), ("b", "x"), ("c", "y")] {
+        pods.create(&PostParams::default(), &pod(name, json!({"app": app})))
+            .await
+            .unwrap();
+    }
+    pods.delete_collection(
+        &DeleteParams::default(),
+        &ListParams::default().labels("app=x"),
+    )
+    .await
+    .unwrap();
+    let left: Vec<_> = pods
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|p| p.metadata.name.unwrap())
+        .collect();
+    assert_eq!(left, vec!["c"]);
+
+    // A terminating namespace takes no new content.
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let mut ns: Namespace = namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "closing"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    ns.status = Some(serde_json::from_value(json!({"phase": "Terminating"})).unwrap());
+    namespaces
+        .replace_status("closing", &PostParams::default(), &ns)
+        .await
+        .unwrap();
+    let closing: Api<Pod> = Api::namespaced(client.clone(), "closing");
+    let e = api_error(
+        closing
+            .create(&PostParams::default(), &pod("p", json!({})))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(e.code, 403);
+    assert!(
+        e.message.contains(
+            "unable to create new content in namespace closing because it is being terminated"
+        ),
+        "{}",
+        e.message
+    );
+
+    // timeoutSeconds ends a quiet watch.
+    let started = std::time::Instant::now();
+    let events: Vec<_> = pods
+        .watch(
+            &kube::api::WatchParams::default()
+                .timeout(1)
+                .disable_bookmarks(),
+            "0",
+        )
+        .await
+        .unwrap()
+        .collect()
+        .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the watch outlived its timeout"
+    );
+    assert_eq!(
+        events.len(),
+        1,
+        "only the existing pod, as a synthetic ADDED: {events:?}"
+    );
+}

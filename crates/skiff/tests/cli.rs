@@ -48,6 +48,23 @@ fn server_opens_its_store_and_stops_on_sigterm() {
     assert!(data_dir.join("admin.kubeconfig").exists());
     assert!(data_dir.join("pki/ca.crt").exists());
 
+    // `skiff kubeconfig` prints the admin kubeconfig the server wrote.
+    let printed = Command::new(SKIFF)
+        .args(["kubeconfig", "--data-dir"])
+        .arg(&data_dir)
+        .output()
+        .unwrap();
+    assert!(printed.status.success());
+    let text = String::from_utf8(printed.stdout).unwrap();
+    assert_eq!(
+        text,
+        std::fs::read_to_string(data_dir.join("admin.kubeconfig")).unwrap()
+    );
+    assert!(
+        text.contains("client-certificate-data:") && text.contains("server: https://127.0.0.1:"),
+        "{text}"
+    );
+
     // A second server on the same data dir is refused with a clear error.
     let second = Command::new(SKIFF)
         .args(["server", "--https-listen-port", "0", "--data-dir"])
