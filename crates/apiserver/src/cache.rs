@@ -228,6 +228,7 @@ impl WatchCache {
                 .cloned()
                 .collect(),
         };
+        state.watchers.retain(|w| !w.tx.is_closed());
         let (tx, live) = mpsc::channel(WATCHER_QUEUE);
         state.watchers.push(Watcher {
             prefix: prefix.to_string(),
@@ -239,6 +240,25 @@ impl WatchCache {
             live,
             revision: state.revision,
         })
+    }
+
+    /// The revision every queued event is at or below: a bookmark at it is
+    /// safe once the watcher's queue is empty.
+    pub fn revision(&self) -> i64 {
+        *self.revision.borrow()
+    }
+
+    /// The cached object for a delete event that lost its value.
+    fn deleted_fallback(&self, key: &str, revision: i64) -> Option<Arc<Cached>> {
+        let old = self.read().objects.get(key).cloned()?;
+        let object = with_revision(old.object.clone(), revision);
+        let json = Bytes::from(serde_json::to_vec(&object).ok()?);
+        Some(Arc::new(Cached {
+            key: key.to_string(),
+            revision,
+            object,
+            json,
+        }))
     }
 
     /// Replaces the contents after a (re)list at `revision`.
@@ -386,7 +406,15 @@ impl Caches {
             let Some(cache) = storage_of(&event.kv.key).and_then(|s| self.by_storage.get(s)) else {
                 continue;
             };
-            if let Some(item) = decode(&event.kv.key, &event.kv.value, event.revision) {
+            let item = decode(&event.kv.key, &event.kv.value, event.revision).or_else(|| {
+                match event.kind {
+                    // A delete whose last value is missing (etcd without
+                    // prevKV after compaction): use what the cache holds.
+                    EventKind::Deleted => cache.deleted_fallback(&event.kv.key, event.revision),
+                    _ => None,
+                }
+            });
+            if let Some(item) = item {
                 cache.apply(event.kind, event.revision, item);
             }
         }

@@ -21,6 +21,9 @@ use crate::resources::{Resource, RESOURCES};
 use crate::status::{ApiError, ApiResult, Cause};
 use crate::AppState;
 
+/// The longest grace period accepted (about 31 years).
+pub const MAX_GRACE_SECONDS: i64 = 1 << 30;
+
 /// The parts of metav1.DeleteOptions we act on.
 #[derive(Debug, Default, Clone)]
 pub struct DeleteOptions {
@@ -28,9 +31,16 @@ pub struct DeleteOptions {
     pub propagation_policy: Option<String>,
     pub precondition_uid: Option<String>,
     pub precondition_resource_version: Option<String>,
+    /// `dryRun=All`: check everything, change nothing.
+    pub dry_run: bool,
 }
 
 impl DeleteOptions {
+    pub fn dry_run(mut self, dry_run: bool) -> Self {
+        self.dry_run = self.dry_run || dry_run;
+        self
+    }
+
     /// From the request body (may be empty) and query parameters.
     pub fn parse(
         body: &[u8],
@@ -54,6 +64,10 @@ impl DeleteOptions {
                 .pointer("/preconditions/resourceVersion")
                 .and_then(Value::as_str)
                 .map(String::from);
+            opts.dry_run = v
+                .get("dryRun")
+                .and_then(Value::as_array)
+                .is_some_and(|d| d.iter().any(|x| x == "All"));
         }
         if let Some(g) = q.get("gracePeriodSeconds") {
             opts.grace_period_seconds =
@@ -82,6 +96,15 @@ impl DeleteOptions {
         }
         if opts.grace_period_seconds.is_some_and(|g| g < 0) {
             opts.grace_period_seconds = Some(0);
+        }
+        // Far beyond any real grace period (and chrono's range): refuse.
+        if opts
+            .grace_period_seconds
+            .is_some_and(|g| g > MAX_GRACE_SECONDS)
+        {
+            return Err(ApiError::bad_request(format!(
+                "gracePeriodSeconds must be at most {MAX_GRACE_SECONDS}"
+            )));
         }
         Ok(opts)
     }
@@ -126,6 +149,9 @@ pub async fn delete_one(
                     "namespaces \"{name}\" is forbidden: this namespace may not be deleted"
                 )));
             }
+            if opts.dry_run {
+                return Ok(with_revision(obj, kv.mod_revision));
+            }
             return delete_namespace(state, r, name, obj, kv.mod_revision).await;
         }
 
@@ -142,6 +168,9 @@ pub async fn delete_one(
         } else {
             0
         };
+        if opts.dry_run {
+            return Ok(with_revision(obj, kv.mod_revision));
+        }
         if fins.is_empty() && grace == 0 {
             return match state.store.delete(&key, Some(kv.mod_revision)).await {
                 Ok(d) => Ok(with_revision(obj, d.revision)),
@@ -159,7 +188,9 @@ pub async fn delete_one(
         if existing.is_some_and(|g| g <= grace) && finalizers(&obj) == fins {
             return Ok(with_revision(obj, kv.mod_revision));
         }
-        let when = chrono::Utc::now() + chrono::Duration::seconds(grace);
+        let when = chrono::TimeDelta::try_seconds(grace)
+            .and_then(|d| chrono::Utc::now().checked_add_signed(d))
+            .ok_or_else(|| ApiError::bad_request(format!("invalid grace period: {grace}")))?;
         let meta = object::meta(&mut obj);
         meta.insert(
             "deletionTimestamp".into(),
@@ -192,11 +223,13 @@ fn pod_grace(pod: &Value, opts: &DeleteOptions) -> i64 {
     if !bound || matches!(phase, Some("Succeeded" | "Failed")) {
         return 0;
     }
-    opts.grace_period_seconds.unwrap_or_else(|| {
-        pod.pointer("/spec/terminationGracePeriodSeconds")
-            .and_then(Value::as_i64)
-            .unwrap_or(30)
-    })
+    opts.grace_period_seconds
+        .unwrap_or_else(|| {
+            pod.pointer("/spec/terminationGracePeriodSeconds")
+                .and_then(Value::as_i64)
+                .unwrap_or(30)
+        })
+        .clamp(0, MAX_GRACE_SECONDS)
 }
 
 fn check_preconditions(

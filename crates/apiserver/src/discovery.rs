@@ -77,11 +77,9 @@ fn aggregated_resource(r: &Resource) -> Value {
         .subresources
         .iter()
         .map(|sub| {
-            let (k, verbs): (&str, &[&str]) = match *sub {
-                "binding" => ("Binding", &["create"]),
-                _ => (r.kind, &["get", "update"]),
-            };
-            json!({"subresource": sub, "responseKind": kind(k), "verbs": verbs})
+            let (group, version, k, verbs) = resources::subresource_kind(r, sub);
+            json!({"subresource": sub,
+                "responseKind": {"group": group, "version": version, "kind": k}, "verbs": verbs})
         })
         .collect();
     let mut out = json!({
@@ -182,6 +180,7 @@ const VERBS: &[&str] = &[
     "deletecollection",
     "get",
     "list",
+    "patch",
     "update",
     "watch",
 ];
@@ -202,17 +201,19 @@ fn resource_entries(r: &Resource) -> Vec<Value> {
     }
     let mut out = vec![main];
     for sub in r.subresources {
-        let (kind, verbs): (&str, &[&str]) = match *sub {
-            "binding" => ("Binding", &["create"]),
-            _ => (r.kind, &["get", "update"]),
-        };
-        out.push(json!({
+        let (group, version, kind, verbs) = resources::subresource_kind(r, sub);
+        let mut entry = json!({
             "name": format!("{}/{sub}", r.plural),
             "singularName": "",
             "namespaced": r.namespaced,
             "kind": kind,
             "verbs": verbs,
-        }));
+        });
+        if (group, version) != (r.group, r.version) {
+            entry["group"] = json!(group);
+            entry["version"] = json!(version);
+        }
+        out.push(entry);
     }
     out
 }

@@ -4,19 +4,25 @@
 //! Status errors ([`status`]). It talks to storage only through the
 //! `skiff_store::Store` trait.
 
+pub mod apply;
 pub mod auth;
 pub mod cache;
 pub mod convert;
 pub mod delete;
 pub mod discovery;
 pub mod filter;
+pub mod managed;
 pub mod object;
+pub mod openapi;
 pub mod pki;
 pub mod resources;
 pub mod rest;
+pub mod scale;
 pub mod serve;
 pub mod status;
+pub mod strict;
 pub mod table;
+pub mod write;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -138,6 +144,9 @@ pub fn router(state: AppState, tokens: Arc<auth::Tokens>) -> Router {
         .route("/apis/", get(discovery::api_groups))
         .route("/apis/{group}", get(discovery::group))
         .route("/apis/{group}/{version}", get(discovery::group_resources))
+        .route("/openapi/v3", get(openapi::index))
+        .route("/openapi/v3/", get(openapi::index))
+        .route("/openapi/v3/{*path}", get(openapi::document))
         .fallback(rest::dispatch)
         .layer(axum::middleware::from_fn(move |req, next| {
             auth::authenticate(tokens.clone(), req, next)

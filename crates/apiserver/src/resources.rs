@@ -85,7 +85,7 @@ pub static RESOURCES: &[Resource] = &[
         true,
         &["po"],
         ALL,
-        &["status", "binding"]
+        &["status", "binding", "eviction"]
     ),
     r!(
         "",
@@ -174,7 +174,7 @@ pub static RESOURCES: &[Resource] = &[
         true,
         &["deploy"],
         ALL,
-        &["status"]
+        &["status", "scale"]
     ),
     r!(
         "apps",
@@ -185,7 +185,7 @@ pub static RESOURCES: &[Resource] = &[
         true,
         &["rs"],
         ALL,
-        &["status"]
+        &["status", "scale"]
     ),
     r!(
         "batch",
@@ -211,6 +211,24 @@ pub static RESOURCES: &[Resource] = &[
         "events"
     ),
 ];
+
+/// Group, version, kind and verbs of a subresource of `r`.
+pub fn subresource_kind(
+    r: &Resource,
+    sub: &str,
+) -> (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static [&'static str],
+) {
+    match sub {
+        "binding" => ("", "v1", "Binding", &["create"]),
+        "eviction" => ("policy", "v1", "Eviction", &["create"]),
+        "scale" => ("autoscaling", "v1", "Scale", &["get", "patch", "update"]),
+        _ => (r.group, r.version, r.kind, &["get", "patch", "update"]),
+    }
+}
 
 /// The resource served at `group`/`version`/`plural`.
 pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static Resource> {

@@ -22,6 +22,7 @@ use crate::object::{self, with_revision};
 use crate::resources::{self, Resource};
 use crate::status::{ApiError, ApiResult};
 use crate::table;
+use crate::write::WriteOptions;
 use crate::AppState;
 
 /// Largest request body accepted (upstream's 3 MiB).
@@ -123,7 +124,7 @@ fn is_true(v: Option<&String>) -> bool {
     v.is_some_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
 }
 
-fn json_response(status: StatusCode, body: &Value) -> Response {
+pub(crate) fn json_response(status: StatusCode, body: &Value) -> Response {
     (
         status,
         [(header::CONTENT_TYPE, "application/json")],
@@ -138,6 +139,13 @@ pub async fn dispatch(State(state): State<AppState>, req: Request) -> Response {
         Ok(response) => response,
         Err(e) => e.into_response(),
     }
+}
+
+/// The body whatever its media type (PATCH names its own).
+async fn read_raw_body(req: Request) -> ApiResult<Bytes> {
+    axum::body::to_bytes(req.into_body(), MAX_BODY)
+        .await
+        .map_err(|_| ApiError::too_large("Request entity too large: limit is 3145728"))
 }
 
 async fn read_body(req: Request) -> ApiResult<Bytes> {
@@ -190,25 +198,64 @@ async fn handle(state: AppState, req: Request) -> ApiResult<Response> {
             }
             ListMode::Exact => list(&state, r, ns, &q, out).await,
         },
+        (Method::GET, Some(name), Some("scale")) => crate::scale::get(&state, r, ns, name).await,
         (Method::POST, Some(name), Some("binding")) => {
             let body = read_body(req).await?;
             bind(&state, r, ns, name, &body).await
         }
-        (Method::POST, None, None) => {
+        (Method::POST, Some(name), Some("eviction")) => {
+            let opts = WriteOptions::parse(&q)?;
             let body = read_body(req).await?;
-            create(&state, r, ns, &body).await
+            crate::scale::evict(&state, r, ns, name, &body, &opts).await
+        }
+        (Method::POST, None, None) => {
+            let opts = WriteOptions::parse(&q)?;
+            let body = read_body(req).await?;
+            create(&state, r, ns, &body, &opts).await
+        }
+        (Method::PUT, Some(name), Some("scale")) => {
+            let opts = WriteOptions::parse(&q)?;
+            let body = read_body(req).await?;
+            crate::scale::update(&state, r, ns, name, &body, &opts).await
         }
         (Method::PUT, Some(name), sub @ (None | Some("status"))) => {
+            let opts = WriteOptions::parse(&q)?;
             let body = read_body(req).await?;
-            update(&state, r, ns, name, sub, &body).await
+            update(&state, r, ns, name, sub, &body, &opts).await
+        }
+        (Method::PATCH, Some(name), Some("scale")) => {
+            let opts = WriteOptions::parse(&q)?;
+            let ct = content_type(req.headers());
+            let body = read_raw_body(req).await?;
+            crate::scale::patch(&state, r, ns, name, &ct, &body, &opts).await
+        }
+        (Method::PATCH, Some(name), sub @ (None | Some("status"))) => {
+            let opts = WriteOptions::parse(&q)?;
+            let ct = content_type(req.headers());
+            let body = read_raw_body(req).await?;
+            let body = PatchBody {
+                content_type: &ct,
+                bytes: &body,
+            };
+            patch(&state, r, ns, name, sub, body, &opts).await
         }
         (Method::DELETE, Some(name), None) => {
+            let dry_run = WriteOptions::parse(&q)?.dry_run;
             let body = read_body(req).await?;
-            delete(&state, r, ns, name, &DeleteOptions::parse(&body, &q)?).await
+            delete(
+                &state,
+                r,
+                ns,
+                name,
+                &DeleteOptions::parse(&body, &q)?.dry_run(dry_run),
+            )
+            .await
         }
         (Method::DELETE, None, None) => {
+            let dry_run = WriteOptions::parse(&q)?.dry_run;
             let body = read_body(req).await?;
-            delete_collection(&state, r, ns, &q, &DeleteOptions::parse(&body, &q)?).await
+            let opts = DeleteOptions::parse(&body, &q)?.dry_run(dry_run);
+            delete_collection(&state, r, ns, &q, &opts).await
         }
         _ => Err(ApiError::method_not_allowed()),
     }
@@ -216,7 +263,7 @@ async fn handle(state: AppState, req: Request) -> ApiResult<Response> {
 
 /// Admission: a namespaced object needs its namespace to exist and not be
 /// terminating (upstream NamespaceLifecycle).
-async fn namespace_admits(
+pub(crate) async fn namespace_admits(
     state: &AppState,
     r: &Resource,
     ns: Option<&str>,
@@ -245,26 +292,6 @@ async fn namespace_admits(
         )));
     }
     Ok(())
-}
-
-/// 422 Invalid from validation findings, if any.
-fn check_valid(
-    r: &Resource,
-    name: &str,
-    errors: Vec<skiff_api::validation::FieldError>,
-) -> ApiResult<()> {
-    if errors.is_empty() {
-        return Ok(());
-    }
-    let causes = errors
-        .into_iter()
-        .map(|e| crate::status::Cause {
-            reason: e.reason,
-            field: e.field,
-            message: e.message,
-        })
-        .collect();
-    Err(ApiError::invalid(r.group, r.kind, name, causes))
 }
 
 fn parse_stored(value: &[u8]) -> ApiResult<Value> {
@@ -389,34 +416,36 @@ async fn list(
     Ok(json_response(StatusCode::OK, &out.list(r, items, metadata)))
 }
 
+/// A write's answer: the object (served form), with any field-validation
+/// warnings as `Warning: 299` headers.
+fn written(r: &Resource, outcome: crate::write::Outcome) -> Response {
+    let mut response = json_response(
+        outcome.status,
+        &crate::convert::to_served(r, outcome.object),
+    );
+    for warning in outcome.warnings {
+        let value = format!(
+            "299 - {}",
+            serde_json::to_string(&warning).unwrap_or_default()
+        );
+        if let Ok(v) = header::HeaderValue::from_str(&value) {
+            response.headers_mut().append(header::WARNING, v);
+        }
+    }
+    response
+}
+
 async fn create(
     state: &AppState,
     r: &Resource,
     ns: Option<&str>,
     body: &[u8],
+    opts: &WriteOptions,
 ) -> ApiResult<Response> {
-    let mut obj = object::decode(body)?;
-    let name = object::prepare_create(r, ns, &mut obj)?;
-    let mut obj = crate::convert::to_stored(r, obj);
-    skiff_api::defaults::apply(r.kind, &mut obj);
-    check_valid(r, &name, skiff_api::validation::validate(r.kind, &obj))?;
-    let ns = obj
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .map(String::from);
-    namespace_admits(state, r, ns.as_deref(), &name).await?;
-    let key = object::key(r, ns.as_deref(), &name);
-    let value = serde_json::to_vec(&obj).map_err(|e| ApiError::internal(e.to_string()))?;
-    match state.store.create(&key, value.into()).await {
-        Ok(kv) => Ok(json_response(
-            StatusCode::CREATED,
-            &crate::convert::to_served(r, with_revision(obj, kv.mod_revision)),
-        )),
-        Err(skiff_store::Error::AlreadyExists { .. }) => {
-            Err(ApiError::already_exists(r.group, r.plural, &name))
-        }
-        Err(e) => Err(e.into()),
-    }
+    let obj = object::decode(body)?;
+    let warnings = crate::write::check_fields(r, body, &obj, opts)?;
+    let outcome = crate::write::create(state, r, ns, obj, opts, warnings).await?;
+    Ok(written(r, outcome))
 }
 
 async fn update(
@@ -426,79 +455,79 @@ async fn update(
     name: &str,
     subresource: Option<&str>,
     body: &[u8],
+    opts: &WriteOptions,
 ) -> ApiResult<Response> {
-    let mut obj = object::decode(body)?;
-    object::check_type(r, &mut obj)?;
-    let mut obj = crate::convert::to_stored(r, obj);
-    if object::name_of(&obj) != Some(name) {
-        return Err(ApiError::bad_request(
-            "the name of the object does not match the name on the URL",
-        ));
+    let obj = object::decode(body)?;
+    let warnings = crate::write::check_fields(r, body, &obj, opts)?;
+    let mut outcome =
+        crate::write::update(state, r, ns, name, subresource, opts, |_| Ok(obj.clone())).await?;
+    outcome.warnings = warnings;
+    Ok(written(r, outcome))
+}
+
+/// The media type of a request body.
+fn content_type(headers: &axum::http::HeaderMap) -> String {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string()
+}
+
+fn patch_error(e: skiff_api::patch::PatchError) -> ApiError {
+    let mut error = match e.status_code() {
+        415 => ApiError::unsupported_media_type(&e.to_string()),
+        422 => ApiError::invalid_message(e.to_string()),
+        _ => ApiError::bad_request(e.to_string()),
+    };
+    if e.status_code() == 415 {
+        error.message = e.to_string();
     }
-    let key = object::key(r, ns, name);
-    let current = match state.store.get(&key).await {
-        Ok(kv) => kv,
-        Err(skiff_store::Error::NotFound { .. }) => {
-            return Err(ApiError::not_found(r.group, r.plural, name))
-        }
-        Err(e) => return Err(e.into()),
+    error
+}
+
+/// A PATCH request body with its media type.
+struct PatchBody<'a> {
+    content_type: &'a str,
+    bytes: &'a [u8],
+}
+
+async fn patch(
+    state: &AppState,
+    r: &'static Resource,
+    ns: Option<&str>,
+    name: &str,
+    subresource: Option<&str>,
+    patch: PatchBody<'_>,
+    opts: &WriteOptions,
+) -> ApiResult<Response> {
+    let (content_type, body) = (patch.content_type, patch.bytes);
+    use skiff_api::patch::{apply_patch, PatchType};
+    let Some(patch_type) = PatchType::from_content_type(content_type) else {
+        return Err(ApiError::unsupported_media_type(content_type));
     };
-    let expected = match obj
-        .pointer("/metadata/resourceVersion")
-        .and_then(Value::as_str)
-    {
-        Some(rv) if !rv.is_empty() => rv
-            .parse::<i64>()
-            .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?,
-        _ => current.mod_revision,
-    };
-    let old = parse_stored(&current.value)?;
-    // A status update changes only status; a main update never changes it.
-    let mut new = match subresource {
-        Some("status") => {
-            let mut merged = old.clone();
-            merged["status"] = obj.get("status").cloned().unwrap_or(Value::Null);
-            merged
-        }
-        _ => {
-            match old.get("status") {
-                Some(status) => obj["status"] = status.clone(),
-                None => {
-                    if let Some(o) = obj.as_object_mut() {
-                        o.remove("status");
-                    }
-                }
+    if patch_type == PatchType::Apply {
+        return crate::apply::server_side_apply(state, r, ns, name, body, opts).await;
+    }
+    let mut warnings = Vec::new();
+    if patch_type != PatchType::Json && opts.validation != crate::strict::FieldValidation::Ignore {
+        // Unknown or duplicate fields in the patch itself.
+        if let Ok(patch_obj) = serde_json::from_slice::<Value>(body) {
+            let mut typed = patch_obj.clone();
+            if typed.is_object() {
+                typed["apiVersion"] = json!(r.group_version());
+                typed["kind"] = json!(r.kind);
             }
-            skiff_api::defaults::apply(r.kind, &mut obj);
-            obj
+            warnings = crate::write::check_fields(r, body, &typed, opts)?;
         }
-    };
-    check_valid(
-        r,
-        name,
-        skiff_api::validation::validate_update(r.kind, &old, &new),
-    )?;
-    object::prepare_update(&old, &mut new);
-    if let Some(ns) = ns {
-        object::meta(&mut new).insert("namespace".into(), json!(ns));
     }
-    let value = serde_json::to_vec(&new).map_err(|e| ApiError::internal(e.to_string()))?;
-    match state.store.update(&key, value.into(), expected).await {
-        Ok(kv) => {
-            crate::delete::finish_if_done(state, r, &key, &new, kv.mod_revision).await?;
-            Ok(json_response(
-                StatusCode::OK,
-                &crate::convert::to_served(r, with_revision(new, kv.mod_revision)),
-            ))
-        }
-        Err(skiff_store::Error::Conflict { .. }) => {
-            Err(ApiError::conflict(r.group, r.plural, name))
-        }
-        Err(skiff_store::Error::NotFound { .. }) => {
-            Err(ApiError::not_found(r.group, r.plural, name))
-        }
-        Err(e) => Err(e.into()),
-    }
+    let kind = r.kind;
+    let mut outcome = crate::write::update(state, r, ns, name, subresource, opts, |current| {
+        apply_patch(kind, current, patch_type, body).map_err(patch_error)
+    })
+    .await?;
+    outcome.warnings = warnings;
+    Ok(written(r, outcome))
 }
 
 async fn delete(
@@ -761,6 +790,7 @@ async fn watch(
     let timeout = q
         .get("timeoutSeconds")
         .and_then(|t| t.parse::<u64>().ok())
+        .filter(|t| *t > 0)
         .map(Duration::from_secs)
         .unwrap_or(Duration::from_secs(1800));
     // No resourceVersion (or 0): start with the current state as ADDED.
@@ -782,6 +812,17 @@ async fn watch(
                 || e.prev.as_ref().is_some_and(|p| filter.matches(&p.object))
         }) as crate::cache::Interest
     });
+    // Streaming lists: the full current state first, whatever the
+    // resourceVersion, then the initial-events-end bookmark.
+    let send_initial = is_true(q.get("sendInitialEvents"));
+    if send_initial {
+        let current = state.store.current_revision().await?;
+        let target = current.max(after.unwrap_or(0));
+        if !cache.wait_for(target, CONSISTENT_WAIT).await {
+            return Err(ApiError::unavailable("the watch cache is not ready yet"));
+        }
+    }
+    let after = if send_initial { None } else { after };
     let subscription = match cache.subscribe(&prefix, after, interest) {
         Ok(s) => s,
         Err(crate::cache::Error::TooOld { requested, oldest }) => {
@@ -798,15 +839,19 @@ async fn watch(
             return None;
         }
         let line = |kind: EventKind| {
+            // An object leaving the selector is reported as its previous
+            // state, at the revision of the change (as upstream does).
+            let leaving = kind == EventKind::Deleted && e.kind == EventKind::Modified;
+            let object = match (&e.prev, leaving) {
+                (Some(prev), true) => with_revision(prev.object.clone(), e.revision),
+                _ => e.item.object.clone(),
+            };
             if plain && kind == e.kind {
                 e.line.clone()
-            } else if plain {
+            } else if plain && !leaving {
                 crate::cache::watch_line(kind, &e.item.json)
             } else {
-                watch_line(
-                    crate::cache::kind_name(kind),
-                    &out.object(resource, e.item.object.clone()),
-                )
+                watch_line(crate::cache::kind_name(kind), &out.object(resource, object))
             }
         };
         if filter.is_everything() {
@@ -843,14 +888,22 @@ async fn watch(
     let ticker =
         bookmarks.then(|| tokio::time::interval_at(tokio::time::Instant::now() + every, every));
     let live_state = (subscription.live, subscription.revision, ticker);
+    let cache_for_bookmarks = cache.clone();
     let live = futures::stream::unfold(live_state, move |(mut rx, mut seen, mut ticker)| {
         let to_line = to_line_live.clone();
+        let cache_for_bookmarks = cache_for_bookmarks.clone();
         async move {
             loop {
                 let event = match ticker.as_mut() {
                     Some(t) => tokio::select! {
                         e = rx.recv() => e,
                         _ = t.tick() => {
+                            // Events this watcher did not want never reach
+                            // its queue; with the queue empty, everything up
+                            // to the cache's revision has been handled.
+                            if rx.is_empty() {
+                                seen = seen.max(cache_for_bookmarks.revision());
+                            }
                             return Some((bookmark_line(resource, seen, false), (rx, seen, ticker)));
                         }
                     },

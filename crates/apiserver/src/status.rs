@@ -84,6 +84,11 @@ impl ApiError {
         Self::new(StatusCode::CONFLICT, "Conflict", message)
     }
 
+    /// 422 Invalid with only a message (no field causes).
+    pub fn invalid_message(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, "Invalid", message)
+    }
+
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "BadRequest", message)
     }
@@ -158,10 +163,15 @@ impl ApiError {
         } else {
             format!("[{}]", list.join(", "))
         };
+        let qualified_kind = if group.is_empty() {
+            kind.to_string()
+        } else {
+            format!("{kind}.{group}")
+        };
         let mut e = Self::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "Invalid",
-            format!("{kind} \"{name}\" is invalid: {summary}"),
+            format!("{qualified_kind} \"{name}\" is invalid: {summary}"),
         )
         .with_details(group, kind, name);
         e.causes = causes;

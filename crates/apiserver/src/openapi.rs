@@ -1,0 +1,265 @@
+//! OpenAPI: `/openapi/v3` (an index) and one document per served
+//! group-version with the paths and operations kubectl looks for
+//! (`x-kubernetes-group-version-kind`, the `fieldValidation` parameter) and
+//! the schemas of every served kind, generated from k8s-openapi's types
+//! (descriptions included), so `kubectl explain` works. `/openapi/v2` is a
+//! clean 404: kubectl only asks for it as protobuf.
+//!
+//! Documents are built once, on first request, and kept.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use axum::extract::{Path, Query};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use schemars::generate::SchemaSettings;
+use serde_json::{json, Map, Value};
+
+use crate::resources::{self, Resource, RESOURCES};
+use crate::status::ApiError;
+
+/// (url path like "api/v1", document bytes, hash)
+struct Documents {
+    by_path: BTreeMap<String, (Vec<u8>, String)>,
+}
+
+static DOCUMENTS: OnceLock<Documents> = OnceLock::new();
+
+/// The schema name and definitions for the kinds of one group-version.
+fn schemas_for(group: &str, version: &str) -> (Map<String, Value>, BTreeMap<&'static str, String>) {
+    use k8s_openapi::api::{apps, autoscaling, batch, coordination, core, events, policy};
+    let mut generator = SchemaSettings::openapi3().into_generator();
+    let mut names = BTreeMap::new();
+    macro_rules! add {
+        ($kind:expr, $t:ty) => {{
+            let schema = generator.subschema_for::<$t>();
+            let name = schema
+                .get("$ref")
+                .and_then(Value::as_str)
+                .and_then(|r| r.rsplit('/').next())
+                .unwrap_or(<$t as schemars::JsonSchema>::schema_name().as_ref())
+                .to_string();
+            names.insert($kind, name);
+        }};
+    }
+    match (group, version) {
+        ("", "v1") => {
+            add!("Namespace", core::v1::Namespace);
+            add!("Pod", core::v1::Pod);
+            add!("Node", core::v1::Node);
+            add!("Event", core::v1::Event);
+            add!("ConfigMap", core::v1::ConfigMap);
+            add!("Secret", core::v1::Secret);
+            add!("Service", core::v1::Service);
+            add!("Endpoints", core::v1::Endpoints);
+            add!("ServiceAccount", core::v1::ServiceAccount);
+            add!("Binding", core::v1::Binding);
+            add!("Eviction", policy::v1::Eviction);
+        }
+        ("apps", "v1") => {
+            add!("Deployment", apps::v1::Deployment);
+            add!("ReplicaSet", apps::v1::ReplicaSet);
+            add!("Scale", autoscaling::v1::Scale);
+        }
+        ("batch", "v1") => add!("Job", batch::v1::Job),
+        ("coordination.k8s.io", "v1") => add!("Lease", coordination::v1::Lease),
+        ("events.k8s.io", "v1") => add!("Event", events::v1::Event),
+        _ => {}
+    }
+    (generator.take_definitions(true), names)
+}
+
+fn gvk(group: &str, version: &str, kind: &str) -> Value {
+    json!({"group": group, "version": version, "kind": kind})
+}
+
+fn operation(r: &Resource, action: &str, id: &str, kind: &str, schema: Option<&str>) -> Value {
+    let mut op = json!({
+        "operationId": id,
+        "x-kubernetes-action": action,
+        "x-kubernetes-group-version-kind": gvk(r.group, r.version, kind),
+        "parameters": [
+            {"name": "dryRun", "in": "query", "schema": {"type": "string"}, "uniqueItems": true},
+            {"name": "fieldManager", "in": "query", "schema": {"type": "string"}, "uniqueItems": true},
+            {"name": "fieldValidation", "in": "query", "schema": {"type": "string"}, "uniqueItems": true},
+        ],
+        "responses": {"200": {"description": "OK"}},
+    });
+    if let Some(schema) = schema {
+        let body = json!({"schema": {"$ref": format!("#/components/schemas/{schema}")}});
+        op["responses"]["200"]["content"] = json!({"application/json": body.clone()});
+        if matches!(action, "put" | "post" | "patch") {
+            let content = if action == "patch" {
+                json!({
+                    "application/json-patch+json": {"schema": {"type": "object"}},
+                    "application/merge-patch+json": {"schema": {"type": "object"}},
+                    "application/strategic-merge-patch+json": {"schema": {"type": "object"}},
+                    "application/apply-patch+yaml": {"schema": {"type": "object"}},
+                })
+            } else {
+                json!({"*/*": body})
+            };
+            op["requestBody"] = json!({"content": content, "required": true});
+        }
+    }
+    op
+}
+
+fn build(group: &str, version: &str) -> Value {
+    let (mut schemas, names) = schemas_for(group, version);
+    // kubectl finds a kind's schema by this extension.
+    for (kind, name) in &names {
+        let (g, v) = match *kind {
+            "Scale" => ("autoscaling", "v1"),
+            "Eviction" => ("policy", "v1"),
+            _ => (group, version),
+        };
+        if let Some(Value::Object(schema)) = schemas.get_mut(name) {
+            schema.insert(
+                "x-kubernetes-group-version-kind".into(),
+                json!([gvk(g, v, kind)]),
+            );
+        }
+    }
+    let prefix = if group.is_empty() {
+        format!("/api/{version}")
+    } else {
+        format!("/apis/{group}/{version}")
+    };
+    let mut paths = Map::new();
+    for r in RESOURCES
+        .iter()
+        .filter(|r| r.group == group && r.version == version)
+    {
+        let schema = names.get(r.kind).map(String::as_str);
+        let (list_path, item_path) = if r.namespaced {
+            (
+                format!("{prefix}/namespaces/{{namespace}}/{}", r.plural),
+                format!("{prefix}/namespaces/{{namespace}}/{}/{{name}}", r.plural),
+            )
+        } else {
+            (
+                format!("{prefix}/{}", r.plural),
+                format!("{prefix}/{}/{{name}}", r.plural),
+            )
+        };
+        let k = r.kind;
+        paths.insert(
+            list_path,
+            json!({
+                "get": operation(r, "list", &format!("list{k}"), k, None),
+                "post": operation(r, "post", &format!("create{k}"), k, schema),
+                "delete": operation(r, "deletecollection", &format!("deleteCollection{k}"), k, None),
+            }),
+        );
+        paths.insert(
+            item_path.clone(),
+            json!({
+                "get": operation(r, "get", &format!("read{k}"), k, schema),
+                "put": operation(r, "put", &format!("replace{k}"), k, schema),
+                "patch": operation(r, "patch", &format!("patch{k}"), k, schema),
+                "delete": operation(r, "delete", &format!("delete{k}"), k, None),
+            }),
+        );
+        for sub in r.subresources {
+            let (_, _, sub_kind, verbs) = resources::subresource_kind(r, sub);
+            let sub_schema = names.get(sub_kind).map(String::as_str);
+            let mut ops = Map::new();
+            for verb in verbs.iter() {
+                let action = if *verb == "create" { "post" } else { verb };
+                let id = format!("{verb}{k}{}", sub[..1].to_uppercase() + &sub[1..]);
+                ops.insert(
+                    action.to_string(),
+                    operation(r, action, &id, sub_kind, sub_schema),
+                );
+            }
+            paths.insert(format!("{item_path}/{sub}"), Value::Object(ops));
+        }
+    }
+    json!({
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": format!("v1.{}.0", crate::discovery::KUBE_MINOR)},
+        "paths": paths,
+        "components": {"schemas": schemas},
+    })
+}
+
+fn documents() -> &'static Documents {
+    DOCUMENTS.get_or_init(|| {
+        let mut gvs = vec![("", "v1")];
+        gvs.extend(resources::groups());
+        let by_path = gvs
+            .into_iter()
+            .map(|(g, v)| {
+                let path = if g.is_empty() {
+                    format!("api/{v}")
+                } else {
+                    format!("apis/{g}/{v}")
+                };
+                let bytes = serde_json::to_vec(&build(g, v)).unwrap_or_default();
+                // A content hash, so clients can cache documents by URL.
+                let hash = bytes.iter().fold(0xcbf29ce484222325u64, |h, b| {
+                    (h ^ u64::from(*b)).wrapping_mul(0x100000001b3)
+                });
+                (path, (bytes, format!("{hash:016X}")))
+            })
+            .collect();
+        Documents { by_path }
+    })
+}
+
+/// GET /openapi/v3
+pub async fn index() -> Response {
+    let paths: Map<String, Value> = documents()
+        .by_path
+        .iter()
+        .map(|(path, (_, hash))| {
+            (
+                path.clone(),
+                json!({"serverRelativeURL": format!("/openapi/v3/{path}?hash={hash}")}),
+            )
+        })
+        .collect();
+    axum::Json(json!({ "paths": paths })).into_response()
+}
+
+/// GET /openapi/v3/{api/v1 | apis/GROUP/VERSION}
+pub async fn document(Path(path): Path<String>, _q: Query<BTreeMap<String, String>>) -> Response {
+    match documents().by_path.get(path.trim_matches('/')) {
+        Some((bytes, _)) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            bytes.clone(),
+        )
+            .into_response(),
+        None => ApiError::not_found_path().into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documents_carry_kinds_operations_and_schemas() {
+        let doc = build("", "v1");
+        let patch = &doc["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"];
+        assert_eq!(patch["x-kubernetes-group-version-kind"]["kind"], "Pod");
+        assert!(patch["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["name"] == "fieldValidation"));
+        let pod = &doc["components"]["schemas"]["io.k8s.api.core.v1.Pod"];
+        assert_eq!(pod["x-kubernetes-group-version-kind"][0]["kind"], "Pod");
+        assert!(pod["description"]
+            .as_str()
+            .is_some_and(|d| d.contains("Pod")));
+        let apps = build("apps", "v1");
+        assert!(
+            apps["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}/scale"]["patch"]
+                .is_object()
+        );
+    }
+}

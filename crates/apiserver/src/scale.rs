@@ -1,0 +1,209 @@
+//! The `scale` subresource of deployments and replicasets (an
+//! autoscaling/v1 Scale view of spec.replicas), and `pods/eviction`
+//! (policy/v1 Eviction: a graceful delete; PodDisruptionBudgets come later).
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde_json::{json, Value};
+
+use crate::delete::DeleteOptions;
+use crate::object;
+use crate::resources::Resource;
+use crate::rest::json_response;
+use crate::status::{ApiError, ApiResult};
+use crate::write::{self, WriteOptions};
+use crate::AppState;
+
+/// The label selector string of a workload's spec.selector.
+fn selector_string(obj: &Value) -> String {
+    let mut parts = Vec::new();
+    if let Some(labels) = obj
+        .pointer("/spec/selector/matchLabels")
+        .and_then(Value::as_object)
+    {
+        for (k, v) in labels {
+            parts.push(format!("{k}={}", v.as_str().unwrap_or_default()));
+        }
+    }
+    if let Some(exprs) = obj
+        .pointer("/spec/selector/matchExpressions")
+        .and_then(Value::as_array)
+    {
+        for e in exprs {
+            let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
+            let values: Vec<&str> = e
+                .get("values")
+                .and_then(Value::as_array)
+                .map(|v| v.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            match e.get("operator").and_then(Value::as_str) {
+                Some("In") => parts.push(format!("{key} in ({})", values.join(","))),
+                Some("NotIn") => parts.push(format!("{key} notin ({})", values.join(","))),
+                Some("Exists") => parts.push(key.to_string()),
+                Some("DoesNotExist") => parts.push(format!("!{key}")),
+                _ => {}
+            }
+        }
+    }
+    parts.join(",")
+}
+
+/// The Scale view of a workload.
+pub fn to_scale(obj: &Value) -> Value {
+    let meta = obj.get("metadata").cloned().unwrap_or(json!({}));
+    let mut metadata = json!({});
+    for field in [
+        "name",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+    ] {
+        if let Some(v) = meta.get(field) {
+            metadata[field] = v.clone();
+        }
+    }
+    json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": metadata,
+        "spec": {"replicas": obj.pointer("/spec/replicas").cloned().unwrap_or(json!(0))},
+        "status": {
+            "replicas": obj.pointer("/status/replicas").cloned().unwrap_or(json!(0)),
+            "selector": selector_string(obj),
+        },
+    })
+}
+
+fn check(r: &Resource) -> ApiResult<()> {
+    if r.subresources.contains(&"scale") {
+        Ok(())
+    } else {
+        Err(ApiError::not_found_path())
+    }
+}
+
+pub async fn get(
+    state: &AppState,
+    r: &Resource,
+    ns: Option<&str>,
+    name: &str,
+) -> ApiResult<Response> {
+    check(r)?;
+    let (obj, _) = write::current(state, r, ns, name).await?;
+    Ok(json_response(StatusCode::OK, &to_scale(&obj)))
+}
+
+/// Applies a changed Scale back onto the workload.
+fn from_scale(workload: &Value, scale: &Value) -> ApiResult<Value> {
+    let replicas = scale
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    if replicas < 0 {
+        return Err(ApiError::invalid(
+            "autoscaling",
+            "Scale",
+            object::name_of(workload).unwrap_or_default(),
+            vec![crate::status::Cause {
+                reason: "FieldValueInvalid",
+                field: "spec.replicas".into(),
+                message: format!("Invalid value: {replicas}: must be greater than or equal to 0"),
+            }],
+        ));
+    }
+    let mut next = workload.clone();
+    next["spec"]["replicas"] = json!(replicas);
+    // A resourceVersion in the Scale is a precondition on the workload.
+    match scale
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+    {
+        Some(rv) if !rv.is_empty() => {
+            object::meta(&mut next).insert("resourceVersion".into(), json!(rv));
+        }
+        _ => {
+            object::meta(&mut next).remove("resourceVersion");
+        }
+    }
+    Ok(next)
+}
+
+pub async fn update(
+    state: &AppState,
+    r: &Resource,
+    ns: Option<&str>,
+    name: &str,
+    body: &[u8],
+    opts: &WriteOptions,
+) -> ApiResult<Response> {
+    check(r)?;
+    let scale = object::decode(body)?;
+    let outcome = write::update(state, r, ns, name, None, opts, |workload| {
+        from_scale(workload, &scale)
+    })
+    .await?;
+    Ok(json_response(StatusCode::OK, &to_scale(&outcome.object)))
+}
+
+pub async fn patch(
+    state: &AppState,
+    r: &Resource,
+    ns: Option<&str>,
+    name: &str,
+    content_type: &str,
+    body: &[u8],
+    opts: &WriteOptions,
+) -> ApiResult<Response> {
+    use skiff_api::patch::{apply_patch, PatchType};
+    check(r)?;
+    let patch_type = PatchType::from_content_type(content_type)
+        .filter(|t| *t != PatchType::Apply)
+        .ok_or_else(|| ApiError::unsupported_media_type(content_type))?;
+    let outcome = write::update(state, r, ns, name, None, opts, |workload| {
+        let scale = to_scale(workload);
+        let patched = apply_patch("Scale", &scale, patch_type, body)
+            .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        from_scale(workload, &patched)
+    })
+    .await?;
+    Ok(json_response(StatusCode::OK, &to_scale(&outcome.object)))
+}
+
+/// POST pods/NAME/eviction.
+pub async fn evict(
+    state: &AppState,
+    r: &Resource,
+    ns: Option<&str>,
+    name: &str,
+    body: &[u8],
+    opts: &WriteOptions,
+) -> ApiResult<Response> {
+    if !r.subresources.contains(&"eviction") {
+        return Err(ApiError::not_found_path());
+    }
+    let eviction = object::decode(body)?;
+    match eviction.get("kind").and_then(Value::as_str) {
+        None | Some("Eviction") => {}
+        Some(kind) => {
+            return Err(ApiError::bad_request(format!(
+                "the kind in the data ({kind}) does not match the expected kind (Eviction)"
+            )))
+        }
+    }
+    if object::name_of(&eviction).is_some_and(|n| n != name) {
+        return Err(ApiError::bad_request(
+            "name in URL does not match name in Eviction object",
+        ));
+    }
+    let delete_options = eviction
+        .get("deleteOptions")
+        .map(|d| serde_json::to_vec(d).unwrap_or_default())
+        .unwrap_or_default();
+    let opts = DeleteOptions::parse(&delete_options, &Default::default())?.dry_run(opts.dry_run);
+    crate::delete::delete_one(state, r, ns, name, &opts).await?;
+    Ok(json_response(
+        StatusCode::CREATED,
+        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+    ))
+}

@@ -1,0 +1,293 @@
+//! The write path every mutating verb shares: create, update (PUT),
+//! PATCH of every type and the scale and status subresources. It runs
+//! field validation, defaulting, validation, admission and managedFields
+//! bookkeeping, honours `dryRun=All` (everything runs, nothing is stored),
+//! and retries an update on a revision conflict unless the caller pinned a
+//! resourceVersion (upstream's GuaranteedUpdate).
+
+use std::collections::HashMap;
+
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+
+use crate::object::{self, with_revision};
+use crate::resources::Resource;
+use crate::status::{ApiError, ApiResult, Cause};
+use crate::strict::{self, FieldValidation};
+use crate::AppState;
+
+/// Attempts of an update before a conflict is returned to the client.
+const UPDATE_ATTEMPTS: usize = 16;
+
+/// Query parameters of a write.
+#[derive(Debug, Clone)]
+pub struct WriteOptions {
+    pub dry_run: bool,
+    pub field_manager: Option<String>,
+    pub validation: FieldValidation,
+    pub force: bool,
+}
+
+impl WriteOptions {
+    pub fn parse(q: &HashMap<String, String>) -> ApiResult<WriteOptions> {
+        let dry_run = match q.get("dryRun").map(String::as_str) {
+            None | Some("") => false,
+            Some("All") => true,
+            Some(other) => {
+                return Err(ApiError::bad_request(format!(
+                    "Invalid dryRun value: {other}: supported values: \"All\""
+                )))
+            }
+        };
+        let validation =
+            FieldValidation::parse(q.get("fieldValidation")).map_err(ApiError::bad_request)?;
+        let field_manager = q.get("fieldManager").filter(|m| !m.is_empty()).cloned();
+        if field_manager.as_ref().is_some_and(|m| m.len() > 128) {
+            return Err(ApiError::bad_request(
+                "fieldManager: Too long: must have at most 128 bytes",
+            ));
+        }
+        let force = q.get("force").is_some_and(|f| f == "true" || f == "1");
+        Ok(WriteOptions {
+            dry_run,
+            field_manager,
+            validation,
+            force,
+        })
+    }
+}
+
+/// What a write produced.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The object in stored form, resourceVersion included.
+    pub object: Value,
+    pub status: StatusCode,
+    /// `Warning: 299` header values.
+    pub warnings: Vec<String>,
+}
+
+/// Field validation of a request body: a 400 under Strict, warnings under
+/// Warn, nothing under Ignore.
+pub fn check_fields(
+    r: &Resource,
+    raw: &[u8],
+    obj: &Value,
+    opts: &WriteOptions,
+) -> ApiResult<Vec<String>> {
+    if opts.validation == FieldValidation::Ignore {
+        return Ok(Vec::new());
+    }
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or(r.kind);
+    let findings = strict::findings(r.group, kind, raw, obj);
+    if findings.is_empty() {
+        return Ok(Vec::new());
+    }
+    if opts.validation == FieldValidation::Strict {
+        return Err(ApiError::bad_request(strict::strict_message(
+            kind, r.version, &findings,
+        )));
+    }
+    Ok(findings)
+}
+
+/// 422 Invalid from validation findings, if any.
+pub fn check_valid(
+    r: &Resource,
+    name: &str,
+    errors: Vec<skiff_api::validation::FieldError>,
+) -> ApiResult<()> {
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let causes = errors
+        .into_iter()
+        .map(|e| Cause {
+            reason: e.reason,
+            field: e.field,
+            message: e.message,
+        })
+        .collect();
+    Err(ApiError::invalid(r.group, r.kind, name, causes))
+}
+
+/// Creates `obj` (served form, not yet checked).
+pub async fn create(
+    state: &AppState,
+    r: &Resource,
+    ns: Option<&str>,
+    mut obj: Value,
+    opts: &WriteOptions,
+    warnings: Vec<String>,
+) -> ApiResult<Outcome> {
+    let name = object::prepare_create(r, ns, &mut obj)?;
+    let mut obj = crate::convert::to_stored(r, obj);
+    skiff_api::defaults::apply(r.kind, &mut obj);
+    check_valid(r, &name, skiff_api::validation::validate(r.kind, &obj))?;
+    let ns = obj
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .map(String::from);
+    crate::rest::namespace_admits(state, r, ns.as_deref(), &name).await?;
+    if let Some(manager) = &opts.field_manager {
+        obj = crate::managed::record_update(r, None, obj, manager);
+    }
+    if opts.dry_run {
+        return Ok(Outcome {
+            object: obj,
+            status: StatusCode::CREATED,
+            warnings,
+        });
+    }
+    let key = object::key(r, ns.as_deref(), &name);
+    let value = serde_json::to_vec(&obj).map_err(|e| ApiError::internal(e.to_string()))?;
+    match state.store.create(&key, value.into()).await {
+        Ok(kv) => Ok(Outcome {
+            object: with_revision(obj, kv.mod_revision),
+            status: StatusCode::CREATED,
+            warnings,
+        }),
+        Err(skiff_store::Error::AlreadyExists { .. }) => {
+            Err(ApiError::already_exists(r.group, r.plural, &name))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Reads the current object (stored form, with resourceVersion) or 404.
+pub async fn current(
+    state: &AppState,
+    r: &Resource,
+    ns: Option<&str>,
+    name: &str,
+) -> ApiResult<(Value, i64)> {
+    match state.store.get(&object::key(r, ns, name)).await {
+        Ok(kv) => {
+            let obj: Value = serde_json::from_slice(&kv.value)
+                .map_err(|e| ApiError::internal(format!("stored object is not JSON: {e}")))?;
+            Ok((with_revision(obj, kv.mod_revision), kv.mod_revision))
+        }
+        Err(skiff_store::Error::NotFound { .. }) => {
+            Err(ApiError::not_found(r.group, r.plural, name))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Updates one object: `mutate` gets the current object (served form,
+/// resourceVersion included) and returns the desired one. `subresource`
+/// "status" keeps everything but status; otherwise status is kept.
+pub async fn update(
+    state: &AppState,
+    r: &Resource,
+    ns: Option<&str>,
+    name: &str,
+    subresource: Option<&str>,
+    opts: &WriteOptions,
+    mut mutate: impl FnMut(&Value) -> ApiResult<Value>,
+) -> ApiResult<Outcome> {
+    let key = object::key(r, ns, name);
+    let mut warnings = Vec::new();
+    for _ in 0..UPDATE_ATTEMPTS {
+        let (old, revision) = current(state, r, ns, name).await?;
+        // The current object goes to `mutate` without its resourceVersion,
+        // so only a version the client wrote (PUT body, patch) pins it.
+        let mut base = crate::convert::to_served(r, old.clone());
+        object::meta(&mut base).remove("resourceVersion");
+        let mut candidate = mutate(&base)?;
+        object::check_type(r, &mut candidate)?;
+        let candidate = crate::convert::to_stored(r, candidate);
+        let given = object::name_of(&candidate).unwrap_or_default();
+        if given != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({given}) does not match the name on the URL ({name})"
+            )));
+        }
+        if let (Some(url_ns), Some(body_ns)) = (
+            ns,
+            candidate
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .filter(|n| !n.is_empty()),
+        ) {
+            if url_ns != body_ns {
+                return Err(ApiError::bad_request(format!(
+                    "the namespace of the object ({body_ns}) does not match the namespace on the URL ({url_ns})"
+                )));
+            }
+        }
+        // A resourceVersion in the new object is a precondition.
+        let pinned =
+            match candidate
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+            {
+                Some(rv) if !rv.is_empty() => Some(rv.parse::<i64>().map_err(|_| {
+                    ApiError::bad_request(format!("invalid resource version: {rv}"))
+                })?),
+                _ => None,
+            };
+        if pinned.is_some_and(|p| p != revision) {
+            return Err(ApiError::conflict(r.group, r.plural, name));
+        }
+        let mut new = match subresource {
+            Some("status") => {
+                let mut merged = old.clone();
+                merged["status"] = candidate.get("status").cloned().unwrap_or(Value::Null);
+                merged
+            }
+            _ => {
+                let mut obj = candidate;
+                match old.get("status") {
+                    Some(status) => obj["status"] = status.clone(),
+                    None => {
+                        if let Some(o) = obj.as_object_mut() {
+                            o.remove("status");
+                        }
+                    }
+                }
+                skiff_api::defaults::apply(r.kind, &mut obj);
+                obj
+            }
+        };
+        check_valid(
+            r,
+            name,
+            skiff_api::validation::validate_update(r.kind, &old, &new),
+        )?;
+        object::prepare_update(&old, &mut new);
+        if let Some(ns) = ns {
+            object::meta(&mut new).insert("namespace".into(), json!(ns));
+        }
+        if let Some(manager) = &opts.field_manager {
+            new = crate::managed::record_update(r, Some(&old), new, manager);
+        }
+        if opts.dry_run {
+            return Ok(Outcome {
+                object: with_revision(new, revision),
+                status: StatusCode::OK,
+                warnings,
+            });
+        }
+        let value = serde_json::to_vec(&new).map_err(|e| ApiError::internal(e.to_string()))?;
+        match state.store.update(&key, value.into(), revision).await {
+            Ok(kv) => {
+                crate::delete::finish_if_done(state, r, &key, &new, kv.mod_revision).await?;
+                return Ok(Outcome {
+                    object: with_revision(new, kv.mod_revision),
+                    status: StatusCode::OK,
+                    warnings: std::mem::take(&mut warnings),
+                });
+            }
+            Err(skiff_store::Error::Conflict { .. }) if pinned.is_none() => continue,
+            Err(skiff_store::Error::Conflict { .. }) => {
+                return Err(ApiError::conflict(r.group, r.plural, name))
+            }
+            Err(skiff_store::Error::NotFound { .. }) => {
+                return Err(ApiError::not_found(r.group, r.plural, name))
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(ApiError::conflict(r.group, r.plural, name))
+}
