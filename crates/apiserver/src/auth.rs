@@ -179,12 +179,16 @@ pub async fn authenticate(
         None => return ApiError::unauthorized().into_response(),
     };
     if !user.groups.iter().any(|g| g == "system:masters") && !is_public(&path) {
-        let verb = req.method().as_str().to_lowercase();
-        return ApiError::forbidden(format!(
-            "forbidden: User \"{}\" cannot {verb} path \"{path}\"",
-            user.name
-        ))
-        .into_response();
+        let message =
+            crate::rest::forbidden_message(&user.name, req.method(), &path, req.uri().query())
+                .unwrap_or_else(|| {
+                    let verb = req.method().as_str().to_lowercase();
+                    format!(
+                        "forbidden: User \"{}\" cannot {verb} path \"{path}\"",
+                        user.name
+                    )
+                });
+        return ApiError::forbidden(message).into_response();
     }
     req.extensions_mut().insert(user);
     next.run(req).await

@@ -24,7 +24,19 @@ fn selectable_fields(r: &Resource) -> &'static [&'static str] {
             "status.podIP",
             "status.nominatedNodeName",
         ],
-        ("", "events") | ("events.k8s.io", "events") => &[
+        ("events.k8s.io", "events") => &[
+            "regarding.kind",
+            "regarding.namespace",
+            "regarding.name",
+            "regarding.uid",
+            "regarding.apiVersion",
+            "regarding.resourceVersion",
+            "regarding.fieldPath",
+            "reason",
+            "reportingController",
+            "type",
+        ],
+        ("", "events") => &[
             "involvedObject.kind",
             "involvedObject.namespace",
             "involvedObject.name",
@@ -43,6 +55,34 @@ fn selectable_fields(r: &Resource) -> &'static [&'static str] {
         ("batch", "jobs") => &["status.successful"],
         _ => &[],
     }
+}
+
+/// events.k8s.io selects by its own field names; objects are stored as core
+/// Events, so the selector is rewritten to the stored names.
+fn stored_event_fields(
+    selector: &FieldSelector,
+) -> Result<FieldSelector, skiff_api::selectors::SelectorError> {
+    let terms: Vec<String> = selector
+        .fields()
+        .map(|(field, op, value)| {
+            let field = match field {
+                "reportingController" => "reportingComponent".to_string(),
+                f => match f.strip_prefix("regarding.") {
+                    Some(rest) => format!("involvedObject.{rest}"),
+                    None => f.to_string(),
+                },
+            };
+            let op = match op {
+                skiff_api::selectors::FieldOp::NotEquals => "!=",
+                _ => "=",
+            };
+            format!(
+                "{field}{op}{}",
+                skiff_api::selectors::escape_field_value(value)
+            )
+        })
+        .collect();
+    FieldSelector::parse(&terms.join(","))
 }
 
 /// The selectors of one request.
@@ -75,7 +115,12 @@ impl Filter {
                         )));
                     }
                 }
-                Some(selector)
+                Some(if r.group == "events.k8s.io" {
+                    stored_event_fields(&selector)
+                        .map_err(|e| ApiError::bad_request(e.to_string()))?
+                } else {
+                    selector
+                })
             }
             None => None,
         };

@@ -74,6 +74,49 @@ fn parse_target(path: &str) -> Option<Target> {
     })
 }
 
+/// The upstream Forbidden message for a resource request, when `path` is
+/// one: `pods "web" is forbidden: User "u" cannot get resource "pods" in
+/// API group "" in the namespace "default"`.
+pub fn forbidden_message(
+    user: &str,
+    method: &Method,
+    path: &str,
+    query: Option<&str>,
+) -> Option<String> {
+    let target = parse_target(path)?;
+    let q: HashMap<String, String> = query
+        .map(|q| url_pairs(q).into_iter().collect())
+        .unwrap_or_default();
+    let verb = match (method, target.name.is_some()) {
+        (&Method::GET, true) => "get",
+        (&Method::GET, false) if is_true(q.get("watch")) => "watch",
+        (&Method::GET, false) => "list",
+        (&Method::POST, _) => "create",
+        (&Method::PUT, _) => "update",
+        (&Method::PATCH, _) => "patch",
+        (&Method::DELETE, true) => "delete",
+        (&Method::DELETE, false) => "deletecollection",
+        _ => return None,
+    };
+    let r = target.resource;
+    let resource = match &target.subresource {
+        Some(sub) => format!("{}/{sub}", r.plural),
+        None => r.plural.to_string(),
+    };
+    let subject = match &target.name {
+        Some(name) => format!("{} \"{name}\"", r.qualified()),
+        None => r.qualified(),
+    };
+    let scope = match &target.namespace {
+        Some(ns) => format!("in the namespace \"{ns}\""),
+        None => "at the cluster scope".to_string(),
+    };
+    Some(format!(
+        "{subject} is forbidden: User \"{user}\" cannot {verb} resource \"{resource}\" in API group \"{}\" {scope}",
+        r.group
+    ))
+}
+
 fn query(req: &Request) -> HashMap<String, String> {
     req.uri()
         .query()
