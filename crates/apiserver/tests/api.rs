@@ -585,3 +585,156 @@ async fn preconditions_deletecollection_terminating_and_timeouts() {
         "only the existing pod, as a synthetic ADDED: {events:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finalizers_foreground_dry_run_and_bad_patches() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::{Patch, PatchParams};
+    let server = TestServer::start().await;
+    let client = client(&server).await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let cm = |name: &str, finalizers: serde_json::Value| -> ConfigMap {
+        serde_json::from_value(
+            json!({"metadata": {"name": name, "finalizers": finalizers}, "data": {"a": "1"}}),
+        )
+        .unwrap()
+    };
+
+    // Deletion waits for finalizers.
+    cms.create(
+        &PostParams::default(),
+        &cm("held", json!(["example.com/hold"])),
+    )
+    .await
+    .unwrap();
+    cms.delete("held", &DeleteParams::default()).await.unwrap();
+    let held = cms.get("held").await.unwrap();
+    assert!(held.metadata.deletion_timestamp.is_some());
+    let clear = Patch::Merge(json!({"metadata": {"finalizers": null}}));
+    cms.patch("held", &PatchParams::default(), &clear)
+        .await
+        .unwrap();
+    assert_eq!(api_error(cms.get("held").await.unwrap_err()).code, 404);
+
+    // Foreground deletion adds foregroundDeletion (the garbage collector
+    // that acts on it comes with the controllers).
+    cms.create(&PostParams::default(), &cm("fg", json!([])))
+        .await
+        .unwrap();
+    cms.delete("fg", &DeleteParams::foreground()).await.unwrap();
+    let fg = cms.get("fg").await.unwrap();
+    assert_eq!(
+        fg.metadata.finalizers,
+        Some(vec!["foregroundDeletion".to_string()])
+    );
+
+    // dryRun=All runs everything and stores nothing.
+    let dry = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    let created = cms.create(&dry, &cm("dry", json!([]))).await.unwrap();
+    assert_eq!(created.metadata.name.as_deref(), Some("dry"));
+    assert_eq!(api_error(cms.get("dry").await.unwrap_err()).code, 404);
+    cms.create(&PostParams::default(), &cm("real", json!([])))
+        .await
+        .unwrap();
+    let dry_patch = PatchParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    let patched = cms
+        .patch(
+            "real",
+            &dry_patch,
+            &Patch::Merge(json!({"data": {"a": "2"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(patched.data.unwrap()["a"], "2");
+    assert_eq!(cms.get("real").await.unwrap().data.unwrap()["a"], "1");
+    cms.delete(
+        "real",
+        &DeleteParams {
+            dry_run: true,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert!(cms.get("real").await.is_ok());
+    let e = api_error(
+        cms.create(&dry, &cm("Bad_Name", json!([])))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(e.code, 422, "dry run still validates");
+
+    // Bad patches: 422/400 and nothing changes.
+    let before = cms.get("real").await.unwrap().metadata.resource_version;
+    let test_fails = Patch::Json::<()>(
+        serde_json::from_value(json!([{"op": "test", "path": "/data/a", "value": "nope"}]))
+            .unwrap(),
+    );
+    assert_eq!(
+        api_error(
+            cms.patch("real", &PatchParams::default(), &test_fails)
+                .await
+                .unwrap_err()
+        )
+        .code,
+        422
+    );
+    let bad_pointer = Patch::Json::<()>(
+        serde_json::from_value(json!([{"op": "replace", "path": "/no/such/field", "value": 1}]))
+            .unwrap(),
+    );
+    assert_eq!(
+        api_error(
+            cms.patch("real", &PatchParams::default(), &bad_pointer)
+                .await
+                .unwrap_err()
+        )
+        .code,
+        422
+    );
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    pods.create(&PostParams::default(), &pod("web", json!({})))
+        .await
+        .unwrap();
+    let wrong_key = Patch::Strategic(json!({"spec": {"containers": [{"image": "no-name"}]}}));
+    let e = api_error(
+        pods.patch("web", &PatchParams::default(), &wrong_key)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(e.code, 400, "{}", e.message);
+    assert!(
+        e.message
+            .contains("does not contain declared merge key: name"),
+        "{}",
+        e.message
+    );
+    assert_eq!(
+        cms.get("real").await.unwrap().metadata.resource_version,
+        before
+    );
+
+    // Strict and Warn field validation on patch and create.
+    let strict = PatchParams {
+        field_validation: Some(kube::api::ValidationDirective::Strict),
+        ..Default::default()
+    };
+    let e = api_error(
+        cms.patch("real", &strict, &Patch::Merge(json!({"bogus": 1})))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(e.code, 400);
+    assert!(
+        e.message
+            .contains("strict decoding error: unknown field \"bogus\""),
+        "{}",
+        e.message
+    );
+}
