@@ -2,6 +2,7 @@
 //! the components. Objects are `serde_json::Value`s in their wire form. No
 //! I/O lives here.
 
+pub mod apply;
 pub mod defaults;
 pub mod patch;
 pub mod selectors;

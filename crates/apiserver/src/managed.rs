@@ -1,5 +1,5 @@
-//! managedFields bookkeeping on writes, delegating the field-set logic to
-//! skiff-api's server-side apply module.
+//! managedFields bookkeeping on ordinary writes (operation "Update"),
+//! delegating the field-set logic to skiff-api's server-side apply module.
 
 use serde_json::Value;
 
@@ -7,6 +7,13 @@ use crate::resources::Resource;
 
 /// Records an Update by `manager` from `old` to `new` in
 /// metadata.managedFields.
-pub fn record_update(_r: &Resource, _old: Option<&Value>, new: Value, _manager: &str) -> Value {
-    new
+pub fn record_update(r: &Resource, old: Option<&Value>, new: Value, manager: &str) -> Value {
+    skiff_api::apply::record_update(
+        r.kind,
+        old,
+        &new,
+        manager,
+        &r.group_version(),
+        &crate::object::now(),
+    )
 }

@@ -461,7 +461,7 @@ async fn list(
 
 /// A write's answer: the object (served form), with any field-validation
 /// warnings as `Warning: 299` headers.
-fn written(r: &Resource, outcome: crate::write::Outcome) -> Response {
+pub(crate) fn written(r: &Resource, outcome: crate::write::Outcome) -> Response {
     let mut response = json_response(
         outcome.status,
         &crate::convert::to_served(r, outcome.object),

@@ -4,6 +4,7 @@ Run by tests/python_client.rs with KUBECONFIG pointing at the server; exits
 non-zero on the first failed check.
 """
 
+import json
 import os
 import sys
 
@@ -77,6 +78,39 @@ def main():
     assert [p.metadata.name for p in pods.items] == [pod.metadata.name]
     v1.delete_namespaced_pod(pod.metadata.name, ns)
     expect_status(404, v1.read_namespaced_pod, pod.metadata.name, ns)
+
+    # Patch with a dict (strategic merge) and with a list (JSON patch).
+    v1.create_namespaced_pod(
+        ns,
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pt", "labels": {"a": "1"}},
+         "spec": {"containers": [{"name": "c", "image": "busybox:1"}, {"name": "d", "image": "busybox:1"}]}},
+    )
+    patched = v1.patch_namespaced_pod(
+        "pt", ns, {"metadata": {"labels": {"b": "2"}}, "spec": {"containers": [{"name": "c", "image": "busybox:2"}]}}
+    )
+    assert patched.metadata.labels == {"a": "1", "b": "2"}, patched.metadata.labels
+    images = {c.name: c.image for c in patched.spec.containers}
+    assert images == {"c": "busybox:2", "d": "busybox:1"}, images
+    patched = v1.patch_namespaced_pod("pt", ns, [{"op": "replace", "path": "/metadata/labels/a", "value": "9"}])
+    assert patched.metadata.labels["a"] == "9"
+    e = expect_status(422, v1.patch_namespaced_pod, "pt", ns, [{"op": "test", "path": "/metadata/labels/a", "value": "0"}])
+    assert v1.read_namespaced_pod("pt", ns).metadata.labels["a"] == "9", "a failed patch changed nothing"
+
+    # Server-side apply: a second manager changing an owned field conflicts.
+    ssa = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": {"k": "1"}}
+    ct = "application/apply-patch+yaml"
+    v1.patch_namespaced_config_map("ssa", ns, ssa, field_manager="alice", _content_type=ct)
+    ssa["data"]["k"] = "2"
+    e = expect_status(409, v1.patch_namespaced_config_map, "ssa", ns, ssa, field_manager="bob", _content_type=ct)
+    status = json.loads(e.body)
+    assert status["message"] == 'Apply failed with 1 conflict: conflict with "alice": .data.k', status
+    assert status["details"]["causes"] == [
+        {"field": ".data.k", "message": 'conflict with "alice"', "reason": "FieldManagerConflict"}
+    ], status
+    forced = v1.patch_namespaced_config_map("ssa", ns, ssa, field_manager="bob", force=True, _content_type=ct)
+    assert forced.data["k"] == "2"
+    managers = sorted(m.manager for m in forced.metadata.managed_fields)
+    assert "bob" in managers, managers
 
     e = expect_status(422, v1.create_namespaced_pod, ns, {"metadata": {"name": "bad"}, "spec": {"containers": []}})
     assert "spec.containers: Required value" in e.body, e.body
