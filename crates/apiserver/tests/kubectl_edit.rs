@@ -188,6 +188,13 @@ async fn scenario(minor: u32) {
         err.contains("Error from server (BadRequest): error when creating \"STDIN\": Pod in version \"v1\" cannot be handled as a Pod: strict decoding error: unknown field \"spec.foo\""),
         "{err}"
     );
+    // --validate=warn: created, with the finding as a warning.
+    let warned = k
+        .run_stdin(&["create", "--validate=warn", "-f", "-"], "apiVersion: v1\nkind: Pod\nmetadata: {name: wp}\nspec:\n  foo: 1\n  containers: [{name: c, image: busybox}]\n")
+        .await;
+    assert!(warned.status.success(), "{warned:?}");
+    let err = String::from_utf8_lossy(&warned.stderr);
+    assert!(err.contains("Warning: unknown field \"spec.foo\""), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
