@@ -1,19 +1,41 @@
 //! skiff-scheduler: decides which node each pod runs on.
 //!
-//! This crate owns the pure part of Skiff's scheduler, modelled on
-//! kube-scheduler's framework: [`framework`] (extension-point traits,
-//! statuses, node snapshots, the scheduling algorithm and the upstream
-//! FailedScheduling message), [`plugins`] (one file per default plugin,
-//! registered in one list), [`resources`] (quantity parsing and pod request
-//! arithmetic) and [`selectors`] (label and node selector matching).
-//! [`testing`] holds object builders for tests.
+//! The pure part, modelled on kube-scheduler's framework: [`framework`]
+//! (extension-point traits, statuses, node snapshots, the scheduling
+//! algorithm and the upstream FailedScheduling message), [`plugins`] (one
+//! file per default plugin, registered in one list), [`resources`]
+//! (quantity parsing and pod request arithmetic), [`selectors`] (label and
+//! node selector matching), [`cluster_event`] (which events may help which
+//! rejected pod), [`queue`] (active/backoff/unschedulable sub-queues) and
+//! [`cache`] (nodes, assigned and assumed pods as a [`framework::Snapshot`]).
+//! These do no I/O; time comes from a [`clock::Clock`].
 //!
-//! It must not do I/O: no API client, no async, no clock or randomness.
-//! The queue, the informer-fed cache and the binder wire this crate to the
-//! API server elsewhere.
+//! The control loop around it talks to the API server through kube-rs:
+//! [`Scheduler::run`] watches pods and nodes, schedules one pod at a time,
+//! binds concurrently ([`binder`]), reports failures as a pod condition and
+//! events ([`report`], [`recorder`]), and acts only while it holds the
+//! leader Lease ([`leader`]); [`Config`] carries its settings. [`testing`]
+//! holds object builders.
 
+pub mod cache;
+pub mod clock;
+pub mod cluster_event;
 pub mod framework;
 pub mod plugins;
+pub mod queue;
 pub mod resources;
 pub mod selectors;
 pub mod testing;
+
+mod api_error;
+pub mod binder;
+pub mod config;
+pub mod leader;
+pub mod recorder;
+pub mod report;
+mod run;
+mod scheduler_loop;
+mod watch;
+
+pub use config::Config;
+pub use run::{Error, Result, Scheduler};

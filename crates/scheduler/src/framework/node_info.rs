@@ -155,6 +155,27 @@ pub fn host_ports(pod: &Pod) -> Vec<&ContainerPort> {
         .collect()
 }
 
+/// Name, allocatable and images of a node object.
+fn node_parts(node: &Node) -> (String, Resource, BTreeMap<String, ImageStateSummary>) {
+    let name = node.metadata.name.clone().unwrap_or_default();
+    let status = node.status.as_ref();
+    let allocatable = match status.and_then(|s| s.allocatable.as_ref()) {
+        Some(list) => Resource::from_list(list).unwrap_or_else(|e| {
+            tracing::warn!(node = %name, error = %e, "ignoring unparsable node allocatable");
+            Resource::default()
+        }),
+        None => Resource::default(),
+    };
+    let mut image_states = BTreeMap::new();
+    for image in status.and_then(|s| s.images.as_ref()).into_iter().flatten() {
+        for n in image.names.iter().flatten() {
+            let size = image.size_bytes.unwrap_or(0);
+            image_states.insert(n.clone(), ImageStateSummary { size, num_nodes: 1 });
+        }
+    }
+    (name, allocatable, image_states)
+}
+
 /// A node and the pods on it, with aggregates.
 #[derive(Debug, Clone)]
 pub struct NodeInfo {
@@ -172,22 +193,7 @@ impl NodeInfo {
     /// A node without pods; every image counts as present on one node
     /// until a [`super::Snapshot`] counts them across nodes.
     pub fn new(node: Node) -> Self {
-        let name = node.metadata.name.clone().unwrap_or_default();
-        let status = node.status.as_ref();
-        let allocatable = match status.and_then(|s| s.allocatable.as_ref()) {
-            Some(list) => Resource::from_list(list).unwrap_or_else(|e| {
-                tracing::warn!(node = %name, error = %e, "ignoring unparsable node allocatable");
-                Resource::default()
-            }),
-            None => Resource::default(),
-        };
-        let mut image_states = BTreeMap::new();
-        for image in status.and_then(|s| s.images.as_ref()).into_iter().flatten() {
-            for n in image.names.iter().flatten() {
-                let size = image.size_bytes.unwrap_or(0);
-                image_states.insert(n.clone(), ImageStateSummary { size, num_nodes: 1 });
-            }
-        }
+        let (name, allocatable, image_states) = node_parts(&node);
         Self {
             node,
             name,
@@ -198,6 +204,17 @@ impl NodeInfo {
             used_ports: HostPortInfo::default(),
             image_states,
         }
+    }
+
+    /// Replaces the node object (an update), keeping the pods and their
+    /// aggregates; image spread counts reset to one node. Returns the
+    /// previous object.
+    pub fn set_node(&mut self, node: Node) -> Node {
+        let (name, allocatable, image_states) = node_parts(&node);
+        self.name = name;
+        self.allocatable = allocatable;
+        self.image_states = image_states;
+        std::mem::replace(&mut self.node, node)
     }
 
     /// The node object.

@@ -34,7 +34,13 @@ pub enum SnapshotError {
 pub struct Snapshot {
     nodes: Vec<NodeInfo>,
     index: HashMap<String, usize>,
+    /// On how many nodes each image is present.
+    image_nodes: HashMap<String, usize>,
     namespace_labels: BTreeMap<String, Labels>,
+}
+
+fn image_names(info: &NodeInfo) -> BTreeSet<String> {
+    info.image_states().keys().cloned().collect()
 }
 
 fn is_terminal(pod: &Pod) -> bool {
@@ -68,6 +74,7 @@ impl Snapshot {
                 state.num_nodes = spread.get(name).copied().unwrap_or(1);
             }
         }
+        snap.image_nodes = spread;
         for pod in pods {
             if is_terminal(&pod) {
                 continue;
@@ -112,6 +119,78 @@ impl Snapshot {
     /// True without nodes.
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty()
+    }
+
+    /// Adds a node, or replaces the object of a known node keeping its
+    /// pods (an update). Returns the previous object.
+    pub fn upsert_node(&mut self, node: Node) -> Option<Node> {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let (i, old, old_images) = match self.index.get(&name) {
+            Some(&i) => {
+                let old_images = image_names(&self.nodes[i]);
+                let old = self.nodes[i].set_node(node);
+                (i, Some(old), old_images)
+            }
+            None => {
+                self.index.insert(name, self.nodes.len());
+                self.nodes.push(NodeInfo::new(node));
+                (self.nodes.len() - 1, None, BTreeSet::new())
+            }
+        };
+        let new_images = image_names(&self.nodes[i]);
+        let changed: BTreeSet<String> = old_images
+            .symmetric_difference(&new_images)
+            .cloned()
+            .collect();
+        for name in old_images.difference(&new_images) {
+            self.count_image(name, -1);
+        }
+        for name in new_images.difference(&old_images) {
+            self.count_image(name, 1);
+        }
+        self.refresh_image_spread(&changed);
+        let spread = &self.image_nodes;
+        for (name, state) in self.nodes[i].image_states_mut() {
+            state.num_nodes = spread.get(name).copied().unwrap_or(1);
+        }
+        old
+    }
+
+    /// Removes a node with its pods.
+    pub fn remove_node(&mut self, name: &str) -> Option<NodeInfo> {
+        let i = self.index.remove(name)?;
+        let info = self.nodes.swap_remove(i);
+        if let Some(moved) = self.nodes.get(i) {
+            self.index.insert(moved.name().to_string(), i);
+        }
+        let images = image_names(&info);
+        for name in &images {
+            self.count_image(name, -1);
+        }
+        self.refresh_image_spread(&images);
+        Some(info)
+    }
+
+    fn count_image(&mut self, name: &str, delta: isize) {
+        let n = self.image_nodes.entry(name.to_string()).or_default();
+        *n = n.saturating_add_signed(delta);
+        if *n == 0 {
+            self.image_nodes.remove(name);
+        }
+    }
+
+    /// Rewrites the spread of `images` on every node holding them.
+    fn refresh_image_spread(&mut self, images: &BTreeSet<String>) {
+        if images.is_empty() {
+            return;
+        }
+        for n in &mut self.nodes {
+            for (name, state) in n.image_states_mut() {
+                if images.contains(name) {
+                    state.num_nodes = self.image_nodes.get(name).copied().unwrap_or(1);
+                }
+            }
+        }
     }
 
     /// Accounts `pod` on `node_name` before its binding is confirmed
@@ -195,5 +274,37 @@ mod tests {
             snap.forget("default", "a", "n1"),
             Err(SnapshotError::PodNotFound { .. })
         ));
+    }
+
+    #[test]
+    fn node_updates_keep_pods_and_image_spread() {
+        let mut snap = Snapshot::new(
+            vec![node("n1").image(&["nginx:1.25"], 100).build()],
+            vec![pod("a").node_name("n1").req_cpu("1").build()],
+        );
+        assert!(snap
+            .upsert_node(node("n2").image(&["nginx:1.25"], 100).build())
+            .is_none());
+        let spread =
+            |s: &Snapshot, n: &str| s.get(n).expect(n).image_states()["nginx:1.25"].num_nodes;
+        assert_eq!((spread(&snap, "n1"), spread(&snap, "n2")), (2, 2));
+
+        let old = snap.upsert_node(node("n1").cpu("8").label("x", "y").build());
+        assert!(old.is_some_and(|o| o.metadata.labels.is_none()));
+        let n1 = snap.get("n1").expect("n1");
+        assert_eq!(n1.requested().milli_cpu, 1000, "pods kept");
+        assert_eq!(n1.allocatable().milli_cpu, 8000);
+        assert_eq!(n1.label("x"), Some("y"));
+        assert!(n1.image_states().is_empty());
+        assert_eq!(spread(&snap, "n2"), 1);
+
+        snap.upsert_node(node("n3").image(&["nginx:1.25"], 100).build());
+        assert!(snap.remove_node("n1").is_some());
+        assert!(snap.remove_node("n1").is_none());
+        assert_eq!(snap.len(), 2);
+        assert_eq!((spread(&snap, "n2"), spread(&snap, "n3")), (2, 2));
+        snap.remove_node("n2");
+        assert_eq!(spread(&snap, "n3"), 1);
+        assert!(snap.get("n3").is_some());
     }
 }

@@ -1,0 +1,120 @@
+use super::*;
+use crate::testing::{node, pod};
+
+fn cpu_on(cache: &Cache, node: &str) -> i64 {
+    cache
+        .snapshot()
+        .get(node)
+        .map(|n| n.requested().milli_cpu)
+        .unwrap_or(-1)
+}
+
+#[test]
+fn assumed_pods_count_at_once_and_are_confirmed_by_the_watch() {
+    let mut cache = Cache::new();
+    assert_eq!(
+        cache.upsert_node(node("n1").build()),
+        Some(ClusterEvent::NodeAdd)
+    );
+    let p = pod("a").req_cpu("1").build();
+    cache.assume(p.clone(), "n1").expect("assume");
+    assert_eq!(cpu_on(&cache, "n1"), 1000);
+    assert!(cache.is_assumed("default/a"));
+    assert!(matches!(
+        cache.assume(p.clone(), "n1"),
+        Err(CacheError::AlreadyCached(_))
+    ));
+
+    // The watch shows the pod bound: confirmed, counted once.
+    let bound = crate::testing::PodBuilder::from(p).node_name("n1").build();
+    assert_eq!(
+        cache.add_or_update_pod(bound.clone()),
+        Some(ClusterEvent::AssignedPodAdd)
+    );
+    assert!(!cache.is_assumed("default/a"));
+    assert_eq!(cpu_on(&cache, "n1"), 1000);
+    assert!(
+        !cache.forget("default/a"),
+        "confirmed pods are not forgotten"
+    );
+    // A status update changes nothing the queue cares about.
+    assert_eq!(cache.add_or_update_pod(bound), None);
+    assert_eq!(cache.confirmed_pods(), vec!["default/a".to_string()]);
+
+    assert_eq!(
+        cache.remove_pod("default/a"),
+        Some(ClusterEvent::AssignedPodDelete)
+    );
+    assert_eq!(cpu_on(&cache, "n1"), 0);
+    assert_eq!(cache.remove_pod("default/a"), None);
+}
+
+#[test]
+fn forget_undoes_an_assumption() {
+    let mut cache = Cache::new();
+    cache.upsert_node(node("n1").build());
+    cache
+        .assume(pod("a").req_cpu("500m").build(), "n1")
+        .expect("assume");
+    assert!(cache.forget("default/a"));
+    assert_eq!(cpu_on(&cache, "n1"), 0);
+    assert_eq!(cache.pod_count(), 0);
+    assert!(matches!(
+        cache.assume(pod("b").build(), "nope"),
+        Err(CacheError::Assume { .. })
+    ));
+}
+
+#[test]
+fn pods_seen_before_their_node_are_counted_when_it_appears() {
+    let mut cache = Cache::new();
+    cache.add_or_update_pod(pod("a").node_name("n1").req_cpu("1").build());
+    assert_eq!(cpu_on(&cache, "n1"), -1);
+    cache.upsert_node(node("n1").build());
+    assert_eq!(cpu_on(&cache, "n1"), 1000);
+    // The node goes and comes back: its pods are still counted.
+    assert_eq!(cache.remove_node("n1"), Some(ClusterEvent::NodeDelete));
+    cache.upsert_node(node("n1").build());
+    assert_eq!(cpu_on(&cache, "n1"), 1000);
+}
+
+#[test]
+fn node_updates_report_relaxing_changes_only() {
+    let mut cache = Cache::new();
+    cache.upsert_node(node("n1").taint("t", "", "NoSchedule").build());
+    cache.add_or_update_pod(pod("a").node_name("n1").req_cpu("1").build());
+    // A heartbeat-like update: nothing relaxing.
+    assert_eq!(
+        cache.upsert_node(node("n1").taint("t", "", "NoSchedule").build()),
+        None
+    );
+    let event = cache.upsert_node(node("n1").label("zone", "a").build());
+    let Some(ClusterEvent::NodeUpdate(changes)) = event else {
+        panic!("expected a node update, got {event:?}");
+    };
+    assert!(changes.taint_removed && changes.labels_changed);
+    assert_eq!(cpu_on(&cache, "n1"), 1000, "pods survive node updates");
+    assert_eq!(cache.node_names(), vec!["n1".to_string()]);
+}
+
+#[test]
+fn terminal_and_relabelled_pods() {
+    let mut cache = Cache::new();
+    cache.upsert_node(node("n1").build());
+    cache.add_or_update_pod(pod("a").node_name("n1").req_cpu("1").build());
+    assert_eq!(
+        cache.add_or_update_pod(
+            pod("a")
+                .node_name("n1")
+                .label("x", "y")
+                .req_cpu("1")
+                .build()
+        ),
+        Some(ClusterEvent::AssignedPodUpdate)
+    );
+    assert_eq!(
+        cache.add_or_update_pod(pod("a").node_name("n1").phase("Succeeded").build()),
+        Some(ClusterEvent::AssignedPodDelete)
+    );
+    assert_eq!(cpu_on(&cache, "n1"), 0);
+}

@@ -1,0 +1,48 @@
+//! What a [`crate::Scheduler`] is told: its name, identity, queue timings,
+//! node sampling and leader election.
+//!
+//! This module owns [`Config`] and its upstream defaults. It does no I/O
+//! beyond reading the host name for the default identity.
+
+use crate::leader::LeaderElectionConfig;
+use crate::queue::QueueConfig;
+
+/// The scheduler's configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// Pods with this `spec.schedulerName` are ours; also the events'
+    /// source component (`default-scheduler`).
+    pub scheduler_name: String,
+    /// This instance's name in the Lease and in events'
+    /// `reportingInstance` (default `<hostname>_<random hex>`).
+    pub identity: String,
+    /// `None` schedules without leader election.
+    pub leader_election: Option<LeaderElectionConfig>,
+    /// Backoff and unschedulable timings.
+    pub queue: QueueConfig,
+    /// `percentageOfNodesToScore`; 0 = adaptive.
+    pub percentage_of_nodes_to_score: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            scheduler_name: "default-scheduler".into(),
+            identity: default_identity(),
+            leader_election: Some(LeaderElectionConfig::default()),
+            queue: QueueConfig::default(),
+            percentage_of_nodes_to_score: 0,
+        }
+    }
+}
+
+/// `<hostname>_<16 hex digits>`, unique per process like upstream's
+/// `hostname_uuid`.
+pub fn default_identity() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "skiff".into());
+    format!("{host}_{:016x}", rand::random::<u64>())
+}

@@ -1,0 +1,352 @@
+//! One term of scheduling: watch, queue, schedule one pod at a time, bind
+//! concurrently, report failures.
+//!
+//! This module owns [`SchedulerLoop`], the single task that owns the
+//! [`SchedulingQueue`], the [`Cache`] and the [`Framework`]. It applies
+//! watch events to them, starts scheduling only once all three watchers
+//! have listed (caches synced), runs the framework on the cache's snapshot,
+//! assumes the chosen node and spawns the binding; bind outcomes come back
+//! on a channel. Failures park the pod (or back it off) and spawn a task
+//! that writes the PodScheduled condition and a FailedScheduling event.
+//! Everything it spawned is aborted when the term ends.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use futures::{FutureExt, StreamExt};
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::watcher::Event;
+use kube::Client;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::binder::{bind_and_report, BindOutcome};
+use crate::cache::Cache;
+use crate::clock::SystemClock;
+use crate::cluster_event::ClusterEvent;
+use crate::config::Config;
+use crate::framework::{pod_key, CycleState, Framework, ScheduleError};
+use crate::plugins::default_registry;
+use crate::queue::{PoppedPod, SchedulingQueue};
+use crate::recorder::{EventType, Recorder};
+use crate::report::{
+    has_unschedulable_condition, report_unschedulable, REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE,
+};
+use crate::watch::{inputs, Input, Relist};
+
+/// How often pods parked too long as unschedulable are retried anyway.
+const LEFTOVER_FLUSH: Duration = Duration::from_secs(30);
+/// Most watch events applied between two scheduling attempts.
+const MAX_EVENTS_PER_ROUND: usize = 10_000;
+
+/// What woke the loop up.
+enum Wake {
+    Shutdown,
+    Input(Option<Box<Input>>),
+    Outcome(Option<BindOutcome>),
+    Timer,
+}
+
+/// The state of one scheduling term.
+pub(crate) struct SchedulerLoop {
+    client: Client,
+    scheduler_name: String,
+    recorder: Recorder,
+    framework: Framework,
+    queue: SchedulingQueue<SystemClock>,
+    cache: Cache,
+    tasks: JoinSet<()>,
+    pending: Relist,
+    assigned: Relist,
+    nodes: Relist,
+}
+
+fn deleting(pod: &Pod) -> bool {
+    pod.metadata.deletion_timestamp.is_some()
+}
+
+impl SchedulerLoop {
+    pub(crate) fn new(client: Client, config: &Config) -> Self {
+        Self {
+            recorder: Recorder::new(client.clone(), &config.scheduler_name, &config.identity),
+            client,
+            scheduler_name: config.scheduler_name.clone(),
+            framework: Framework::new(default_registry())
+                .with_percentage_of_nodes_to_score(config.percentage_of_nodes_to_score),
+            queue: SchedulingQueue::new(SystemClock, config.queue),
+            cache: Cache::new(),
+            tasks: JoinSet::new(),
+            pending: Relist::default(),
+            assigned: Relist::default(),
+            nodes: Relist::default(),
+        }
+    }
+
+    fn synced(&self) -> bool {
+        self.pending.synced() && self.assigned.synced() && self.nodes.synced()
+    }
+
+    /// Runs until `stop` is cancelled.
+    pub(crate) async fn run(mut self, stop: CancellationToken) {
+        let mut inputs = inputs(self.client.clone(), &self.scheduler_name);
+        let (outcomes_tx, mut outcomes) = mpsc::unbounded_channel();
+        let mut leftover = tokio::time::interval(LEFTOVER_FLUSH);
+        let mut was_synced = false;
+        loop {
+            for _ in 0..MAX_EVENTS_PER_ROUND {
+                match inputs.next().now_or_never() {
+                    Some(Some(input)) => self.handle_input(input),
+                    Some(None) => return self.stop(),
+                    None => break,
+                }
+            }
+            while let Ok(outcome) = outcomes.try_recv() {
+                self.handle_outcome(outcome);
+            }
+            while self.tasks.try_join_next().is_some() {}
+            if self.synced() {
+                if !was_synced {
+                    tracing::info!(
+                        nodes = self.cache.snapshot().len(),
+                        pods = self.cache.pod_count(),
+                        pending = self.queue.len(),
+                        "caches synced; scheduling"
+                    );
+                    was_synced = true;
+                }
+                self.queue.flush_backoff_completed();
+                if let Some(popped) = self.queue.pop() {
+                    self.schedule(popped, &outcomes_tx);
+                    tokio::task::yield_now().await;
+                    if stop.is_cancelled() {
+                        return self.stop();
+                    }
+                    continue;
+                }
+            }
+            let backoff = self.queue.next_backoff_expiry();
+            let wake = tokio::select! {
+                _ = stop.cancelled() => Wake::Shutdown,
+                input = inputs.next() => Wake::Input(input.map(Box::new)),
+                outcome = outcomes.recv() => Wake::Outcome(outcome),
+                _ = sleep_until(backoff) => Wake::Timer,
+                _ = leftover.tick() => {
+                    self.queue.flush_unschedulable_leftover();
+                    Wake::Timer
+                }
+            };
+            match wake {
+                Wake::Shutdown | Wake::Input(None) => return self.stop(),
+                Wake::Input(Some(input)) => self.handle_input(*input),
+                Wake::Outcome(Some(outcome)) => self.handle_outcome(outcome),
+                Wake::Outcome(None) | Wake::Timer => {}
+            }
+        }
+    }
+
+    fn stop(mut self) {
+        self.tasks.abort_all();
+        tracing::info!("scheduling stopped");
+    }
+
+    fn on_event(&mut self, event: Option<ClusterEvent>) {
+        if let Some(event) = event {
+            let moved = self.queue.on_event(event);
+            if moved > 0 {
+                tracing::debug!(?event, moved, "unschedulable pods requeued");
+            }
+        }
+    }
+
+    fn handle_input(&mut self, input: Input) {
+        match input {
+            Input::Pending(event) => self.handle_pending(event),
+            Input::Assigned(event) => self.handle_assigned(event),
+            Input::Node(event) => self.handle_node(event),
+        }
+    }
+
+    fn handle_pending(&mut self, event: Event<Pod>) {
+        match event {
+            Event::Init => self.pending.start(),
+            Event::InitApply(pod) | Event::Apply(pod) => {
+                let key = pod_key(&pod);
+                self.pending.saw(key.clone());
+                let ours = pod.spec.as_ref().and_then(|s| s.scheduler_name.as_deref())
+                    == Some(self.scheduler_name.as_str());
+                if deleting(&pod) || !ours {
+                    self.queue.delete(&key);
+                } else {
+                    self.queue.add(pod);
+                }
+            }
+            Event::Delete(pod) => {
+                self.queue.delete(&pod_key(&pod));
+            }
+            Event::InitDone => {
+                let gone = self.pending.finish(self.queue.keys());
+                for key in gone {
+                    self.queue.delete(&key);
+                }
+            }
+        }
+    }
+
+    fn handle_assigned(&mut self, event: Event<Pod>) {
+        match event {
+            Event::Init => self.assigned.start(),
+            Event::InitApply(pod) | Event::Apply(pod) => {
+                let key = pod_key(&pod);
+                self.assigned.saw(key.clone());
+                self.queue.delete(&key);
+                let event = self.cache.add_or_update_pod(pod);
+                self.on_event(event);
+            }
+            Event::Delete(pod) => {
+                let event = self.cache.remove_pod(&pod_key(&pod));
+                self.on_event(event);
+            }
+            Event::InitDone => {
+                let confirmed = self.cache.confirmed_pods();
+                let gone = self.assigned.finish(confirmed.iter().map(String::as_str));
+                for key in gone {
+                    let event = self.cache.remove_pod(&key);
+                    self.on_event(event);
+                }
+            }
+        }
+    }
+
+    fn handle_node(&mut self, event: Event<k8s_openapi::api::core::v1::Node>) {
+        match event {
+            Event::Init => self.nodes.start(),
+            Event::InitApply(node) | Event::Apply(node) => {
+                self.nodes
+                    .saw(node.metadata.name.clone().unwrap_or_default());
+                let event = self.cache.upsert_node(node);
+                self.on_event(event);
+            }
+            Event::Delete(node) => {
+                let event = self
+                    .cache
+                    .remove_node(node.metadata.name.as_deref().unwrap_or_default());
+                self.on_event(event);
+            }
+            Event::InitDone => {
+                let names = self.cache.node_names();
+                let gone = self.nodes.finish(names.iter().map(String::as_str));
+                for name in gone {
+                    let event = self.cache.remove_node(&name);
+                    self.on_event(event);
+                }
+            }
+        }
+    }
+
+    fn handle_outcome(&mut self, outcome: BindOutcome) {
+        match outcome.result {
+            Ok(()) => {
+                tracing::debug!(pod = %outcome.key, node = %outcome.node, "bound");
+                self.queue.done(&outcome.key);
+            }
+            Err(_) => {
+                // Its resources are free again for the pods that wanted them.
+                if self.cache.forget(&outcome.key) {
+                    self.on_event(Some(ClusterEvent::AssignedPodDelete));
+                }
+                self.queue.requeue_backoff(&outcome.key);
+            }
+        }
+    }
+
+    fn schedule(&mut self, popped: PoppedPod, outcomes: &mpsc::UnboundedSender<BindOutcome>) {
+        let pod = popped.pod;
+        let key = pod_key(&pod);
+        // Assumed or already assigned: a stale pending event, not work.
+        if self.cache.contains_pod(&key) {
+            self.queue.done(&key);
+            return;
+        }
+        let mut state = CycleState::new();
+        let result =
+            self.framework
+                .schedule_one_with_state(&mut state, &pod, self.cache.snapshot());
+        match result {
+            Ok(result) => {
+                let node = result.node;
+                let status = self.framework.run_reserve_plugins(&mut state, &pod, &node);
+                if !status.is_success() {
+                    self.queue.requeue_backoff(&key);
+                    let message = format!("running Reserve plugin: {}", status.message());
+                    self.report_failure(pod, REASON_SCHEDULER_ERROR, message);
+                    return;
+                }
+                if let Err(e) = self.cache.assume(pod.clone(), &node) {
+                    self.framework
+                        .run_unreserve_plugins(&mut state, &pod, &node);
+                    self.queue.requeue_backoff(&key);
+                    self.report_failure(pod, REASON_SCHEDULER_ERROR, e.to_string());
+                    return;
+                }
+                tracing::debug!(pod = %key, %node, attempts = popped.attempts, "assumed");
+                self.tasks.spawn(bind_and_report(
+                    self.client.clone(),
+                    self.recorder.clone(),
+                    pod,
+                    node,
+                    outcomes.clone(),
+                ));
+            }
+            Err(ScheduleError::Unschedulable(fit)) => {
+                let message = fit.to_string();
+                tracing::debug!(pod = %key, %message, "unschedulable");
+                self.queue
+                    .requeue_unschedulable(&key, fit.diagnosis.unschedulable_plugins);
+                self.report_failure(pod, REASON_UNSCHEDULABLE, message);
+            }
+            Err(e @ ScheduleError::NoNodesAvailable) => {
+                self.queue.requeue_unschedulable(&key, BTreeSet::new());
+                self.report_failure(pod, REASON_UNSCHEDULABLE, e.to_string());
+            }
+            Err(e @ ScheduleError::Plugin { .. }) => {
+                tracing::warn!(pod = %key, error = %e, "scheduling error");
+                self.queue.requeue_backoff(&key);
+                self.report_failure(pod, REASON_SCHEDULER_ERROR, e.to_string());
+            }
+        }
+    }
+
+    /// Spawns the condition write (if it changes) and the event.
+    fn report_failure(&mut self, pod: Pod, reason: &'static str, message: String) {
+        let client = self.client.clone();
+        let recorder = self.recorder.clone();
+        self.tasks.spawn(async move {
+            let key = pod_key(&pod);
+            if !has_unschedulable_condition(&pod, reason, &message) {
+                if let Err(e) = report_unschedulable(client, &pod, reason, &message).await {
+                    tracing::warn!(pod = %key, error = %e, "setting PodScheduled=False");
+                }
+            }
+            if let Err(e) = recorder
+                .record(
+                    &pod,
+                    EventType::Warning,
+                    "FailedScheduling",
+                    "Scheduling",
+                    &message,
+                )
+                .await
+            {
+                tracing::warn!(pod = %key, error = %e, "recording FailedScheduling");
+            }
+        });
+    }
+}
+
+async fn sleep_until(at: Option<std::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+        None => futures::future::pending().await,
+    }
+}

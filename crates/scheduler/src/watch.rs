@@ -1,0 +1,126 @@
+//! The scheduler's informers: three kube-rs watchers merged into one
+//! stream, and relist bookkeeping.
+//!
+//! This module owns which objects the scheduler watches: pending pods
+//! (`spec.nodeName=` and `spec.schedulerName=<name>`), assigned pods that
+//! still hold resources (`spec.nodeName!=`, not Succeeded or Failed), and
+//! nodes; and [`Relist`], which remembers what an initial (re)list
+//! delivered so the caller can drop objects that vanished while the watch
+//! was down. Errors are logged and retried with kube-rs' default backoff.
+//! It does not interpret events; the loop does.
+
+use std::collections::HashSet;
+
+use futures::stream::{BoxStream, StreamExt};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::runtime::watcher::{self, watcher, Event};
+use kube::runtime::WatchStreamExt;
+use kube::{Api, Client, Resource};
+
+/// One event from one of the watchers.
+#[derive(Debug)]
+pub(crate) enum Input {
+    /// A pending pod of ours.
+    Pending(Event<Pod>),
+    /// An assigned, non-terminal pod.
+    Assigned(Event<Pod>),
+    /// A node.
+    Node(Event<Node>),
+}
+
+fn watch<K>(api: Api<K>, fields: Option<String>, what: &'static str) -> BoxStream<'static, Event<K>>
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    let mut config = watcher::Config::default();
+    if let Some(f) = fields {
+        config = config.fields(&f);
+    }
+    watcher(api, config)
+        .default_backoff()
+        .filter_map(move |r| async move {
+            r.map_err(|e| tracing::warn!(watch = what, error = %e, "watch failed; retrying"))
+                .ok()
+        })
+        .boxed()
+}
+
+/// The merged watch stream.
+pub(crate) fn inputs(client: Client, scheduler_name: &str) -> BoxStream<'static, Input> {
+    let pods: Api<Pod> = Api::all(client.clone());
+    let pending = watch(
+        pods.clone(),
+        Some(format!(
+            "spec.nodeName=,spec.schedulerName={scheduler_name}"
+        )),
+        "pending pods",
+    )
+    .map(Input::Pending);
+    let assigned = watch(
+        pods,
+        Some("spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed".into()),
+        "assigned pods",
+    )
+    .map(Input::Assigned);
+    let nodes = watch(Api::<Node>::all(client), None, "nodes").map(Input::Node);
+    futures::stream::select_all([pending.boxed(), assigned.boxed(), nodes.boxed()]).boxed()
+}
+
+/// What the current initial list of one watcher delivered.
+#[derive(Debug, Default)]
+pub(crate) struct Relist {
+    seen: Option<HashSet<String>>,
+    synced: bool,
+}
+
+impl Relist {
+    /// `Init`: a (re)list starts.
+    pub(crate) fn start(&mut self) {
+        self.seen = Some(HashSet::new());
+    }
+
+    /// `InitApply`: `key` is present.
+    pub(crate) fn saw(&mut self, key: String) {
+        if let Some(seen) = &mut self.seen {
+            seen.insert(key);
+        }
+    }
+
+    /// `InitDone`: returns which of `known` the list did not contain.
+    pub(crate) fn finish<'a>(&mut self, known: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+        self.synced = true;
+        let Some(seen) = self.seen.take() else {
+            return Vec::new();
+        };
+        known
+            .into_iter()
+            .filter(|k| !seen.contains(*k))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Whether the first list has completed.
+    pub(crate) fn synced(&self) -> bool {
+        self.synced
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relist_reports_vanished_keys() {
+        let mut r = Relist::default();
+        assert!(!r.synced());
+        r.start();
+        r.saw("a".into());
+        assert!(r.finish(["a"]).is_empty());
+        assert!(r.synced());
+        r.start();
+        r.saw("b".into());
+        assert_eq!(r.finish(["a", "b"]), vec!["a".to_string()]);
+        // An InitDone without Init forgets nothing.
+        assert!(r.finish(["a"]).is_empty());
+    }
+}
