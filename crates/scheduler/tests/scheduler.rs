@@ -165,17 +165,17 @@ async fn a_node_selector_is_satisfied_once_a_node_is_labelled() {
     pending_with(&server, "db", message).await;
     failed_scheduling(&server, "db", message, 1).await;
 
-    // `kubectl label node n2 disk=ssd`, as a replace until PATCH lands.
-    let mut n2 = server.nodes().get("n2").await.expect("n2");
-    n2.metadata
-        .labels
-        .get_or_insert_with(BTreeMap::new)
-        .insert("disk".into(), "ssd".into());
-    server
-        .nodes()
-        .replace("n2", &PostParams::default(), &n2)
-        .await
-        .expect("label n2");
+    // The fix a user makes: `kubectl label node n2 disk=ssd`.
+    let kubectl = std::path::Path::new("/usr/lib/google-cloud-sdk/bin/kubectl.1.33");
+    let labelled = std::process::Command::new(kubectl)
+        .arg("--kubeconfig")
+        .arg(server.dir.path().join("admin.kubeconfig"))
+        .arg("--cache-dir")
+        .arg(server.dir.path().join("kubectl-cache"))
+        .args(["label", "node", "n2", "disk=ssd"])
+        .output()
+        .expect("run kubectl");
+    assert!(labelled.status.success(), "kubectl label: {labelled:?}");
     assert_eq!(bound(&server, "db").await, "n2");
 }
 

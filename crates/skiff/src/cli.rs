@@ -21,6 +21,19 @@ pub enum Command {
     Server(ServerArgs),
     /// Print the admin kubeconfig of a server's data dir.
     Kubeconfig(KubeconfigArgs),
+    /// Run only the scheduler, against any API server.
+    Scheduler(SchedulerArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SchedulerArgs {
+    /// Kubeconfig of the API server to schedule for.
+    #[arg(long)]
+    pub kubeconfig: PathBuf,
+
+    /// Take part in leader election (kube-system/kube-scheduler Lease).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub leader_elect: bool,
 }
 
 #[derive(Debug, Args)]
@@ -48,6 +61,10 @@ pub struct ServerArgs {
     /// embedded SQLite store.
     #[arg(long, value_delimiter = ',')]
     pub etcd_servers: Vec<String>,
+
+    /// Do not run the scheduler inside this server.
+    #[arg(long)]
+    pub disable_scheduler: bool,
 
     /// Keep store history for at most this many seconds.
     #[arg(long, default_value_t = 300)]

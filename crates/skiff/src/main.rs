@@ -2,12 +2,16 @@
 //! component crates. Wiring only; no logic of its own lives here.
 
 mod cli;
+mod scheduler;
 mod server;
 
 use clap::Parser;
 
 fn main() -> anyhow::Result<()> {
     let cli = cli::Cli::parse();
+    // Several rustls providers may be compiled in; the kube client needs
+    // one chosen explicitly.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("SKIFF_LOG")
@@ -30,6 +34,13 @@ fn main() -> anyhow::Result<()> {
             })?;
             print!("{text}");
             Ok(())
+        }
+        cli::Command::Scheduler(args) => {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .thread_name("skiff")
+                .build()?;
+            runtime.block_on(scheduler::run(args))
         }
         cli::Command::Server(args) => {
             let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -47,6 +47,17 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     let kubeconfig = api.kubeconfig.clone();
     let addr = api.local_addr;
     let api = tokio::spawn(api.run(shutdown.clone()));
+    // The scheduler talks to this API server over loopback, like any client.
+    let scheduler = if args.disable_scheduler {
+        None
+    } else {
+        let client = crate::scheduler::client(&kubeconfig).await?;
+        Some(tokio::spawn(crate::scheduler::run_with(
+            client,
+            true,
+            shutdown.clone(),
+        )))
+    };
 
     eprintln!(
         "skiff server is running: API on https://{addr}, store at revision {revision}, data dir {}.\n\
@@ -60,10 +71,15 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     shutdown.cancel();
     compactor.await?;
     api.await?;
+    if let Some(scheduler) = scheduler {
+        if let Err(e) = scheduler.await? {
+            tracing::warn!(error = %e, "scheduler stopped with an error");
+        }
+    }
     Ok(())
 }
 
-async fn wait_for_signal() -> anyhow::Result<()> {
+pub async fn wait_for_signal() -> anyhow::Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate())?;
     tokio::select! {

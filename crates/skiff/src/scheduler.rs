@@ -1,0 +1,43 @@
+//! `skiff scheduler`, and the scheduler `skiff server` runs in-process:
+//! both talk to an API server through a kube client like any other client.
+
+use std::path::Path;
+
+use anyhow::Context as _;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use skiff_scheduler::{Config, Scheduler};
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::SchedulerArgs;
+
+/// A kube client from a kubeconfig file.
+pub async fn client(kubeconfig: &Path) -> anyhow::Result<kube::Client> {
+    let kc = Kubeconfig::read_from(kubeconfig)
+        .with_context(|| format!("cannot read kubeconfig {}", kubeconfig.display()))?;
+    let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
+    Ok(kube::Client::try_from(config)?)
+}
+
+/// Runs a scheduler until `shutdown`.
+pub async fn run_with(
+    client: kube::Client,
+    leader_elect: bool,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let mut config = Config::default();
+    if !leader_elect {
+        config.leader_election = None;
+    }
+    Scheduler::new(config).run(client, shutdown).await?;
+    Ok(())
+}
+
+/// `skiff scheduler --kubeconfig FILE`.
+pub async fn run(args: SchedulerArgs) -> anyhow::Result<()> {
+    let client = client(&args.kubeconfig).await?;
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn(run_with(client, args.leader_elect, shutdown.clone()));
+    crate::server::wait_for_signal().await?;
+    shutdown.cancel();
+    task.await?
+}
