@@ -5,16 +5,14 @@
 //! server's RSS per 10,000 stored pods, beside the targets and upstream's
 //! 1 s mutating-call SLO.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures::{AsyncBufReadExt, StreamExt};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::Client;
 use serde_json::{json, Value};
 
+use crate::cluster::{cpu_seconds, create_namespace, request, rss_kib, start_server};
 use crate::stats::{ms, percentile, print_table};
 
 #[derive(Debug, clap::Args)]
@@ -36,97 +34,6 @@ pub struct Args {
     list_pods: usize,
 }
 
-struct Server {
-    child: Child,
-    _dir: tempfile::TempDir,
-    kubeconfig: PathBuf,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// CPU seconds (user + system) a process has used, from /proc.
-fn cpu_seconds(pid: &str) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command name (which may hold spaces) start at ')'.
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // utime and stime are fields 14 and 15 of stat (11 and 12 after ')').
-    (ticks(11) + ticks(12)) / 100.0
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
-async fn start_server() -> anyhow::Result<(Server, Client)> {
-    let exe = std::env::current_exe()?;
-    let skiff = exe.parent().unwrap_or(Path::new(".")).join("skiff");
-    anyhow::ensure!(
-        skiff.exists(),
-        "{} not found: cargo build --release -p skiff",
-        skiff.display()
-    );
-    let dir = tempfile::Builder::new()
-        .prefix("skiff-bench-api-")
-        .tempdir()?;
-    let port = skiff_testkit::free_port()?;
-    let child = Command::new(&skiff)
-        .args([
-            "server",
-            "--bind-address",
-            "127.0.0.1",
-            "--https-listen-port",
-            &port.to_string(),
-            "--data-dir",
-        ])
-        .arg(dir.path())
-        .env("SKIFF_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()?;
-    let kubeconfig = dir.path().join("admin.kubeconfig");
-    let server = Server {
-        child,
-        _dir: dir,
-        kubeconfig,
-    };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if server.kubeconfig.exists() {
-            let kc = Kubeconfig::read_from(&server.kubeconfig)?;
-            let config =
-                kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
-            let client = Client::try_from(config)?;
-            if client.apiserver_version().await.is_ok() {
-                return Ok((server, client));
-            }
-        }
-        anyhow::ensure!(Instant::now() < deadline, "skiff server did not come up");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 fn now_ns() -> u128 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -146,32 +53,12 @@ fn pod(ns: &str, name: &str) -> Value {
     })
 }
 
-fn request(method: &str, uri: &str, body: Option<&Value>) -> http::Request<Vec<u8>> {
-    http::Request::builder()
-        .method(method)
-        .uri(uri)
-        .header("Content-Type", "application/json")
-        .body(
-            body.map(|b| serde_json::to_vec(b).unwrap_or_default())
-                .unwrap_or_default(),
-        )
-        .expect("request")
-}
-
 async fn timed<T>(
     f: impl std::future::Future<Output = kube::Result<T>>,
 ) -> anyhow::Result<(Duration, T)> {
     let start = Instant::now();
     let out = f.await?;
     Ok((start.elapsed(), out))
-}
-
-async fn create_namespace(client: &Client, name: &str) -> anyhow::Result<()> {
-    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
-    client
-        .request_text(request("POST", "/api/v1/namespaces", Some(&ns)))
-        .await?;
-    Ok(())
 }
 
 async fn create_many(
@@ -468,7 +355,7 @@ fn phase_rows(name: &str, args: &Args, p: &mut Phase) -> Vec<(String, String, St
 }
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
-    let (server, client) = start_server().await?;
+    let (server, client) = start_server(&[]).await?;
     let pid = server.child.id();
     create_namespace(&client, "churn").await?;
     create_namespace(&client, "big").await?;

@@ -3,6 +3,8 @@
 //! timings; it prints them.
 
 mod api;
+mod cluster;
+mod scheduler;
 mod stats;
 mod store;
 
@@ -22,6 +24,9 @@ enum Command {
     /// The API server under churn with many watchers (needs the release
     /// `skiff` binary beside this one).
     Api(api::Args),
+    /// The scheduler (a `skiff scheduler` process) against a `skiff server`,
+    /// in the style of upstream scheduler_perf SchedulingBasic.
+    Scheduler(scheduler::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -35,5 +40,6 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Store(args) => runtime.block_on(store::run(args)),
         Command::Api(args) => runtime.block_on(api::run(args)),
+        Command::Scheduler(args) => runtime.block_on(scheduler::run(args)),
     }
 }

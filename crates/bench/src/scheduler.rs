@@ -1,0 +1,223 @@
+//! `skiff-bench scheduler`: upstream scheduler_perf's SchedulingBasic shape
+//! on Skiff. For each size, a `skiff server` (scheduler disabled) gets N
+//! Node objects with capacity; a `skiff scheduler` process starts; then M
+//! pods are created through the API server by 64 concurrent clients, and
+//! the time from the first pod created to the last binding observed (by a
+//! watch) gives pods scheduled per second. CPU seconds of the scheduler
+//! and of the API server are read from /proc.
+
+use std::collections::HashSet;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use futures::{AsyncBufReadExt, StreamExt};
+use kube::Client;
+use serde_json::{json, Value};
+
+use crate::cluster::{cpu_seconds, create_namespace, request, sibling, start_server};
+use crate::stats::print_table;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// NODESxPODS cases.
+    #[arg(long, value_delimiter = ',', default_value = "500x1000,5000x10000")]
+    sizes: Vec<String>,
+    /// Concurrent pod creators.
+    #[arg(long, default_value_t = 64)]
+    creators: usize,
+}
+
+fn node(i: usize) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": format!("node-{i}"), "labels": {"kubernetes.io/hostname": format!("node-{i}")}},
+        "status": {
+            "capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"},
+            "allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    })
+}
+
+fn pod(name: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "sched"},
+        "spec": {"containers": [{"name": "pause", "image": "registry.local/pause:3.10",
+            "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}}}]},
+    })
+}
+
+async fn create_all(
+    client: &Client,
+    uri: &str,
+    objects: Vec<Value>,
+    workers: usize,
+) -> anyhow::Result<()> {
+    let objects = std::sync::Arc::new(objects);
+    let mut tasks = Vec::new();
+    for w in 0..workers {
+        let (client, objects, uri) = (client.clone(), objects.clone(), uri.to_string());
+        tasks.push(tokio::spawn(async move {
+            for i in (w..objects.len()).step_by(workers) {
+                client
+                    .request_text(request("POST", &uri, Some(&objects[i])))
+                    .await?;
+            }
+            anyhow::Ok(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    Ok(())
+}
+
+/// Watches the benchmark namespace and reports, each time, how many
+/// distinct pods have been seen with a node.
+async fn watch_bindings(
+    client: Client,
+    until: usize,
+) -> anyhow::Result<tokio::sync::watch::Receiver<usize>> {
+    let list: Value = serde_json::from_str(
+        &client
+            .request_text(request(
+                "GET",
+                "/api/v1/namespaces/sched/pods?limit=1",
+                None,
+            ))
+            .await?,
+    )?;
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or("0")
+        .to_string();
+    let uri = format!(
+        "/api/v1/namespaces/sched/pods?watch=true&resourceVersion={rv}&timeoutSeconds=3600"
+    );
+    let stream = client.request_stream(request("GET", &uri, None)).await?;
+    let (tx, rx) = tokio::sync::watch::channel(0usize);
+    tokio::spawn(async move {
+        let mut lines = stream.lines();
+        let mut bound = HashSet::new();
+        while let Some(Ok(line)) = lines.next().await {
+            if !line.contains("\"nodeName\":\"") {
+                continue;
+            }
+            let name = line
+                .split("\"name\":\"")
+                .nth(1)
+                .and_then(|rest| rest.split('"').next())
+                .unwrap_or_default()
+                .to_string();
+            if bound.insert(name) {
+                tx.send_replace(bound.len());
+                if bound.len() >= until {
+                    return;
+                }
+            }
+        }
+    });
+    Ok(rx)
+}
+
+struct Figures {
+    nodes: usize,
+    pods: usize,
+    seconds: f64,
+    scheduler_cpu: f64,
+    server_cpu: f64,
+}
+
+async fn one(nodes: usize, pods: usize, creators: usize) -> anyhow::Result<Figures> {
+    let (server, client) = start_server(&["--disable-scheduler"]).await?;
+    let server_pid = server.child.id().to_string();
+    create_namespace(&client, "sched").await?;
+    create_all(&client, "/api/v1/nodes", (0..nodes).map(node).collect(), 32).await?;
+    eprintln!("{nodes} nodes created; starting the scheduler");
+
+    let mut scheduler = Command::new(sibling("skiff")?)
+        .args(["scheduler", "--leader-elect=false", "--kubeconfig"])
+        .arg(&server.kubeconfig)
+        .env("SKIFF_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let scheduler_pid = scheduler.id().to_string();
+
+    // A probe pod tells us the scheduler's caches have synced.
+    let mut probe = watch_bindings(client.clone(), 1).await?;
+    create_all(
+        &client,
+        "/api/v1/namespaces/sched/pods",
+        vec![pod("probe")],
+        1,
+    )
+    .await?;
+    tokio::time::timeout(Duration::from_secs(120), probe.wait_for(|n| *n >= 1)).await??;
+
+    let mut bound = watch_bindings(client.clone(), pods).await?;
+    let (server_cpu0, scheduler_cpu0) = (cpu_seconds(&server_pid), cpu_seconds(&scheduler_pid));
+    let start = Instant::now();
+    let objects = (0..pods).map(|i| pod(&format!("pod-{i}"))).collect();
+    create_all(&client, "/api/v1/namespaces/sched/pods", objects, creators).await?;
+    let created = start.elapsed();
+    tokio::time::timeout(Duration::from_secs(600), bound.wait_for(|n| *n >= pods)).await??;
+    let seconds = start.elapsed().as_secs_f64();
+    let figures = Figures {
+        nodes,
+        pods,
+        seconds,
+        scheduler_cpu: cpu_seconds(&scheduler_pid) - scheduler_cpu0,
+        server_cpu: cpu_seconds(&server_pid) - server_cpu0,
+    };
+    eprintln!(
+        "{nodes} nodes / {pods} pods: created in {:.2} s, all bound after {seconds:.2} s",
+        created.as_secs_f64()
+    );
+    let _ = scheduler.kill();
+    let _ = scheduler.wait();
+    drop(server);
+    Ok(figures)
+}
+
+pub async fn run(args: Args) -> anyhow::Result<()> {
+    let mut rows = Vec::new();
+    for size in &args.sizes {
+        let (nodes, pods) = size
+            .split_once('x')
+            .and_then(|(n, p)| Some((n.parse().ok()?, p.parse().ok()?)))
+            .ok_or_else(|| anyhow::anyhow!("size {size}: expected NODESxPODS"))?;
+        let f = one(nodes, pods, args.creators).await?;
+        let rate = f.pods as f64 / f.seconds;
+        let floor = if f.nodes >= 5000 {
+            "680 (CI floor), ~1000 (workstation)"
+        } else {
+            "-"
+        };
+        rows.push((
+            format!("{} nodes, {} pods: pods/s end to end", f.nodes, f.pods),
+            format!("{rate:.0}"),
+            "≥ 5000".to_string(),
+            floor.to_string(),
+        ));
+        rows.push((
+            format!(
+                "{} nodes, {} pods: CPU s scheduler / API server",
+                f.nodes, f.pods
+            ),
+            format!("{:.1} / {:.1}", f.scheduler_cpu, f.server_cpu),
+            "-".to_string(),
+            "-".to_string(),
+        ));
+    }
+    print_table(
+        &format!(
+            "Scheduler benchmark (SchedulingBasic shape), {} cores shared by API server, scheduler and client",
+            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)
+        ),
+        ["metric", "skiff", "target", "upstream kube-scheduler"],
+        &rows,
+    );
+    Ok(())
+}
