@@ -152,9 +152,15 @@ impl PreFilterPlugin for InterPodAffinity {
             anti_affinity_counts: Counts::new(),
             existing_anti_affinity_counts: Counts::new(),
         };
+        let has_own_terms = !s.affinity.is_empty() || !s.anti_affinity.is_empty();
         for node in snapshot.node_infos() {
             for existing in node.pods() {
                 let existing = &existing.pod;
+                // Most pods have no affinity at all: skip them without
+                // parsing anything (this loop runs for every pod scheduled).
+                if !has_own_terms && !has_required_anti_affinity(existing) {
+                    continue;
+                }
                 let ns_labels = snapshot.namespace_labels(namespace_of(existing));
                 match required_terms(existing, true) {
                     Ok(terms) => {
@@ -191,6 +197,19 @@ impl PreFilterPlugin for InterPodAffinity {
         state.write(PRE_FILTER_KEY, s);
         Ok(PreFilterResult::AllNodes)
     }
+}
+
+/// Does `pod` carry required pod anti-affinity terms?
+fn has_required_anti_affinity(pod: &Pod) -> bool {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.affinity.as_ref())
+        .and_then(|a| a.pod_anti_affinity.as_ref())
+        .and_then(|p| {
+            p.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .is_some_and(|terms| !terms.is_empty())
 }
 
 fn domain(node: &NodeInfo, key: &str) -> Option<(String, String)> {
