@@ -174,6 +174,11 @@ impl WatchCache {
             .is_ok_and(|r| r.is_ok())
     }
 
+    /// One object, if the cache holds it.
+    pub fn get(&self, key: &str) -> Option<Arc<Cached>> {
+        self.read().objects.get(key).cloned()
+    }
+
     /// The objects under `prefix` (inside this cache's), in key order, with
     /// the revision they reflect.
     pub fn list(&self, prefix: &str) -> Result<(i64, Vec<Arc<Cached>>), Error> {

@@ -316,14 +316,19 @@ pub(crate) async fn namespace_admits(
         return Ok(());
     };
     let ns_resource = resources::find("", "v1", "namespaces").expect("namespaces are served");
-    let kv = match state.store.get(&object::key(ns_resource, None, ns)).await {
-        Ok(kv) => kv,
-        Err(skiff_store::Error::NotFound { .. }) => {
-            return Err(ApiError::not_found("", "namespaces", ns))
-        }
-        Err(e) => return Err(e.into()),
+    let key = object::key(ns_resource, None, ns);
+    // The watch cache answers almost always; a namespace created a moment
+    // ago may not be there yet, so a miss asks the store.
+    let namespace = match state.cache(ns_resource).get(&key) {
+        Some(cached) => cached.object.clone(),
+        None => match state.store.get(&key).await {
+            Ok(kv) => parse_stored(&kv.value)?,
+            Err(skiff_store::Error::NotFound { .. }) => {
+                return Err(ApiError::not_found("", "namespaces", ns))
+            }
+            Err(e) => return Err(e.into()),
+        },
     };
-    let namespace = parse_stored(&kv.value)?;
     let terminating = namespace.pointer("/status/phase").and_then(Value::as_str)
         == Some("Terminating")
         || namespace.pointer("/metadata/deletionTimestamp").is_some();
