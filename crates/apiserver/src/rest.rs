@@ -890,17 +890,18 @@ async fn watch(
             // An object leaving the selector is reported as its previous
             // state, at the revision of the change (as upstream does).
             let leaving = kind == EventKind::Deleted && e.kind == EventKind::Modified;
+            if plain && kind == e.kind {
+                // The common case: the line built once for every watcher.
+                return e.line.clone();
+            }
+            if plain && !leaving {
+                return crate::cache::watch_line(kind, &e.item.json);
+            }
             let object = match (&e.prev, leaving) {
                 (Some(prev), true) => with_revision(prev.object.clone(), e.revision),
                 _ => e.item.object.clone(),
             };
-            if plain && kind == e.kind {
-                e.line.clone()
-            } else if plain && !leaving {
-                crate::cache::watch_line(kind, &e.item.json)
-            } else {
-                watch_line(crate::cache::kind_name(kind), &out.object(resource, object))
-            }
+            watch_line(crate::cache::kind_name(kind), &out.object(resource, object))
         };
         if filter.is_everything() {
             return Some(line(e.kind));
