@@ -227,7 +227,7 @@ async fn handle(state: AppState, req: Request) -> ApiResult<Response> {
     ) {
         (Method::GET, Some(name), None | Some("status")) => get(&state, r, ns, name, out).await,
         (Method::GET, None, None) if is_true(q.get("watch")) => watch(&state, r, ns, &q, out).await,
-        (Method::GET, None, None) => match list_mode(&q) {
+        (Method::GET, None, None) => match list_mode(&q)? {
             ListMode::Any => list_from_cache(&state, r, ns, &q, out, None).await,
             ListMode::Consistent => {
                 // Consistent read from the cache once it has caught up with
@@ -237,6 +237,16 @@ async fn handle(state: AppState, req: Request) -> ApiResult<Response> {
                     list_from_cache(&state, r, ns, &q, out, Some(current)).await
                 } else {
                     list(&state, r, ns, &q, out).await
+                }
+            }
+            ListMode::NotOlderThan(revision) => {
+                if state.cache(r).wait_for(revision, CONSISTENT_WAIT).await {
+                    list_from_cache(&state, r, ns, &q, out, Some(revision)).await
+                } else {
+                    Err(ApiError::timeout(format!(
+                        "Too large resource version: {revision}, current: {}",
+                        state.store.current_revision().await?
+                    )))
                 }
             }
             ListMode::Exact => list(&state, r, ns, &q, out).await,
@@ -357,19 +367,49 @@ enum ListMode {
     Any,
     /// No resourceVersion: the latest state (the cache once caught up).
     Consistent,
-    /// A resourceVersion or continue token: that snapshot (the store).
+    /// `resourceVersion=N` (NotOlderThan, the default match): the cache
+    /// once it has reached N.
+    NotOlderThan(i64),
+    /// `resourceVersionMatch=Exact` or a continue token: that snapshot
+    /// (the store).
     Exact,
 }
 
-fn list_mode(q: &HashMap<String, String>) -> ListMode {
+fn list_mode(q: &HashMap<String, String>) -> ApiResult<ListMode> {
     if q.get("continue").is_some_and(|c| !c.is_empty()) {
-        return ListMode::Exact;
+        return Ok(ListMode::Exact);
     }
-    match q.get("resourceVersion").map(String::as_str) {
-        Some("0") => ListMode::Any,
-        None | Some("") => ListMode::Consistent,
-        Some(_) => ListMode::Exact,
+    let matching = q
+        .get("resourceVersionMatch")
+        .map(String::as_str)
+        .unwrap_or("");
+    if !matches!(matching, "" | "Exact" | "NotOlderThan") {
+        return Err(ApiError::bad_request(format!(
+            "resourceVersionMatch: Unsupported value: \"{matching}\": supported values: \"Exact\", \"NotOlderThan\""
+        )));
     }
+    Ok(
+        match (q.get("resourceVersion").map(String::as_str), matching) {
+            (None | Some(""), "") => ListMode::Consistent,
+            (None | Some(""), _) => {
+                return Err(ApiError::bad_request(
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                ))
+            }
+            (Some("0"), "Exact") => {
+                return Err(ApiError::bad_request(
+                    "resourceVersionMatch \"Exact\" is forbidden for resourceVersion \"0\"",
+                ))
+            }
+            (Some("0"), _) => ListMode::Any,
+            (Some(_), "Exact") => ListMode::Exact,
+            (Some(rv), _) => {
+                ListMode::NotOlderThan(rv.parse::<i64>().map_err(|_| {
+                    ApiError::bad_request(format!("invalid resource version: {rv}"))
+                })?)
+            }
+        },
+    )
 }
 
 /// How a read answers: plain objects, or Tables.

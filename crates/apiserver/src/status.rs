@@ -89,6 +89,11 @@ impl ApiError {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, "Invalid", message)
     }
 
+    /// 504 Timeout (e.g. a resourceVersion the server has not reached).
+    pub fn timeout(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::GATEWAY_TIMEOUT, "Timeout", message)
+    }
+
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "BadRequest", message)
     }

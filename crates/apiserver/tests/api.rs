@@ -562,6 +562,63 @@ async fn preconditions_deletecollection_terminating_and_timeouts() {
         e.message
     );
 
+    // resourceVersion semantics: N is "not older than" (from the cache),
+    // Exact is that snapshot, and a bad match is refused.
+    let list_rv = pods
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let later = pods
+        .create(&PostParams::default(), &pod("later", json!({})))
+        .await
+        .unwrap();
+    let not_older = pods
+        .list(
+            &ListParams::default()
+                .at(&list_rv)
+                .matching(kube::api::VersionMatch::NotOlderThan),
+        )
+        .await
+        .unwrap();
+    assert!(not_older
+        .items
+        .iter()
+        .any(|p| p.metadata.name.as_deref() == Some("later")));
+    let exact = pods
+        .list(
+            &ListParams::default()
+                .at(&list_rv)
+                .matching(kube::api::VersionMatch::Exact),
+        )
+        .await
+        .unwrap();
+    assert!(
+        exact
+            .items
+            .iter()
+            .all(|p| p.metadata.name.as_deref() != Some("later")),
+        "the snapshot at {list_rv}"
+    );
+    assert_eq!(
+        exact.metadata.resource_version.as_deref(),
+        Some(list_rv.as_str())
+    );
+    let raw = http::Request::builder()
+        .uri("/api/v1/namespaces/default/pods?resourceVersion=1&resourceVersionMatch=Sometimes")
+        .body(Vec::new())
+        .unwrap();
+    assert_eq!(
+        api_error(client.request_text(raw).await.unwrap_err()).code,
+        400
+    );
+    pods.delete("later", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert!(later.metadata.resource_version.is_some());
+
     // timeoutSeconds ends a quiet watch.
     let started = std::time::Instant::now();
     let events: Vec<_> = pods
