@@ -26,7 +26,8 @@ pub use interface::{
     PreFilterResult, ReservePlugin, ScorePlugin, MAX_NODE_SCORE, MIN_NODE_SCORE,
 };
 pub use node_info::{
-    host_ports, pod_key, HostPortInfo, ImageStateSummary, NodeInfo, PodInfo, BIND_ALL_HOST_IP,
+    has_required_anti_affinity, host_ports, pod_key, HostPortInfo, ImageStateSummary, NodeInfo,
+    PodInfo, BIND_ALL_HOST_IP,
 };
 pub use registry::{Registered, Registry};
 pub use runtime::{

@@ -187,6 +187,23 @@ pub struct NodeInfo {
     allocatable: Resource,
     used_ports: HostPortInfo,
     image_states: BTreeMap<String, ImageStateSummary>,
+    /// Pods here with required pod anti-affinity (upstream's
+    /// PodsWithRequiredAntiAffinity), so InterPodAffinity can pass over
+    /// the rest without looking at them.
+    required_anti_affinity_pods: usize,
+}
+
+/// Does `pod` carry required pod anti-affinity terms?
+pub fn has_required_anti_affinity(pod: &Pod) -> bool {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.affinity.as_ref())
+        .and_then(|a| a.pod_anti_affinity.as_ref())
+        .and_then(|p| {
+            p.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .is_some_and(|terms| !terms.is_empty())
 }
 
 impl NodeInfo {
@@ -203,6 +220,7 @@ impl NodeInfo {
             allocatable,
             used_ports: HostPortInfo::default(),
             image_states,
+            required_anti_affinity_pods: 0,
         }
     }
 
@@ -293,7 +311,15 @@ impl NodeInfo {
                 p.host_port.unwrap_or(0),
             );
         }
+        if has_required_anti_affinity(&info.pod) {
+            self.required_anti_affinity_pods += 1;
+        }
         self.pods.push(info);
+    }
+
+    /// Number of pods here with required pod anti-affinity.
+    pub fn required_anti_affinity_pods(&self) -> usize {
+        self.required_anti_affinity_pods
     }
 
     /// Removes a pod by namespace and name, undoing its accounting.
@@ -303,6 +329,9 @@ impl NodeInfo {
             .iter()
             .position(|p| p.namespace() == namespace && p.name() == name)?;
         let info = self.pods.remove(idx);
+        if has_required_anti_affinity(&info.pod) {
+            self.required_anti_affinity_pods -= 1;
+        }
         self.requested.sub(&info.requested);
         self.non_zero_requested.milli_cpu -= info.non_zero_requested.milli_cpu;
         self.non_zero_requested.memory -= info.non_zero_requested.memory;

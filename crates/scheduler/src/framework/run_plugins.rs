@@ -5,6 +5,7 @@
 //! normalized scores with range checks, and Reserve with unreserve on
 //! failure. The algorithm that strings them together is in `runtime`.
 
+use crate::framework::FilterPlugin;
 use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -69,16 +70,34 @@ impl Framework {
 
     /// Runs Filter plugins in order; the first non-success wins.
     pub fn run_filter_plugins(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
-        for e in self.registry().entries() {
-            let Some(pl) = e.plugin.as_filter() else {
-                continue;
-            };
-            if state.skips_filter(e.plugin.name()) {
-                continue;
-            }
+        Self::run_filters(&self.active_filters(state), state, pod, node)
+    }
+
+    /// The Filter plugins that run for this cycle (not skipped by their
+    /// PreFilter), worked out once rather than for every node.
+    pub(super) fn active_filters(
+        &self,
+        state: &CycleState,
+    ) -> Vec<(&'static str, &dyn FilterPlugin)> {
+        self.registry()
+            .entries()
+            .iter()
+            .filter_map(|e| Some((e.plugin.name(), e.plugin.as_filter()?)))
+            .filter(|(name, _)| !state.skips_filter(name))
+            .collect()
+    }
+
+    /// Runs the given Filter plugins on one node; the first non-success wins.
+    pub(super) fn run_filters(
+        filters: &[(&'static str, &dyn FilterPlugin)],
+        state: &CycleState,
+        pod: &Pod,
+        node: &NodeInfo,
+    ) -> Status {
+        for (name, pl) in filters {
             let status = pl.filter(state, pod, node);
             if !status.is_success() {
-                return status.with_plugin(e.plugin.name());
+                return status.with_plugin(name);
             }
         }
         Status::success()

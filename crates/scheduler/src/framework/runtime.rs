@@ -234,10 +234,11 @@ impl Framework {
         let start = self.next_start_node_index % n;
         let mut feasible = Vec::new();
         let mut processed = 0;
+        let filters = self.active_filters(state);
         for i in 0..n {
             let node = nodes[(start + i) % n];
             processed += 1;
-            let status = self.run_filter_plugins(state, pod, node);
+            let status = Self::run_filters(&filters, state, pod, node);
             if status.is_success() {
                 feasible.push(node);
                 if feasible.len() >= to_find {

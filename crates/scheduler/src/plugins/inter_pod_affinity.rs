@@ -154,6 +154,9 @@ impl PreFilterPlugin for InterPodAffinity {
         };
         let has_own_terms = !s.affinity.is_empty() || !s.anti_affinity.is_empty();
         for node in snapshot.node_infos() {
+            if !has_own_terms && node.required_anti_affinity_pods() == 0 {
+                continue;
+            }
             for existing in node.pods() {
                 let existing = &existing.pod;
                 // Most pods have no affinity at all: skip them without
@@ -199,18 +202,7 @@ impl PreFilterPlugin for InterPodAffinity {
     }
 }
 
-/// Does `pod` carry required pod anti-affinity terms?
-fn has_required_anti_affinity(pod: &Pod) -> bool {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.affinity.as_ref())
-        .and_then(|a| a.pod_anti_affinity.as_ref())
-        .and_then(|p| {
-            p.required_during_scheduling_ignored_during_execution
-                .as_ref()
-        })
-        .is_some_and(|terms| !terms.is_empty())
-}
+use crate::framework::has_required_anti_affinity;
 
 fn domain(node: &NodeInfo, key: &str) -> Option<(String, String)> {
     node.label(key).map(|v| (key.to_string(), v.to_string()))
