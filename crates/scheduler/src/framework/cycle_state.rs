@@ -6,7 +6,7 @@
 //! attempt of one pod and is never shared between pods.
 
 use std::any::Any;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::fmt;
 
 use super::Status;
@@ -14,14 +14,16 @@ use super::Status;
 /// Scratch data for one scheduling attempt of one pod.
 #[derive(Default)]
 pub struct CycleState {
-    data: HashMap<&'static str, Box<dyn Any + Send + Sync>>,
+    /// A handful of entries read for every node: a vector scanned by key
+    /// beats hashing the key each time.
+    data: Vec<(&'static str, Box<dyn Any + Send + Sync>)>,
     pub(crate) skip_filter_plugins: BTreeSet<&'static str>,
     pub(crate) skip_score_plugins: BTreeSet<&'static str>,
 }
 
 impl fmt::Debug for CycleState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut keys: Vec<_> = self.data.keys().collect();
+        let mut keys: Vec<_> = self.data.iter().map(|(k, _)| k).collect();
         keys.sort();
         f.debug_struct("CycleState")
             .field("keys", &keys)
@@ -39,12 +41,18 @@ impl CycleState {
 
     /// Stores `value` under `key`, replacing what was there.
     pub fn write<T: Any + Send + Sync>(&mut self, key: &'static str, value: T) {
-        self.data.insert(key, Box::new(value));
+        match self.data.iter_mut().find(|(k, _)| *k == key) {
+            Some(entry) => entry.1 = Box::new(value),
+            None => self.data.push((key, Box::new(value))),
+        }
     }
 
     /// The value under `key`, if present and of type `T`.
     pub fn read<T: Any>(&self, key: &'static str) -> Option<&T> {
-        self.data.get(key).and_then(|v| v.downcast_ref::<T>())
+        self.data
+            .iter()
+            .find(|(k, _)| *k == key)
+            .and_then(|(_, v)| v.downcast_ref::<T>())
     }
 
     /// Like [`CycleState::read`], but a missing value is an `Error` status

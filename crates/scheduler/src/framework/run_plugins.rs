@@ -174,13 +174,15 @@ impl Framework {
             if state.skips_score(name) {
                 continue;
             }
+            // The node names move into this plugin's scores and back, so
+            // no name is copied per plugin per node.
             let mut scores = Vec::with_capacity(nodes.len());
-            for n in nodes {
+            for (n, total) in nodes.iter().zip(totals.iter_mut()) {
                 let score = pl
                     .score(state, pod, n)
                     .map_err(|s| plugin_error("Score", name, &s))?;
                 scores.push(NodeScore {
-                    name: n.name().to_string(),
+                    name: std::mem::take(&mut total.name),
                     score,
                 });
             }
@@ -188,7 +190,8 @@ impl Framework {
             if !status.is_success() {
                 return Err(plugin_error("NormalizeScore", name, &status));
             }
-            for (total, s) in totals.iter_mut().zip(&scores) {
+            for (total, s) in totals.iter_mut().zip(scores) {
+                total.name = s.name;
                 if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&s.score) {
                     let message = format!(
                         "plugin {name:?} returns an invalid score {}, it should in the range of [{MIN_NODE_SCORE}, \
