@@ -76,8 +76,17 @@ impl ScorePlugin for BalancedAllocation {
 
     fn score(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
         let pod_req: &Vec<i64> = state.require(PRE_SCORE_KEY)?;
-        let mut requested = vec![0; self.resources.len()];
-        let mut allocatable = vec![0; self.resources.len()];
+        // On the stack for the usual few resources: this runs per node.
+        let n = self.resources.len();
+        let (mut req_buf, mut alloc_buf) = ([0i64; 8], [0i64; 8]);
+        let (mut req_heap, mut alloc_heap) = (Vec::new(), Vec::new());
+        let (requested, allocatable): (&mut [i64], &mut [i64]) = if n <= 8 {
+            (&mut req_buf[..n], &mut alloc_buf[..n])
+        } else {
+            req_heap.resize(n, 0);
+            alloc_heap.resize(n, 0);
+            (&mut req_heap, &mut alloc_heap)
+        };
         for (i, name) in self.resources.iter().enumerate() {
             let is_scalar = ![CPU, MEMORY, EPHEMERAL_STORAGE].contains(&name.as_str());
             let want = pod_req.get(i).copied().unwrap_or(0);
@@ -87,7 +96,7 @@ impl ScorePlugin for BalancedAllocation {
             allocatable[i] = node.allocatable().get(name);
             requested[i] = node.requested().get(name) + want;
         }
-        Ok(balanced_score(&requested, &allocatable))
+        Ok(balanced_score(requested, allocatable))
     }
 }
 

@@ -39,6 +39,13 @@ pub fn normalized_image_name(name: &str) -> String {
     }
 }
 
+/// What PreScore works out once per pod.
+#[derive(Debug)]
+struct PreScore {
+    total_nodes: usize,
+    images: Vec<String>,
+}
+
 /// Upstream `calculatePriority`.
 pub fn calculate_priority(sum: i64, num_containers: usize) -> i64 {
     let max = MAX_CONTAINER_THRESHOLD
@@ -54,34 +61,42 @@ impl ScorePlugin for ImageLocality {
     fn pre_score(
         &self,
         state: &mut CycleState,
-        _pod: &Pod,
+        pod: &Pod,
         snapshot: &Snapshot,
         _nodes: &[&NodeInfo],
     ) -> Status {
-        state.write(PRE_SCORE_KEY, snapshot.len());
+        // The pod's image names, normalized once rather than for every node.
+        let images: Vec<String> = pod
+            .spec
+            .iter()
+            .flat_map(|spec| {
+                spec.init_containers
+                    .iter()
+                    .flatten()
+                    .chain(spec.containers.iter())
+            })
+            .map(|c| normalized_image_name(c.image.as_deref().unwrap_or_default()))
+            .collect();
+        state.write(
+            PRE_SCORE_KEY,
+            PreScore {
+                total_nodes: snapshot.len(),
+                images,
+            },
+        );
         Status::success()
     }
 
-    fn score(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
-        let total_nodes = *state.require::<usize>(PRE_SCORE_KEY)?;
-        let Some(spec) = pod.spec.as_ref() else {
-            return Ok(0);
-        };
-        let containers: Vec<_> = spec
-            .init_containers
-            .iter()
-            .flatten()
-            .chain(spec.containers.iter())
-            .collect();
+    fn score(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
+        let pre: &PreScore = state.require(PRE_SCORE_KEY)?;
         let mut sum = 0i64;
-        for c in &containers {
-            let image = normalized_image_name(c.image.as_deref().unwrap_or_default());
-            if let Some(s) = node.image_states().get(&image) {
-                let spread = s.num_nodes as f64 / total_nodes.max(1) as f64;
+        for image in &pre.images {
+            if let Some(s) = node.image_states().get(image) {
+                let spread = s.num_nodes as f64 / pre.total_nodes.max(1) as f64;
                 sum += (s.size as f64 * spread) as i64;
             }
         }
-        Ok(calculate_priority(sum, containers.len()))
+        Ok(calculate_priority(sum, pre.images.len()))
     }
 }
 
@@ -136,6 +151,10 @@ mod tests {
         assert_eq!(ImageLocality.score(&state, &p, n1), Ok(7));
         assert_eq!(ImageLocality.score(&state, &p, n2), Ok(0));
         // 2000/2 = 1000MB → 100*(1000-23)/(2000-23) = 49
+        let mut state = CycleState::new();
+        assert!(ImageLocality
+            .pre_score(&mut state, &p2, &snap, &[])
+            .is_success());
         assert_eq!(ImageLocality.score(&state, &p2, n2), Ok(49));
     }
 }
