@@ -9,10 +9,11 @@ scripts/deps.sh
 cargo build --release -p skiff
 
 data_dir=${SKIFF_DATA_DIR:-/var/lib/skiff}
+port=${SKIFF_PORT:-6443}
 cat >&2 <<MSG
-Starting skiff server with data dir $data_dir.
-To point kubectl at it (once the API server has started, it writes the file):
+Starting skiff server (https://127.0.0.1:$port, data dir $data_dir).
+To point kubectl at it (the server writes the file as it starts):
   export KUBECONFIG=$data_dir/admin.kubeconfig
-  kubectl get nodes
+  kubectl get namespaces
 MSG
-exec ./target/release/skiff server --data-dir "$data_dir"
+exec ./target/release/skiff server --data-dir "$data_dir" --https-listen-port "$port"
