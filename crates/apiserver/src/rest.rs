@@ -562,7 +562,7 @@ fn content_type(headers: &axum::http::HeaderMap) -> String {
         .to_string()
 }
 
-fn patch_error(e: skiff_api::patch::PatchError) -> ApiError {
+pub(crate) fn patch_error(e: skiff_api::patch::PatchError) -> ApiError {
     let mut error = match e.status_code() {
         415 => ApiError::unsupported_media_type(&e.to_string()),
         422 => ApiError::invalid_message(e.to_string()),

@@ -162,8 +162,9 @@ pub async fn patch(
         .ok_or_else(|| ApiError::unsupported_media_type(content_type))?;
     let outcome = write::update(state, r, ns, name, None, opts, |workload| {
         let scale = to_scale(workload);
-        let patched = apply_patch("Scale", &scale, patch_type, body)
-            .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        // The same statuses as any other patch (400, 422, 415).
+        let patched =
+            apply_patch("Scale", &scale, patch_type, body).map_err(crate::rest::patch_error)?;
         from_scale(workload, &patched)
     })
     .await?;

@@ -292,6 +292,23 @@ async fn graceful_deletion_binding_and_status() {
         "metadata changes keep generation"
     );
 
+    // A patch of the scale subresource fails like any other patch.
+    let failing = kube::api::Patch::Json::<()>(
+        serde_json::from_value(json!([{"op": "test", "path": "/spec/replicas", "value": 99}]))
+            .unwrap(),
+    );
+    let e = api_error(
+        deployments
+            .patch_scale("d", &kube::api::PatchParams::default(), &failing)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(e.code, 422, "{}", e.message);
+    assert_eq!(
+        deployments.get("d").await.unwrap().spec.unwrap().replicas,
+        Some(3)
+    );
+
     // Namespaces: missing → 404; deleting one takes its content.
     let in_missing: Api<Pod> = Api::namespaced(client.clone(), "nowhere");
     let e = api_error(
