@@ -27,12 +27,24 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, Clone)]
 pub struct Scheduler {
     config: Config,
+    /// Whether this instance is scheduling now (holds the lease, or runs
+    /// without leader election).
+    leading: std::sync::Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl Scheduler {
     /// A scheduler with `config`.
     pub fn new(config: Config) -> Self {
-        Self { config }
+        Self {
+            config,
+            leading: std::sync::Arc::new(tokio::sync::watch::channel(false).0),
+        }
+    }
+
+    /// Follows whether this instance is scheduling (for health reporting
+    /// and tests).
+    pub fn leading(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.leading.subscribe()
     }
 
     /// Its configuration.
@@ -45,7 +57,9 @@ impl Scheduler {
     pub async fn run(self, client: kube::Client, shutdown: CancellationToken) -> Result<()> {
         match self.config.leader_election.clone() {
             None => {
+                self.leading.send_replace(true);
                 SchedulerLoop::new(client, &self.config).run(shutdown).await;
+                self.leading.send_replace(false);
                 Ok(())
             }
             Some(le) => {
@@ -67,6 +81,7 @@ impl Scheduler {
             if !elector.acquire(&shutdown).await {
                 return Ok(());
             }
+            self.leading.send_replace(true);
             let term = shutdown.child_token();
             let scheduling = async {
                 SchedulerLoop::new(client.clone(), &self.config)
@@ -80,6 +95,7 @@ impl Scheduler {
                 held
             };
             let (held, ()) = tokio::join!(holding, scheduling);
+            self.leading.send_replace(false);
             if shutdown.is_cancelled() {
                 if release {
                     if let Err(e) = elector.release().await {

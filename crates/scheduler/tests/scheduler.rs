@@ -14,6 +14,7 @@ use skiff_scheduler::testing::{node, pod};
 use support::{
     node_of, pod_scheduled, test_config, wait_for, wait_for_or, RunningScheduler, TestServer,
 };
+use tokio_util::sync::CancellationToken;
 
 const CONTROL_PLANE: &str = "node-role.kubernetes.io/control-plane";
 
@@ -346,8 +347,8 @@ async fn stopping_releases_the_lease_when_configured() {
 }
 
 /// Writes the lease as held by `who`, renewed now.
-async fn steal_lease(server: &TestServer, who: &str) {
-    let leases: Api<Lease> = Api::namespaced(server.client.clone(), "kube-system");
+async fn steal_lease_with(client: &kube::Client, who: &str) {
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-system");
     loop {
         let mut lease = leases.get("kube-scheduler").await.expect("lease");
         let spec = lease.spec.get_or_insert_with(Default::default);
@@ -370,26 +371,33 @@ async fn steal_lease(server: &TestServer, who: &str) {
 async fn a_leader_that_loses_its_lease_stops_scheduling() {
     let server = TestServer::start().await;
     server.create_node(node("n1").build()).await;
-    let _a = RunningScheduler::start(server.client.clone(), test_config("a"));
-    wait_for("a leads", || async {
-        (lease_holder(&server).await.as_deref() == Some("a")).then_some(())
-    })
-    .await;
+    let mut a = RunningScheduler::start(server.client.clone(), test_config("a"));
+    a.wait_leading(true).await;
 
-    // Another holder renews the lease every 250 ms: a notices at its next
-    // renewal and stops scheduling.
-    let renew = || steal_lease(&server, "intruder");
-    for _ in 0..6 {
-        renew().await;
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    // Another holder takes the lease and keeps renewing it (every 250 ms,
+    // as a live leader would): a notices at its next renewal and stops.
+    let intruder = CancellationToken::new();
+    let renewing = {
+        let (server_client, stop) = (server.client.clone(), intruder.clone());
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(250));
+            while !stop.is_cancelled() {
+                steal_lease_with(&server_client, "intruder").await;
+                tokio::select! {
+                    _ = stop.cancelled() => {}
+                    _ = tick.tick() => {}
+                }
+            }
+        })
+    };
+    a.wait_leading(false).await;
     server.create_pod(pod("orphan").build()).await;
-    for _ in 0..8 {
-        renew().await;
-        let p = server.pods().get("orphan").await.expect("orphan");
-        assert_eq!(node_of(&p), None, "scheduled without holding the lease");
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    // Nobody schedules while the intruder holds the lease.
+    let p = server.pods().get("orphan").await.expect("orphan");
+    assert_eq!(node_of(&p), None, "scheduled without holding the lease");
+    assert_eq!(lease_holder(&server).await.as_deref(), Some("intruder"));
+    intruder.cancel();
+    renewing.await.expect("intruder task");
     // The intruder goes silent: a takes the lease back and schedules.
     bound(&server, "orphan").await;
     assert_eq!(lease_holder(&server).await.as_deref(), Some("a"));

@@ -150,13 +150,28 @@ pub fn test_config(identity: &str) -> Config {
 pub struct RunningScheduler {
     pub stop: CancellationToken,
     pub task: JoinHandle<skiff_scheduler::Result<()>>,
+    leading: tokio::sync::watch::Receiver<bool>,
 }
 
 impl RunningScheduler {
     pub fn start(client: Client, config: Config) -> RunningScheduler {
         let stop = CancellationToken::new();
-        let task = tokio::spawn(Scheduler::new(config).run(client, stop.clone()));
-        RunningScheduler { stop, task }
+        let scheduler = Scheduler::new(config);
+        let leading = scheduler.leading();
+        let task = tokio::spawn(scheduler.run(client, stop.clone()));
+        RunningScheduler {
+            stop,
+            task,
+            leading,
+        }
+    }
+
+    /// Waits (bounded) until this instance is (or is not) scheduling.
+    pub async fn wait_leading(&mut self, leading: bool) {
+        tokio::time::timeout(WAIT, self.leading.wait_for(|l| *l == leading))
+            .await
+            .expect("leadership changes in time")
+            .expect("scheduler alive");
     }
 
     /// Cancels and waits (bounded) for `run` to return.
