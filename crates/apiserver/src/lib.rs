@@ -227,6 +227,24 @@ impl ApiServer {
         })
     }
 
+    /// The in-process loopback: a service that answers requests with the
+    /// same router (authentication, handlers, admission) as the network
+    /// listener, as the privileged loopback user `system:apiserver` in
+    /// `system:masters` (upstream's loopback client identity), without TCP,
+    /// TLS or HTTP framing. Components that `skiff server` runs in its own
+    /// process (the scheduler) talk to the API through it, e.g. with
+    /// `kube::Client::new(api.loopback(), "default")`. Requests only reach
+    /// it from inside the process, so the identity cannot be claimed from
+    /// the network (there, `serve` sets the peer identity itself).
+    pub fn loopback(&self) -> Router {
+        self.router
+            .clone()
+            .layer(axum::Extension(auth::PeerUser(Some(auth::User {
+                name: "system:apiserver".into(),
+                groups: vec!["system:masters".into()],
+            }))))
+    }
+
     /// Serves until `shutdown` is cancelled.
     pub async fn run(self, shutdown: CancellationToken) {
         tokio::spawn(

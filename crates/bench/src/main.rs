@@ -4,11 +4,15 @@
 
 mod api;
 mod cluster;
+mod framework;
 mod scheduler;
 mod stats;
 mod store;
 
 use clap::{Parser, Subcommand};
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[derive(Debug, Parser)]
 #[command(name = "skiff-bench", about = "Skiff benchmarks")]
@@ -27,6 +31,8 @@ enum Command {
     /// The scheduler (a `skiff scheduler` process) against a `skiff server`,
     /// in the style of upstream scheduler_perf SchedulingBasic.
     Scheduler(scheduler::Args),
+    /// The scheduling algorithm alone on an in-memory cache.
+    Framework(framework::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -39,6 +45,7 @@ fn main() -> anyhow::Result<()> {
         .build()?;
     match cli.command {
         Command::Store(args) => runtime.block_on(store::run(args)),
+        Command::Framework(args) => framework::run(args),
         Command::Api(args) => runtime.block_on(api::run(args)),
         Command::Scheduler(args) => runtime.block_on(scheduler::run(args)),
     }

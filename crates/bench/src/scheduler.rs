@@ -1,10 +1,15 @@
 //! `skiff-bench scheduler`: upstream scheduler_perf's SchedulingBasic shape
-//! on Skiff. For each size, a `skiff server` (scheduler disabled) gets N
-//! Node objects with capacity; a `skiff scheduler` process starts; then M
-//! pods are created through the API server by 64 concurrent clients, and
-//! the time from the first pod created to the last binding observed (by a
-//! watch) gives pods scheduled per second. CPU seconds of the scheduler
-//! and of the API server are read from /proc.
+//! on Skiff. For each size, a `skiff server` gets N Node objects with
+//! capacity; then M pods are created through the API server by 64
+//! concurrent clients, and the time from the first pod created to the last
+//! binding observed (by a watch) gives pods scheduled per second. CPU
+//! seconds are read from /proc. Each size runs in up to three modes:
+//! `in-process` (`skiff server` as users run it, the scheduler inside it
+//! on the loopback; upstream's scheduler_perf also runs scheduler and API
+//! server in one process), `process` (`skiff server --disable-scheduler`
+//! plus a separate `skiff scheduler --kubeconfig` over HTTPS), and
+//! `create-only` (no scheduler: how fast this machine can create the pods
+//! at all, the ceiling for the other two).
 
 use std::collections::HashSet;
 use std::process::{Command, Stdio};
@@ -25,6 +30,33 @@ pub struct Args {
     /// Concurrent pod creators.
     #[arg(long, default_value_t = 64)]
     creators: usize,
+    /// Where the scheduler runs: in-process, process, create-only.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "create-only,in-process,process"
+    )]
+    modes: Vec<Mode>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Mode {
+    /// No scheduler: only creating the pods.
+    CreateOnly,
+    /// `skiff server` with its in-process scheduler.
+    InProcess,
+    /// A separate `skiff scheduler` process.
+    Process,
+}
+
+impl Mode {
+    fn label(self) -> &'static str {
+        match self {
+            Mode::CreateOnly => "no scheduler, pods created/s (ceiling)",
+            Mode::InProcess => "scheduler in skiff server, pods/s end to end",
+            Mode::Process => "scheduler as its own process, pods/s end to end",
+        }
+    }
 }
 
 fn node(i: usize) -> Value {
@@ -122,61 +154,86 @@ async fn watch_bindings(
 }
 
 struct Figures {
-    nodes: usize,
-    pods: usize,
     seconds: f64,
-    scheduler_cpu: f64,
+    /// CPU seconds of the `skiff server` process (with the scheduler in
+    /// it, in-process mode).
     server_cpu: f64,
+    /// CPU seconds of the separate scheduler process, if any.
+    scheduler_cpu: Option<f64>,
 }
 
-async fn one(nodes: usize, pods: usize, creators: usize) -> anyhow::Result<Figures> {
-    let (server, client) = start_server(&["--disable-scheduler"]).await?;
+/// A separate `skiff scheduler` process, killed on drop.
+struct SchedulerProcess(std::process::Child);
+
+impl Drop for SchedulerProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn one(nodes: usize, pods: usize, creators: usize, mode: Mode) -> anyhow::Result<Figures> {
+    let flags: &[&str] = match mode {
+        Mode::InProcess => &[],
+        Mode::Process | Mode::CreateOnly => &["--disable-scheduler"],
+    };
+    let (server, client) = start_server(flags).await?;
     let server_pid = server.child.id().to_string();
     create_namespace(&client, "sched").await?;
     create_all(&client, "/api/v1/nodes", (0..nodes).map(node).collect(), 32).await?;
-    eprintln!("{nodes} nodes created; starting the scheduler");
+    eprintln!("{nodes} nodes created ({mode:?})");
 
-    let mut scheduler = Command::new(sibling("skiff")?)
-        .args(["scheduler", "--leader-elect=false", "--kubeconfig"])
-        .arg(&server.kubeconfig)
-        .env("SKIFF_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()?;
-    let scheduler_pid = scheduler.id().to_string();
+    let scheduler = match mode {
+        Mode::Process => Some(SchedulerProcess(
+            Command::new(sibling("skiff")?)
+                .args(["scheduler", "--leader-elect=false", "--kubeconfig"])
+                .arg(&server.kubeconfig)
+                .env("SKIFF_LOG", "warn")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()?,
+        )),
+        Mode::InProcess | Mode::CreateOnly => None,
+    };
+    let scheduler_pid = scheduler.as_ref().map(|s| s.0.id().to_string());
 
-    // A probe pod tells us the scheduler's caches have synced.
-    let mut probe = watch_bindings(client.clone(), 1).await?;
-    create_all(
-        &client,
-        "/api/v1/namespaces/sched/pods",
-        vec![pod("probe")],
-        1,
-    )
-    .await?;
-    tokio::time::timeout(Duration::from_secs(120), probe.wait_for(|n| *n >= 1)).await??;
+    if mode != Mode::CreateOnly {
+        // A probe pod tells us the scheduler's caches have synced.
+        let mut probe = watch_bindings(client.clone(), 1).await?;
+        create_all(
+            &client,
+            "/api/v1/namespaces/sched/pods",
+            vec![pod("probe")],
+            1,
+        )
+        .await?;
+        tokio::time::timeout(Duration::from_secs(120), probe.wait_for(|n| *n >= 1)).await??;
+    }
 
     let mut bound = watch_bindings(client.clone(), pods).await?;
-    let (server_cpu0, scheduler_cpu0) = (cpu_seconds(&server_pid), cpu_seconds(&scheduler_pid));
+    let server_cpu0 = cpu_seconds(&server_pid);
+    let scheduler_cpu0 = scheduler_pid.as_deref().map(cpu_seconds);
     let start = Instant::now();
     let objects = (0..pods).map(|i| pod(&format!("pod-{i}"))).collect();
     create_all(&client, "/api/v1/namespaces/sched/pods", objects, creators).await?;
     let created = start.elapsed();
-    tokio::time::timeout(Duration::from_secs(600), bound.wait_for(|n| *n >= pods)).await??;
+    if mode != Mode::CreateOnly {
+        tokio::time::timeout(Duration::from_secs(600), bound.wait_for(|n| *n >= pods)).await??;
+    }
     let seconds = start.elapsed().as_secs_f64();
     let figures = Figures {
-        nodes,
-        pods,
         seconds,
-        scheduler_cpu: cpu_seconds(&scheduler_pid) - scheduler_cpu0,
         server_cpu: cpu_seconds(&server_pid) - server_cpu0,
+        scheduler_cpu: scheduler_pid
+            .as_deref()
+            .zip(scheduler_cpu0)
+            .map(|(pid, before)| cpu_seconds(pid) - before),
     };
     eprintln!(
-        "{nodes} nodes / {pods} pods: created in {:.2} s, all bound after {seconds:.2} s",
+        "{nodes} nodes / {pods} pods ({mode:?}): created in {:.2} s, done after {seconds:.2} s",
         created.as_secs_f64()
     );
-    let _ = scheduler.kill();
-    let _ = scheduler.wait();
+    drop(scheduler);
     drop(server);
     Ok(figures)
 }
@@ -188,28 +245,31 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             .split_once('x')
             .and_then(|(n, p)| Some((n.parse().ok()?, p.parse().ok()?)))
             .ok_or_else(|| anyhow::anyhow!("size {size}: expected NODESxPODS"))?;
-        let f = one(nodes, pods, args.creators).await?;
-        let rate = f.pods as f64 / f.seconds;
-        let floor = if f.nodes >= 5000 {
-            "680 (CI floor), ~1000 (workstation)"
-        } else {
-            "-"
-        };
-        rows.push((
-            format!("{} nodes, {} pods: pods/s end to end", f.nodes, f.pods),
-            format!("{rate:.0}"),
-            "≥ 5000".to_string(),
-            floor.to_string(),
-        ));
-        rows.push((
-            format!(
-                "{} nodes, {} pods: CPU s scheduler / API server",
-                f.nodes, f.pods
-            ),
-            format!("{:.1} / {:.1}", f.scheduler_cpu, f.server_cpu),
-            "-".to_string(),
-            "-".to_string(),
-        ));
+        for &mode in &args.modes {
+            let f = one(nodes, pods, args.creators, mode).await?;
+            let rate = pods as f64 / f.seconds;
+            let (target, floor) = match mode {
+                Mode::CreateOnly => ("-", "-"),
+                _ if nodes >= 5000 => ("≥ 5000", "680 (CI floor), ~1000 (workstation)"),
+                _ => ("≥ 5000", "-"),
+            };
+            rows.push((
+                format!("{nodes} nodes, {pods} pods, {}", mode.label()),
+                format!("{rate:.0}"),
+                target.to_string(),
+                floor.to_string(),
+            ));
+            let cpu = match f.scheduler_cpu {
+                Some(s) => format!("{:.1} (server) + {s:.1} (scheduler)", f.server_cpu),
+                None => format!("{:.1}", f.server_cpu),
+            };
+            rows.push((
+                format!("{nodes} nodes, {pods} pods, {:?}: CPU seconds", mode),
+                cpu,
+                "-".to_string(),
+                "-".to_string(),
+            ));
+        }
     }
     print_table(
         &format!(

@@ -206,6 +206,40 @@ pub struct Resource {
     pub scalar: BTreeMap<String, i64>,
 }
 
+/// A resource name resolved once: the first-class resources by variant,
+/// any other (extended) resource by name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResourceKey {
+    /// `cpu`.
+    Cpu,
+    /// `memory`.
+    Memory,
+    /// `ephemeral-storage`.
+    EphemeralStorage,
+    /// `pods`.
+    Pods,
+    /// Anything else, e.g. `example.com/gpu`.
+    Scalar(String),
+}
+
+impl ResourceKey {
+    /// Resolves a resource name.
+    pub fn new(name: &str) -> Self {
+        match name {
+            CPU => Self::Cpu,
+            MEMORY => Self::Memory,
+            EPHEMERAL_STORAGE => Self::EphemeralStorage,
+            PODS => Self::Pods,
+            other => Self::Scalar(other.to_string()),
+        }
+    }
+
+    /// Whether this is an extended (scalar) resource.
+    pub fn is_scalar(&self) -> bool {
+        matches!(self, Self::Scalar(_))
+    }
+}
+
 impl Resource {
     /// Builds a resource vector from a Kubernetes resource list.
     pub fn from_list(list: &BTreeMap<String, Quantity>) -> Result<Self> {
@@ -234,6 +268,18 @@ impl Resource {
             }
         }
         Ok(())
+    }
+
+    /// The amount of a resource named by a pre-resolved key (no string
+    /// matching: plugins resolve their resource names once).
+    pub fn amount(&self, key: &ResourceKey) -> i64 {
+        match key {
+            ResourceKey::Cpu => self.milli_cpu,
+            ResourceKey::Memory => self.memory,
+            ResourceKey::EphemeralStorage => self.ephemeral_storage,
+            ResourceKey::Pods => self.allowed_pod_number,
+            ResourceKey::Scalar(name) => self.scalar.get(name).copied().unwrap_or(0),
+        }
     }
 
     /// The amount of the named resource.

@@ -57,8 +57,7 @@ pub(crate) struct SchedulerLoop {
     queue: SchedulingQueue<SystemClock>,
     cache: Cache,
     tasks: JoinSet<()>,
-    pending: Relist,
-    assigned: Relist,
+    pods: Relist,
     nodes: Relist,
 }
 
@@ -77,19 +76,18 @@ impl SchedulerLoop {
             queue: SchedulingQueue::new(SystemClock, config.queue),
             cache: Cache::new(),
             tasks: JoinSet::new(),
-            pending: Relist::default(),
-            assigned: Relist::default(),
+            pods: Relist::default(),
             nodes: Relist::default(),
         }
     }
 
     fn synced(&self) -> bool {
-        self.pending.synced() && self.assigned.synced() && self.nodes.synced()
+        self.pods.synced() && self.nodes.synced()
     }
 
     /// Runs until `stop` is cancelled.
     pub(crate) async fn run(mut self, stop: CancellationToken) {
-        let mut inputs = inputs(self.client.clone(), &self.scheduler_name);
+        let mut inputs = inputs(self.client.clone());
         let (outcomes_tx, mut outcomes) = mpsc::unbounded_channel();
         let mut leftover = tokio::time::interval(LEFTOVER_FLUSH);
         let mut was_synced = false;
@@ -161,18 +159,30 @@ impl SchedulerLoop {
 
     fn handle_input(&mut self, input: Input) {
         match input {
-            Input::Pending(event) => self.handle_pending(event),
-            Input::Assigned(event) => self.handle_assigned(event),
-            Input::Node(event) => self.handle_node(event),
+            Input::Pod(event) => self.handle_pod(*event),
+            Input::Node(event) => self.handle_node(*event),
         }
     }
 
-    fn handle_pending(&mut self, event: Event<Pod>) {
+    /// A pod with a node holds resources there (the cache); one without is
+    /// ours to schedule if it names this scheduler (the queue).
+    fn handle_pod(&mut self, event: Event<Pod>) {
         match event {
-            Event::Init => self.pending.start(),
+            Event::Init => self.pods.start(),
             Event::InitApply(pod) | Event::Apply(pod) => {
                 let key = pod_key(&pod);
-                self.pending.saw(key.clone());
+                self.pods.saw(key.clone());
+                let assigned = pod
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.node_name.as_deref())
+                    .is_some_and(|n| !n.is_empty());
+                if assigned {
+                    self.queue.delete(&key);
+                    let event = self.cache.add_or_update_pod(pod);
+                    self.on_event(event);
+                    return;
+                }
                 let ours = pod.spec.as_ref().and_then(|s| s.scheduler_name.as_deref())
                     == Some(self.scheduler_name.as_str());
                 if deleting(&pod) || !ours {
@@ -182,35 +192,17 @@ impl SchedulerLoop {
                 }
             }
             Event::Delete(pod) => {
-                self.queue.delete(&pod_key(&pod));
+                let key = pod_key(&pod);
+                self.queue.delete(&key);
+                let event = self.cache.remove_pod(&key);
+                self.on_event(event);
             }
             Event::InitDone => {
-                let gone = self.pending.finish(self.queue.keys());
+                let mut known: Vec<String> = self.queue.keys().map(str::to_string).collect();
+                known.extend(self.cache.confirmed_pods());
+                let gone = self.pods.finish(known.iter().map(String::as_str));
                 for key in gone {
                     self.queue.delete(&key);
-                }
-            }
-        }
-    }
-
-    fn handle_assigned(&mut self, event: Event<Pod>) {
-        match event {
-            Event::Init => self.assigned.start(),
-            Event::InitApply(pod) | Event::Apply(pod) => {
-                let key = pod_key(&pod);
-                self.assigned.saw(key.clone());
-                self.queue.delete(&key);
-                let event = self.cache.add_or_update_pod(pod);
-                self.on_event(event);
-            }
-            Event::Delete(pod) => {
-                let event = self.cache.remove_pod(&pod_key(&pod));
-                self.on_event(event);
-            }
-            Event::InitDone => {
-                let confirmed = self.cache.confirmed_pods();
-                let gone = self.assigned.finish(confirmed.iter().map(String::as_str));
-                for key in gone {
                     let event = self.cache.remove_pod(&key);
                     self.on_event(event);
                 }

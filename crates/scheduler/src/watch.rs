@@ -1,13 +1,14 @@
-//! The scheduler's informers: three kube-rs watchers merged into one
+//! The scheduler's informers: two kube-rs watchers merged into one
 //! stream, and relist bookkeeping.
 //!
-//! This module owns which objects the scheduler watches: pending pods
-//! (`spec.nodeName=` and `spec.schedulerName=<name>`), assigned pods that
-//! still hold resources (`spec.nodeName!=`, not Succeeded or Failed), and
-//! nodes; and [`Relist`], which remembers what an initial (re)list
-//! delivered so the caller can drop objects that vanished while the watch
-//! was down. Errors are logged and retried with kube-rs' default backoff.
-//! It does not interpret events; the loop does.
+//! This module owns which objects the scheduler watches: pods that are not
+//! Succeeded or Failed (one watch for pending and assigned pods alike, as
+//! upstream's scheduler informer: a pod's binding arrives as one MODIFIED
+//! event rather than a DELETED from a "pending" watch plus an ADDED to an
+//! "assigned" one), and nodes; and [`Relist`], which remembers what an
+//! initial (re)list delivered so the caller can drop objects that vanished
+//! while the watch was down. Errors are logged and retried with kube-rs'
+//! default backoff. It does not interpret events; the loop does.
 
 use std::collections::HashSet;
 
@@ -20,12 +21,10 @@ use kube::{Api, Client, Resource};
 /// One event from one of the watchers.
 #[derive(Debug)]
 pub(crate) enum Input {
-    /// A pending pod of ours.
-    Pending(Event<Pod>),
-    /// An assigned, non-terminal pod.
-    Assigned(Event<Pod>),
+    /// A pod that is not Succeeded or Failed, pending or assigned.
+    Pod(Box<Event<Pod>>),
     /// A node.
-    Node(Event<Node>),
+    Node(Box<Event<Node>>),
 }
 
 fn watch<K>(api: Api<K>, fields: Option<String>, what: &'static str) -> BoxStream<'static, Event<K>>
@@ -46,24 +45,15 @@ where
 }
 
 /// The merged watch stream.
-pub(crate) fn inputs(client: Client, scheduler_name: &str) -> BoxStream<'static, Input> {
-    let pods: Api<Pod> = Api::all(client.clone());
-    let pending = watch(
-        pods.clone(),
-        Some(format!(
-            "spec.nodeName=,spec.schedulerName={scheduler_name}"
-        )),
-        "pending pods",
+pub(crate) fn inputs(client: Client) -> BoxStream<'static, Input> {
+    let pods = watch(
+        Api::<Pod>::all(client.clone()),
+        Some("status.phase!=Succeeded,status.phase!=Failed".into()),
+        "pods",
     )
-    .map(Input::Pending);
-    let assigned = watch(
-        pods,
-        Some("spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed".into()),
-        "assigned pods",
-    )
-    .map(Input::Assigned);
-    let nodes = watch(Api::<Node>::all(client), None, "nodes").map(Input::Node);
-    futures::stream::select_all([pending.boxed(), assigned.boxed(), nodes.boxed()]).boxed()
+    .map(|e| Input::Pod(Box::new(e)));
+    let nodes = watch(Api::<Node>::all(client), None, "nodes").map(|e| Input::Node(Box::new(e)));
+    futures::stream::select(pods, nodes).boxed()
 }
 
 /// What the current initial list of one watcher delivered.

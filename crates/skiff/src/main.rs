@@ -7,6 +7,11 @@ mod server;
 
 use clap::Parser;
 
+/// mimalloc: glibc malloc and free were about 15% of the API server's and
+/// the scheduler's CPU under load.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> anyhow::Result<()> {
     let cli = cli::Cli::parse();
     // Several rustls providers may be compiled in; the kube client needs

@@ -46,12 +46,14 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     .await?;
     let kubeconfig = api.kubeconfig.clone();
     let addr = api.local_addr;
+    // The scheduler is a client of this API server like any other, through
+    // the in-process loopback (same handlers and checks, no TCP or TLS).
+    let loopback = kube::Client::new(api.loopback(), "default");
     let api = tokio::spawn(api.run(shutdown.clone()));
-    // The scheduler talks to this API server over loopback, like any client.
     let scheduler = if args.disable_scheduler {
         None
     } else {
-        let client = crate::scheduler::client(&kubeconfig).await?;
+        let client = loopback;
         Some(tokio::spawn(crate::scheduler::run_with(
             client,
             true,

@@ -86,11 +86,13 @@ pub trait PostFilterPlugin: Plugin {
     ) -> Status;
 }
 
-/// One node's score from one plugin.
+/// One node's score from one plugin (the name borrowed from the
+/// snapshot: a cycle scores hundreds of nodes, and copying each name for
+/// each plugin would cost more than the scoring).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeScore {
+pub struct NodeScore<'a> {
     /// The node.
-    pub name: String,
+    pub name: &'a str,
     /// Its score.
     pub score: i64,
 }
@@ -112,13 +114,29 @@ pub trait ScorePlugin: Plugin {
     /// The raw score of one node.
     fn score(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Result<i64, Status>;
 
+    /// Raw scores of all `nodes` into `out` (same order and length). The
+    /// default calls [`ScorePlugin::score`] per node; plugins override it
+    /// to read their PreScore state once per cycle instead of per node.
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &Pod,
+        nodes: &[&NodeInfo],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
+        for (node, score) in nodes.iter().zip(out.iter_mut()) {
+            *score = self.score(state, pod, node)?;
+        }
+        Ok(())
+    }
+
     /// Rescales raw scores into `[MIN_NODE_SCORE, MAX_NODE_SCORE]`; the
     /// default leaves them alone.
     fn normalize_scores(
         &self,
         _state: &CycleState,
         _pod: &Pod,
-        _scores: &mut [NodeScore],
+        _scores: &mut [NodeScore<'_>],
     ) -> Status {
         Status::success()
     }
@@ -135,7 +153,7 @@ pub trait ReservePlugin: Plugin {
 /// Upstream `helper.DefaultNormalizeScore`: scales scores so the highest is
 /// `max`, optionally reversed (`max - score`), all `max` when `reverse` and
 /// every score is zero.
-pub fn default_normalize_score(max: i64, reverse: bool, scores: &mut [NodeScore]) {
+pub fn default_normalize_score(max: i64, reverse: bool, scores: &mut [NodeScore<'_>]) {
     let highest = scores.iter().map(|s| s.score).max().unwrap_or(0).max(0);
     if highest == 0 {
         if reverse {

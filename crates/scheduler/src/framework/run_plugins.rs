@@ -137,17 +137,17 @@ impl Framework {
 
     /// PreScore, Score, NormalizeScore and weights: the total per node, in
     /// `nodes` order.
-    pub fn prioritize(
+    pub fn prioritize<'n>(
         &self,
         state: &mut CycleState,
         pod: &Pod,
         snapshot: &Snapshot,
-        nodes: &[&NodeInfo],
-    ) -> Result<Vec<NodeScore>, ScheduleError> {
-        let mut totals: Vec<NodeScore> = nodes
+        nodes: &[&'n NodeInfo],
+    ) -> Result<Vec<NodeScore<'n>>, ScheduleError> {
+        let mut totals: Vec<NodeScore<'n>> = nodes
             .iter()
             .map(|n| NodeScore {
-                name: n.name().to_string(),
+                name: n.name(),
                 score: 0,
             })
             .collect();
@@ -169,29 +169,23 @@ impl Framework {
                 return Err(plugin_error("PreScore", e.plugin.name(), &status));
             }
         }
+        let mut raw = vec![0i64; nodes.len()];
+        let mut scores = totals.clone();
         for (e, pl) in &scorers {
             let name = e.plugin.name();
             if state.skips_score(name) {
                 continue;
             }
-            // The node names move into this plugin's scores and back, so
-            // no name is copied per plugin per node.
-            let mut scores = Vec::with_capacity(nodes.len());
-            for (n, total) in nodes.iter().zip(totals.iter_mut()) {
-                let score = pl
-                    .score(state, pod, n)
-                    .map_err(|s| plugin_error("Score", name, &s))?;
-                scores.push(NodeScore {
-                    name: std::mem::take(&mut total.name),
-                    score,
-                });
+            pl.score_nodes(state, pod, nodes, &mut raw)
+                .map_err(|s| plugin_error("Score", name, &s))?;
+            for (s, r) in scores.iter_mut().zip(&raw) {
+                s.score = *r;
             }
             let status = pl.normalize_scores(state, pod, &mut scores);
             if !status.is_success() {
                 return Err(plugin_error("NormalizeScore", name, &status));
             }
-            for (total, s) in totals.iter_mut().zip(scores) {
-                total.name = s.name;
+            for (total, s) in totals.iter_mut().zip(&scores) {
                 if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&s.score) {
                     let message = format!(
                         "plugin {name:?} returns an invalid score {}, it should in the range of [{MIN_NODE_SCORE}, \

@@ -260,12 +260,12 @@ impl Framework {
     }
 
     /// The highest total; ties rotate deterministically between attempts.
-    fn select_host(&mut self, scores: &[NodeScore]) -> String {
+    fn select_host(&mut self, scores: &[NodeScore<'_>]) -> String {
         let best = scores.iter().map(|s| s.score).max().unwrap_or(0);
         let ties: Vec<&NodeScore> = scores.iter().filter(|s| s.score == best).collect();
         let pick = ties
             .get(self.next_tie_break % ties.len().max(1))
-            .map(|s| s.name.clone());
+            .map(|s| s.name.to_string());
         self.next_tie_break = self.next_tie_break.wrapping_add(1);
         pick.unwrap_or_default()
     }

@@ -37,6 +37,9 @@ pub struct Snapshot {
     /// On how many nodes each image is present.
     image_nodes: HashMap<String, usize>,
     namespace_labels: BTreeMap<String, Labels>,
+    /// Pods with required pod anti-affinity on all nodes together, so the
+    /// common case (none) is known without visiting every node.
+    required_anti_affinity_pods: usize,
 }
 
 fn image_names(info: &NodeInfo) -> BTreeSet<String> {
@@ -87,6 +90,7 @@ impl Snapshot {
                 None => tracing::debug!(pod = %pod_key(&pod), %node, "pod on unknown node ignored"),
             }
         }
+        snap.recount_anti_affinity();
         snap
     }
 
@@ -99,6 +103,19 @@ impl Snapshot {
     /// A namespace's labels, if known.
     pub fn namespace_labels(&self, namespace: &str) -> Option<&Labels> {
         self.namespace_labels.get(namespace)
+    }
+
+    fn recount_anti_affinity(&mut self) {
+        self.required_anti_affinity_pods = self
+            .nodes
+            .iter()
+            .map(NodeInfo::required_anti_affinity_pods)
+            .sum();
+    }
+
+    /// Pods with required pod anti-affinity, over all nodes.
+    pub fn required_anti_affinity_pods(&self) -> usize {
+        self.required_anti_affinity_pods
     }
 
     /// All nodes, in snapshot order.
@@ -160,6 +177,7 @@ impl Snapshot {
     pub fn remove_node(&mut self, name: &str) -> Option<NodeInfo> {
         let i = self.index.remove(name)?;
         let info = self.nodes.swap_remove(i);
+        self.required_anti_affinity_pods -= info.required_anti_affinity_pods();
         if let Some(moved) = self.nodes.get(i) {
             self.index.insert(moved.name().to_string(), i);
         }
@@ -201,7 +219,9 @@ impl Snapshot {
             .get(node_name)
             .ok_or_else(|| SnapshotError::NodeNotFound(node_name.to_string()))?;
         pod.spec.get_or_insert_with(Default::default).node_name = Some(node_name.to_string());
+        let before = self.nodes[i].required_anti_affinity_pods();
         self.nodes[i].add_pod(pod);
+        self.required_anti_affinity_pods += self.nodes[i].required_anti_affinity_pods() - before;
         Ok(())
     }
 
@@ -216,12 +236,15 @@ impl Snapshot {
             .index
             .get(node_name)
             .ok_or_else(|| SnapshotError::NodeNotFound(node_name.to_string()))?;
-        self.nodes[i]
-            .remove_pod(namespace, name)
-            .ok_or_else(|| SnapshotError::PodNotFound {
+        let before = self.nodes[i].required_anti_affinity_pods();
+        let info = self.nodes[i].remove_pod(namespace, name).ok_or_else(|| {
+            SnapshotError::PodNotFound {
                 pod: format!("{namespace}/{name}"),
                 node: node_name.to_string(),
-            })
+            }
+        })?;
+        self.required_anti_affinity_pods -= before - self.nodes[i].required_anti_affinity_pods();
+        Ok(info)
     }
 }
 

@@ -8,23 +8,26 @@ use super::names;
 use crate::framework::{
     CycleState, NodeInfo, Plugin, ScorePlugin, Snapshot, Status, MAX_NODE_SCORE,
 };
-use crate::resources::{pod_requests, MissingRequests, CPU, EPHEMERAL_STORAGE, MEMORY};
+use crate::resources::{pod_requests, MissingRequests, ResourceKey};
 
 const PRE_SCORE_KEY: &str = "PreScoreNodeResourcesBalancedAllocation";
 
 /// The BalancedAllocation plugin.
 #[derive(Debug, Clone)]
 pub struct BalancedAllocation {
-    resources: Vec<String>,
+    resources: Vec<ResourceKey>,
 }
 
 impl Default for BalancedAllocation {
     fn default() -> Self {
         Self {
-            resources: vec![CPU.to_string(), MEMORY.to_string()],
+            resources: vec![ResourceKey::Cpu, ResourceKey::Memory],
         }
     }
 }
+
+/// Most resources scored on the stack; more spill to the heap.
+const STACK: usize = 8;
 
 impl Plugin for BalancedAllocation {
     fn name(&self) -> &'static str {
@@ -37,13 +40,23 @@ impl Plugin for BalancedAllocation {
 
 /// Upstream `balancedResourceScorer`.
 pub fn balanced_score(requested: &[i64], allocatable: &[i64]) -> i64 {
-    let fractions: Vec<f64> = requested
-        .iter()
-        .zip(allocatable)
-        .filter(|(_, a)| **a != 0)
-        .map(|(r, a)| (*r as f64 / *a as f64).min(1.0))
-        .collect();
-    let std = match fractions.as_slice() {
+    let mut stack = [0f64; STACK];
+    let mut heap = Vec::new();
+    let mut n = 0;
+    for (r, a) in requested.iter().zip(allocatable).filter(|(_, a)| **a != 0) {
+        let f = (*r as f64 / *a as f64).min(1.0);
+        if n < STACK {
+            stack[n] = f;
+        } else {
+            if heap.is_empty() {
+                heap.extend_from_slice(&stack);
+            }
+            heap.push(f);
+        }
+        n += 1;
+    }
+    let fractions = if n <= STACK { &stack[..n] } else { &heap[..] };
+    let std = match fractions {
         [a, b] => ((a - b) / 2.0).abs(),
         f if f.len() > 2 => {
             let mean = f.iter().sum::<f64>() / f.len() as f64;
@@ -66,7 +79,7 @@ impl ScorePlugin for BalancedAllocation {
             Ok(r) => r,
             Err(e) => return Status::error(e.to_string()),
         };
-        let per_resource: Vec<i64> = self.resources.iter().map(|n| req.get(n)).collect();
+        let per_resource: Vec<i64> = self.resources.iter().map(|k| req.amount(k)).collect();
         if per_resource.iter().all(|v| *v == 0) {
             return Status::skip();
         }
@@ -76,27 +89,46 @@ impl ScorePlugin for BalancedAllocation {
 
     fn score(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
         let pod_req: &Vec<i64> = state.require(PRE_SCORE_KEY)?;
+        Ok(self.score_node(pod_req, node))
+    }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        _pod: &Pod,
+        nodes: &[&NodeInfo],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
+        let pod_req: &Vec<i64> = state.require(PRE_SCORE_KEY)?;
+        for (node, score) in nodes.iter().zip(out.iter_mut()) {
+            *score = self.score_node(pod_req, node);
+        }
+        Ok(())
+    }
+}
+
+impl BalancedAllocation {
+    fn score_node(&self, pod_req: &[i64], node: &NodeInfo) -> i64 {
         // On the stack for the usual few resources: this runs per node.
         let n = self.resources.len();
-        let (mut req_buf, mut alloc_buf) = ([0i64; 8], [0i64; 8]);
+        let (mut req_buf, mut alloc_buf) = ([0i64; STACK], [0i64; STACK]);
         let (mut req_heap, mut alloc_heap) = (Vec::new(), Vec::new());
-        let (requested, allocatable): (&mut [i64], &mut [i64]) = if n <= 8 {
+        let (requested, allocatable): (&mut [i64], &mut [i64]) = if n <= STACK {
             (&mut req_buf[..n], &mut alloc_buf[..n])
         } else {
             req_heap.resize(n, 0);
             alloc_heap.resize(n, 0);
             (&mut req_heap, &mut alloc_heap)
         };
-        for (i, name) in self.resources.iter().enumerate() {
-            let is_scalar = ![CPU, MEMORY, EPHEMERAL_STORAGE].contains(&name.as_str());
+        for (i, key) in self.resources.iter().enumerate() {
             let want = pod_req.get(i).copied().unwrap_or(0);
-            if is_scalar && want == 0 {
+            if key.is_scalar() && want == 0 {
                 continue;
             }
-            allocatable[i] = node.allocatable().get(name);
-            requested[i] = node.requested().get(name) + want;
+            allocatable[i] = node.allocatable().amount(key);
+            requested[i] = node.requested().amount(key) + want;
         }
-        Ok(balanced_score(requested, allocatable))
+        balanced_score(requested, allocatable)
     }
 }
 

@@ -89,14 +89,37 @@ impl ScorePlugin for ImageLocality {
 
     fn score(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
         let pre: &PreScore = state.require(PRE_SCORE_KEY)?;
+        Ok(pre.score(node))
+    }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        _pod: &Pod,
+        nodes: &[&NodeInfo],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
+        let pre: &PreScore = state.require(PRE_SCORE_KEY)?;
+        for (node, score) in nodes.iter().zip(out.iter_mut()) {
+            *score = pre.score(node);
+        }
+        Ok(())
+    }
+}
+
+impl PreScore {
+    fn score(&self, node: &NodeInfo) -> i64 {
+        if node.image_states().is_empty() {
+            return calculate_priority(0, self.images.len());
+        }
         let mut sum = 0i64;
-        for image in &pre.images {
+        for image in &self.images {
             if let Some(s) = node.image_states().get(image) {
-                let spread = s.num_nodes as f64 / pre.total_nodes.max(1) as f64;
+                let spread = s.num_nodes as f64 / self.total_nodes.max(1) as f64;
                 sum += (s.size as f64 * spread) as i64;
             }
         }
-        Ok(calculate_priority(sum, pre.images.len()))
+        calculate_priority(sum, self.images.len())
     }
 }
 

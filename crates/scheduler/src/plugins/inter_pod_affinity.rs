@@ -153,6 +153,10 @@ impl PreFilterPlugin for InterPodAffinity {
             existing_anti_affinity_counts: Counts::new(),
         };
         let has_own_terms = !s.affinity.is_empty() || !s.anti_affinity.is_empty();
+        if !has_own_terms && snapshot.required_anti_affinity_pods() == 0 {
+            // Nothing constrains this pod and it constrains nothing.
+            return Ok(PreFilterResult::Skip);
+        }
         for node in snapshot.node_infos() {
             if !has_own_terms && node.required_anti_affinity_pods() == 0 {
                 continue;

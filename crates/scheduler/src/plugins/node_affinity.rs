@@ -270,7 +270,7 @@ mod tests {
         let mut scores: Vec<NodeScore> = nodes
             .iter()
             .map(|n| NodeScore {
-                name: n.name().into(),
+                name: n.name(),
                 score: NodeAffinity.score(&state, &p, n).expect("score"),
             })
             .collect();

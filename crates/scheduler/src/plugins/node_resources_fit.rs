@@ -9,7 +9,9 @@ use crate::framework::{
     CycleState, FilterPlugin, NodeInfo, Plugin, PreFilterPlugin, PreFilterResult, ScorePlugin,
     Snapshot, Status, MAX_NODE_SCORE,
 };
-use crate::resources::{pod_requests, MissingRequests, Resource, CPU, EPHEMERAL_STORAGE, MEMORY};
+use crate::resources::{
+    pod_requests, MissingRequests, Resource, ResourceKey, CPU, EPHEMERAL_STORAGE, MEMORY,
+};
 
 const PRE_FILTER_KEY: &str = "PreFilterNodeResourcesFit";
 const PRE_SCORE_KEY: &str = "PreScoreNodeResourcesFit";
@@ -18,13 +20,41 @@ const PRE_SCORE_KEY: &str = "PreScoreNodeResourcesFit";
 #[derive(Debug, Clone)]
 pub struct NodeResourcesFit {
     /// Scored resources and their weights.
-    resources: Vec<(String, i64)>,
+    resources: Vec<(ResourceKey, i64)>,
 }
 
 impl Default for NodeResourcesFit {
     fn default() -> Self {
         Self {
-            resources: vec![(CPU.to_string(), 1), (MEMORY.to_string(), 1)],
+            resources: vec![(ResourceKey::Cpu, 1), (ResourceKey::Memory, 1)],
+        }
+    }
+}
+
+impl NodeResourcesFit {
+    /// LeastAllocated over the pod's (non-zero defaulted) requests `req`.
+    fn least_allocated(&self, req: &Resource, node: &NodeInfo) -> i64 {
+        let (mut total, mut weights) = (0, 0);
+        for (key, weight) in &self.resources {
+            let pod_req = req.amount(key);
+            if key.is_scalar() && pod_req == 0 {
+                continue;
+            }
+            let alloc = node.allocatable().amount(key);
+            if alloc == 0 {
+                continue;
+            }
+            let in_use = match key {
+                ResourceKey::Cpu | ResourceKey::Memory => node.non_zero_requested().amount(key),
+                _ => node.requested().amount(key),
+            };
+            total += least_requested_score(in_use + pod_req, alloc) * weight;
+            weights += weight;
+        }
+        if weights == 0 {
+            0
+        } else {
+            total / weights
         }
     }
 }
@@ -151,26 +181,21 @@ impl ScorePlugin for NodeResourcesFit {
 
     fn score(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
         let req: &Resource = state.require(PRE_SCORE_KEY)?;
-        let (mut total, mut weights) = (0, 0);
-        for (name, weight) in &self.resources {
-            let pod_req = req.get(name);
-            let is_scalar = ![CPU, MEMORY, EPHEMERAL_STORAGE].contains(&name.as_str());
-            if is_scalar && pod_req == 0 {
-                continue;
-            }
-            let alloc = node.allocatable().get(name);
-            if alloc == 0 {
-                continue;
-            }
-            let in_use = if name == CPU || name == MEMORY {
-                node.non_zero_requested().get(name)
-            } else {
-                node.requested().get(name)
-            };
-            total += least_requested_score(in_use + pod_req, alloc) * weight;
-            weights += weight;
+        Ok(self.least_allocated(req, node))
+    }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        _pod: &Pod,
+        nodes: &[&NodeInfo],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
+        let req: &Resource = state.require(PRE_SCORE_KEY)?;
+        for (node, score) in nodes.iter().zip(out.iter_mut()) {
+            *score = self.least_allocated(req, node);
         }
-        Ok(if weights == 0 { 0 } else { total / weights })
+        Ok(())
     }
 }
 

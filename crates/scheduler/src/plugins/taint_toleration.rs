@@ -86,6 +86,17 @@ impl FilterPlugin for TaintToleration {
     }
 }
 
+/// How many PreferNoSchedule taints of the node the tolerations miss.
+fn intolerable_prefer_no_schedule(tolerations: &[Toleration], node: &NodeInfo) -> i64 {
+    let intolerable = node
+        .taints()
+        .iter()
+        .filter(|taint| taint.effect == "PreferNoSchedule")
+        .filter(|taint| !tolerations.iter().any(|t| tolerates(t, taint)))
+        .count();
+    i64::try_from(intolerable).unwrap_or(i64::MAX)
+}
+
 impl ScorePlugin for TaintToleration {
     fn pre_score(
         &self,
@@ -110,13 +121,21 @@ impl ScorePlugin for TaintToleration {
 
     fn score(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
         let tolerations: &Vec<Toleration> = state.require(PRE_SCORE_KEY)?;
-        let intolerable = node
-            .taints()
-            .iter()
-            .filter(|taint| taint.effect == "PreferNoSchedule")
-            .filter(|taint| !tolerations.iter().any(|t| tolerates(t, taint)))
-            .count();
-        Ok(i64::try_from(intolerable).unwrap_or(i64::MAX))
+        Ok(intolerable_prefer_no_schedule(tolerations, node))
+    }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        _pod: &Pod,
+        nodes: &[&NodeInfo],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
+        let tolerations: &Vec<Toleration> = state.require(PRE_SCORE_KEY)?;
+        for (node, score) in nodes.iter().zip(out.iter_mut()) {
+            *score = intolerable_prefer_no_schedule(tolerations, node);
+        }
+        Ok(())
     }
 
     fn normalize_scores(
@@ -275,7 +294,7 @@ mod tests {
         let mut scores: Vec<NodeScore> = nodes
             .iter()
             .map(|n| NodeScore {
-                name: n.name().into(),
+                name: n.name(),
                 score: TaintToleration.score(&state, &p, n).expect("score"),
             })
             .collect();

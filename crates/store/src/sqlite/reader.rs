@@ -68,10 +68,10 @@ impl Readers {
 
 /// Runs `f` inside one read transaction (a consistent snapshot).
 fn in_snapshot<T>(conn: &Connection, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-    conn.execute_batch("BEGIN DEFERRED").map_err(db_error)?;
+    schema::control(conn, "BEGIN DEFERRED").map_err(db_error)?;
     let result = f(conn);
-    if conn.execute_batch("COMMIT").is_err() {
-        let _ = conn.execute_batch("ROLLBACK");
+    if schema::control(conn, "COMMIT").is_err() {
+        let _ = schema::control(conn, "ROLLBACK");
     }
     result
 }

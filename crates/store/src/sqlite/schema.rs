@@ -53,7 +53,7 @@ pub(super) fn open_writer(path: &Path) -> rusqlite::Result<Connection> {
          PRAGMA cache_size = -16384;",
     )?;
     conn.execute_batch(SCHEMA)?;
-    conn.set_prepared_statement_cache_capacity(32);
+    tune(&conn)?;
     Ok(conn)
 }
 
@@ -65,8 +65,29 @@ pub(super) fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
     )?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     conn.execute_batch("PRAGMA query_only = 1; PRAGMA cache_size = -8192;")?;
-    conn.set_prepared_statement_cache_capacity(32);
+    tune(&conn)?;
     Ok(conn)
+}
+
+/// Statement settings shared by both kinds of connection. The bundled
+/// SQLite is built with STAT4, under which binding a new key to a cached
+/// statement can expire its plan and force a re-parse on every execution;
+/// the query planner stability guarantee keeps one plan per statement (our
+/// queries have a single sensible plan: the `(key, rev)` index).
+fn tune(conn: &Connection) -> rusqlite::Result<()> {
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )?;
+    conn.set_prepared_statement_cache_capacity(32);
+    Ok(())
+}
+
+/// Runs a transaction-control statement (`BEGIN …`, `COMMIT`, `ROLLBACK`)
+/// through the statement cache instead of parsing it each time.
+pub(super) fn control(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([])?;
+    Ok(())
 }
 
 /// Reads one `meta` value (0 when absent).

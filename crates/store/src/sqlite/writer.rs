@@ -4,7 +4,9 @@
 //! every request waiting (up to `max_batch`), applies them in one
 //! transaction, commits (one fsync for the whole group), publishes the
 //! events to the watch hub and only then answers each caller. Throughput
-//! therefore grows with the number of concurrent writers.
+//! therefore grows with the number of concurrent writers. When the last
+//! commit carried several requests, the writer waits `commit_delay` for
+//! more before committing (a lone writer never waits).
 //!
 //! Physical compaction (deleting superseded rows) runs here too, a slice at
 //! a time between write batches, so it never holds writes up for long.
@@ -69,6 +71,9 @@ pub(super) struct Writer {
     /// How far rows have been deleted.
     physical: i64,
     max_batch: usize,
+    commit_delay: std::time::Duration,
+    /// Requests in the previous commit.
+    last_batch: usize,
     /// Set when a compaction slice failed; cleared by the next commit, so a
     /// failing disk does not make the writer spin.
     compaction_stalled: bool,
@@ -82,7 +87,12 @@ struct Latest {
 }
 
 impl Writer {
-    pub(super) fn new(conn: Connection, hub: Arc<Hub>, max_batch: usize) -> rusqlite::Result<Self> {
+    pub(super) fn new(
+        conn: Connection,
+        hub: Arc<Hub>,
+        max_batch: usize,
+        commit_delay: std::time::Duration,
+    ) -> rusqlite::Result<Self> {
         let stored: i64 = schema::meta(&conn, META_CURRENT)?;
         let max_row: i64 =
             conn.query_row("SELECT COALESCE(MAX(rev), 0) FROM log", [], |r| r.get(0))?;
@@ -95,6 +105,8 @@ impl Writer {
             compacted,
             physical,
             max_batch: max_batch.max(1),
+            commit_delay,
+            last_batch: 0,
             compaction_stalled: false,
         })
     }
@@ -128,12 +140,18 @@ impl Writer {
             };
             if let Some(first) = first {
                 let mut batch = vec![first];
-                while batch.len() < self.max_batch {
-                    match rx.try_recv() {
-                        Ok(req) => batch.push(req),
-                        Err(_) => break,
-                    }
+                self.drain(&mut rx, &mut batch);
+                // Several writers were active a moment ago: give the others
+                // a moment to join this commit rather than paying an fsync
+                // each.
+                if self.last_batch > 1
+                    && batch.len() < self.max_batch
+                    && !self.commit_delay.is_zero()
+                {
+                    std::thread::sleep(self.commit_delay);
+                    self.drain(&mut rx, &mut batch);
                 }
+                self.last_batch = batch.len();
                 self.commit_batch(batch);
             }
             if self.compaction_pending() {
@@ -146,6 +164,16 @@ impl Writer {
         tracing::debug!("store writer stopped");
     }
 
+    /// Moves waiting requests into `batch`, up to `max_batch`.
+    fn drain(&self, rx: &mut mpsc::UnboundedReceiver<Request>, batch: &mut Vec<Request>) {
+        while batch.len() < self.max_batch {
+            match rx.try_recv() {
+                Ok(req) => batch.push(req),
+                Err(_) => break,
+            }
+        }
+    }
+
     /// Applies a batch in one transaction and answers every request.
     fn commit_batch(&mut self, batch: Vec<Request>) {
         let start_revision = self.revision;
@@ -153,7 +181,7 @@ impl Writer {
         let mut events = Vec::with_capacity(batch.len());
         let mut results = Vec::with_capacity(batch.len());
         let outcome = (|| -> rusqlite::Result<()> {
-            self.conn.execute_batch("BEGIN IMMEDIATE")?;
+            schema::control(&self.conn, "BEGIN IMMEDIATE")?;
             for req in &batch {
                 results.push(self.apply(&req.op, &mut events)?);
             }
@@ -163,11 +191,11 @@ impl Writer {
             if self.compacted != start_compacted {
                 schema::set_meta(&self.conn, META_COMPACT, self.compacted)?;
             }
-            self.conn.execute_batch("COMMIT")
+            schema::control(&self.conn, "COMMIT")
         })();
         if let Err(e) = outcome {
             // Nothing in the batch happened: roll back, and fail every caller.
-            let _ = self.conn.execute_batch("ROLLBACK");
+            let _ = schema::control(&self.conn, "ROLLBACK");
             self.revision = start_revision;
             self.compacted = start_compacted;
             tracing::error!(error = %e, "store commit failed");
@@ -350,7 +378,7 @@ impl Writer {
     fn compact_slice(&mut self) -> rusqlite::Result<()> {
         let lo = self.physical;
         let hi = (lo + COMPACTION_SLICE).min(self.compacted);
-        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        schema::control(&self.conn, "BEGIN IMMEDIATE")?;
         let result = (|| {
             self.conn.execute(
                 "DELETE FROM log WHERE rev IN (
@@ -366,7 +394,7 @@ impl Writer {
                 params![lo, hi],
             )?;
             schema::set_meta(&self.conn, META_PHYSICAL, hi)?;
-            self.conn.execute_batch("COMMIT")
+            schema::control(&self.conn, "COMMIT")
         })();
         match result {
             Ok(()) => {
@@ -374,7 +402,7 @@ impl Writer {
                 Ok(())
             }
             Err(e) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
+                let _ = schema::control(&self.conn, "ROLLBACK");
                 Err(e)
             }
         }
