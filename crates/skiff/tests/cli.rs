@@ -83,3 +83,188 @@ fn server_opens_its_store_and_stops_on_sigterm() {
     let status = child.wait().unwrap();
     assert!(status.success(), "server exited with {status}");
 }
+
+/// A running `skiff server`, killed on drop.
+struct Running {
+    child: std::process::Child,
+    kubeconfig: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_server() -> Running {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("data");
+    let mut child = Command::new(SKIFF)
+        .args([
+            "server",
+            "--https-listen-port",
+            "0",
+            "--bind-address",
+            "127.0.0.1",
+            "--data-dir",
+        ])
+        .arg(&data_dir)
+        .env("SKIFF_LOG", "warn")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let ready = stderr
+        .lines()
+        .map_while(Result::ok)
+        .any(|line| line.contains("skiff server is running"));
+    assert!(ready, "the server never said it was running");
+    Running {
+        child,
+        kubeconfig: data_dir.join("admin.kubeconfig"),
+        _dir: dir,
+    }
+}
+
+fn kubectl(server: &Running, args: &[&str], stdin: Option<&str>) -> String {
+    let mut cmd = Command::new("/usr/lib/google-cloud-sdk/bin/kubectl.1.33");
+    cmd.arg("--kubeconfig")
+        .arg(&server.kubeconfig)
+        .args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    if let Some(text) = stdin {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "kubectl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `skiff server` schedules with the scheduler inside it (over the
+/// in-process loopback): a pod created with kubectl lands on the only
+/// node that fits, with the upstream event and condition, and the
+/// scheduler holds the kube-scheduler Lease.
+#[test]
+fn server_schedules_pods_with_its_in_process_scheduler() {
+    let server = start_server();
+    kubectl(
+        &server,
+        &["apply", "-f", "-"],
+        Some(
+            r#"
+apiVersion: v1
+kind: Node
+metadata: {name: small, labels: {kubernetes.io/hostname: small}}
+status:
+  capacity: {cpu: "1", memory: 1Gi, pods: "110"}
+  allocatable: {cpu: "1", memory: 1Gi, pods: "110"}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: big, labels: {kubernetes.io/hostname: big}}
+status:
+  capacity: {cpu: "8", memory: 16Gi, pods: "110"}
+  allocatable: {cpu: "8", memory: 16Gi, pods: "110"}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: default}
+spec:
+  containers:
+  - name: web
+    image: registry.local/web:1
+    resources: {requests: {cpu: "2"}}
+"#,
+        ),
+    );
+    kubectl(
+        &server,
+        &[
+            "wait",
+            "--for=condition=PodScheduled",
+            "pod/web",
+            "--timeout=60s",
+        ],
+        None,
+    );
+    let node = kubectl(
+        &server,
+        &["get", "pod", "web", "-o", "jsonpath={.spec.nodeName}"],
+        None,
+    );
+    assert_eq!(node, "big");
+    // The binding is acknowledged before the event is written: watch for
+    // it (`-w` lists what exists first, so an event already there counts).
+    let mut watch = Command::new("/usr/lib/google-cloud-sdk/bin/kubectl.1.33")
+        .arg("--kubeconfig")
+        .arg(&server.kubeconfig)
+        .args([
+            "get",
+            "events",
+            "-w",
+            "--field-selector",
+            "involvedObject.name=web,reason=Scheduled",
+            "-o",
+            "name",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let first = BufReader::new(watch.stdout.take().unwrap())
+        .lines()
+        .next()
+        .and_then(Result::ok)
+        .unwrap_or_default();
+    let _ = watch.kill();
+    let _ = watch.wait();
+    let name = first.trim().trim_start_matches("event/");
+    assert!(!name.is_empty(), "no Scheduled event");
+    let event = kubectl(
+        &server,
+        &[
+            "get",
+            "event",
+            name,
+            "-o",
+            "jsonpath={.source.component} {.message}",
+        ],
+        None,
+    );
+    assert_eq!(
+        event,
+        "default-scheduler Successfully assigned default/web to big"
+    );
+    let holder = kubectl(
+        &server,
+        &[
+            "-n",
+            "kube-system",
+            "get",
+            "lease",
+            "kube-scheduler",
+            "-o",
+            "jsonpath={.spec.holderIdentity}",
+        ],
+        None,
+    );
+    assert!(!holder.is_empty(), "no lease holder");
+}
