@@ -699,15 +699,11 @@ async fn bind(
         })?
         .to_string();
     let key = object::key(r, ns, name);
-    loop {
-        let kv = match state.store.get(&key).await {
-            Ok(kv) => kv,
-            Err(skiff_store::Error::NotFound { .. }) => {
-                return Err(ApiError::not_found(r.group, r.plural, name))
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let mut pod = parse_stored(&kv.value)?;
+    for attempt in 0.. {
+        let (mut pod, revision, _) =
+            crate::write::current_for_update(state, r, ns, name, attempt).await?;
+        // Stored form: no resourceVersion.
+        object::meta(&mut pod).remove("resourceVersion");
         if pod.pointer("/metadata/deletionTimestamp").is_some() {
             return Err(ApiError::conflict_message(format!(
                 "Operation cannot be fulfilled on pods/binding \"{name}\": pod {name} is being deleted, cannot be assigned to a host"
@@ -743,11 +739,7 @@ async fn bind(
         }
         pod["status"]["conditions"] = json!(conditions);
         let value = serde_json::to_vec(&pod).map_err(|e| ApiError::internal(e.to_string()))?;
-        match state
-            .store
-            .update(&key, value.into(), kv.mod_revision)
-            .await
-        {
+        match state.store.update(&key, value.into(), revision).await {
             Ok(_) => break,
             Err(skiff_store::Error::Conflict { .. }) => continue,
             Err(e) => return Err(e.into()),

@@ -174,6 +174,29 @@ pub async fn current(
     }
 }
 
+/// The object an update starts from on attempt `attempt`: the first try
+/// takes the watch cache's copy when it has one (upstream's
+/// GuaranteedUpdate does the same with its cached existing object),
+/// saving a store read on the hot path; a stale copy only costs a
+/// conflicting compare-and-swap, after which every retry reads the store.
+/// Returns the object with resourceVersion, its revision, and whether it
+/// came from the cache.
+pub async fn current_for_update(
+    state: &AppState,
+    r: &Resource,
+    ns: Option<&str>,
+    name: &str,
+    attempt: usize,
+) -> ApiResult<(Value, i64, bool)> {
+    if attempt == 0 {
+        if let Some(cached) = state.cache(r).get(&object::key(r, ns, name)) {
+            return Ok((cached.object.clone(), cached.revision, true));
+        }
+    }
+    let (obj, revision) = current(state, r, ns, name).await?;
+    Ok((obj, revision, false))
+}
+
 /// Updates one object: `mutate` gets the current object (served form,
 /// resourceVersion included) and returns the desired one. `subresource`
 /// "status" keeps everything but status; otherwise status is kept.
@@ -188,8 +211,8 @@ pub async fn update(
 ) -> ApiResult<Outcome> {
     let key = object::key(r, ns, name);
     let mut warnings = Vec::new();
-    for _ in 0..UPDATE_ATTEMPTS {
-        let (old, revision) = current(state, r, ns, name).await?;
+    for attempt in 0..UPDATE_ATTEMPTS {
+        let (old, revision, cached) = current_for_update(state, r, ns, name, attempt).await?;
         // The current object goes to `mutate` without its resourceVersion,
         // so only a version the client wrote (PUT body, patch) pins it.
         let mut base = crate::convert::to_served(r, old.clone());
@@ -228,6 +251,10 @@ pub async fn update(
                 _ => None,
             };
         if pinned.is_some_and(|p| p != revision) {
+            if cached {
+                // The cache may lag the client: check against the store.
+                continue;
+            }
             return Err(ApiError::conflict(r.group, r.plural, name));
         }
         let mut new = match subresource {
@@ -279,7 +306,7 @@ pub async fn update(
                     warnings: std::mem::take(&mut warnings),
                 });
             }
-            Err(skiff_store::Error::Conflict { .. }) if pinned.is_none() => continue,
+            Err(skiff_store::Error::Conflict { .. }) if pinned.is_none() || cached => continue,
             Err(skiff_store::Error::Conflict { .. }) => {
                 return Err(ApiError::conflict(r.group, r.plural, name))
             }
