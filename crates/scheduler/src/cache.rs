@@ -10,7 +10,7 @@
 //! yet are kept and counted once the node appears. Each change reports the
 //! [`ClusterEvent`] it amounts to, for the queue. It does no I/O.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 
@@ -57,6 +57,34 @@ fn node_name(pod: &Pod) -> Option<&str> {
         .as_ref()
         .and_then(|s| s.node_name.as_deref())
         .filter(|n| !n.is_empty())
+}
+
+/// Whether two versions of a pod weigh the same for the node they are on:
+/// labels (pod affinity, spread), containers (requests, ports, images),
+/// overhead and affinity terms.
+fn counts_the_same(a: &Pod, b: &Pod) -> bool {
+    fn parts(
+        p: &Pod,
+    ) -> Option<(
+        &Vec<k8s_openapi::api::core::v1::Container>,
+        &Option<Vec<k8s_openapi::api::core::v1::Container>>,
+        &Option<BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>,
+        &Option<k8s_openapi::api::core::v1::Affinity>,
+        &Option<Vec<k8s_openapi::api::core::v1::TopologySpreadConstraint>>,
+    )> {
+        p.spec.as_ref().map(|s| {
+            (
+                &s.containers,
+                &s.init_containers,
+                &s.overhead,
+                &s.affinity,
+                &s.topology_spread_constraints,
+            )
+        })
+    }
+    a.metadata.labels == b.metadata.labels
+        && a.metadata.uid == b.metadata.uid
+        && parts(a) == parts(b)
 }
 
 fn is_terminal(pod: &Pod) -> bool {
@@ -166,6 +194,15 @@ impl Cache {
             return self.remove_pod(&key);
         }
         let node = node_name(&pod)?.to_string();
+        // The common case: the binding of a pod we assumed. Its accounting
+        // on the node is already right; only the object and flag change.
+        if let Some(cached) = self.pods.get_mut(&key) {
+            if cached.assumed && cached.node == node && counts_the_same(&cached.pod, &pod) {
+                cached.pod = pod;
+                cached.assumed = false;
+                return Some(ClusterEvent::AssignedPodAdd);
+            }
+        }
         let old = self.take(&key);
         let event = match &old {
             Some(old) if !old.assumed => (old.pod.metadata.labels != pod.metadata.labels)

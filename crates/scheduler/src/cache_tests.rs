@@ -118,3 +118,45 @@ fn terminal_and_relabelled_pods() {
     );
     assert_eq!(cpu_on(&cache, "n1"), 0);
 }
+
+#[test]
+fn a_confirmation_that_differs_from_the_assumption_is_recounted() {
+    let mut cache = Cache::new();
+    cache.upsert_node(node("n1").build());
+    cache.upsert_node(node("n2").build());
+    let p = pod("a").req_cpu("1").build();
+    cache.assume(p.clone(), "n1").expect("assume");
+    // Bound elsewhere (another scheduler won the race): counted there only.
+    let elsewhere = crate::testing::PodBuilder::from(p.clone())
+        .node_name("n2")
+        .build();
+    assert_eq!(
+        cache.add_or_update_pod(elsewhere),
+        Some(ClusterEvent::AssignedPodAdd)
+    );
+    assert_eq!((cpu_on(&cache, "n1"), cpu_on(&cache, "n2")), (0, 1000));
+
+    // Relabelled between assumption and confirmation: the snapshot holds
+    // the new labels (pod affinity and spread read them).
+    cache.remove_pod("default/a");
+    cache.assume(p.clone(), "n1").expect("assume");
+    let relabelled = crate::testing::PodBuilder::from(p)
+        .label("app", "web")
+        .node_name("n1")
+        .build();
+    cache.add_or_update_pod(relabelled);
+    assert!(!cache.is_assumed("default/a"));
+    assert_eq!(cpu_on(&cache, "n1"), 1000);
+    let on_n1 = cache.snapshot().get("n1").expect("n1");
+    assert_eq!(on_n1.pods().len(), 1);
+    assert_eq!(
+        on_n1.pods()[0]
+            .pod
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("app"))
+            .map(String::as_str),
+        Some("web")
+    );
+}
