@@ -10,7 +10,7 @@
 //! yet are kept and counted once the node appears. Each change reports the
 //! [`ClusterEvent`] it amounts to, for the queue. It does no I/O.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 
@@ -63,28 +63,18 @@ fn node_name(pod: &Pod) -> Option<&str> {
 /// labels (pod affinity, spread), containers (requests, ports, images),
 /// overhead and affinity terms.
 fn counts_the_same(a: &Pod, b: &Pod) -> bool {
-    fn parts(
-        p: &Pod,
-    ) -> Option<(
-        &Vec<k8s_openapi::api::core::v1::Container>,
-        &Option<Vec<k8s_openapi::api::core::v1::Container>>,
-        &Option<BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>,
-        &Option<k8s_openapi::api::core::v1::Affinity>,
-        &Option<Vec<k8s_openapi::api::core::v1::TopologySpreadConstraint>>,
-    )> {
-        p.spec.as_ref().map(|s| {
-            (
-                &s.containers,
-                &s.init_containers,
-                &s.overhead,
-                &s.affinity,
-                &s.topology_spread_constraints,
-            )
-        })
-    }
-    a.metadata.labels == b.metadata.labels
-        && a.metadata.uid == b.metadata.uid
-        && parts(a) == parts(b)
+    let same_spec = match (&a.spec, &b.spec) {
+        (Some(x), Some(y)) => {
+            x.containers == y.containers
+                && x.init_containers == y.init_containers
+                && x.overhead == y.overhead
+                && x.affinity == y.affinity
+                && x.topology_spread_constraints == y.topology_spread_constraints
+        }
+        (None, None) => true,
+        _ => false,
+    };
+    a.metadata.labels == b.metadata.labels && a.metadata.uid == b.metadata.uid && same_spec
 }
 
 fn is_terminal(pod: &Pod) -> bool {
