@@ -96,7 +96,7 @@ pub async fn bind(client: Client, pod: &Pod, node: &str) -> Result<()> {
 pub async fn bind_and_report(
     client: Client,
     recorder: Recorder,
-    pod: Pod,
+    pod: std::sync::Arc<Pod>,
     node: String,
     outcomes: mpsc::UnboundedSender<BindOutcome>,
 ) {

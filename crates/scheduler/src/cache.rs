@@ -11,6 +11,7 @@
 //! [`ClusterEvent`] it amounts to, for the queue. It does no I/O.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 
@@ -39,7 +40,8 @@ pub type Result<T, E = CacheError> = std::result::Result<T, E>;
 
 #[derive(Debug)]
 struct CachedPod {
-    pod: Pod,
+    /// With `spec.nodeName` set; shared with the snapshot.
+    pod: Arc<Pod>,
     node: String,
     assumed: bool,
 }
@@ -125,7 +127,14 @@ impl Cache {
             .map(|_| ClusterEvent::NodeDelete)
     }
 
-    fn insert(&mut self, key: String, pod: Pod, node: String, assumed: bool) {
+    fn insert(&mut self, key: String, mut pod: Arc<Pod>, node: String, assumed: bool) {
+        // One copy, with the node set, shared by the cache and the snapshot.
+        if node_name(&pod) != Some(node.as_str()) {
+            Arc::make_mut(&mut pod)
+                .spec
+                .get_or_insert_with(Default::default)
+                .node_name = Some(node.clone());
+        }
         if let Err(e) = self.snapshot.assume(pod.clone(), &node) {
             tracing::debug!(pod = %key, error = %e, "pod on a node not seen yet");
         }
@@ -152,7 +161,8 @@ impl Cache {
     }
 
     /// Counts `pod` on `node` before its binding is confirmed.
-    pub fn assume(&mut self, pod: Pod, node: &str) -> Result<()> {
+    pub fn assume(&mut self, pod: impl Into<Arc<Pod>>, node: &str) -> Result<()> {
+        let pod = pod.into();
         let key = pod_key(&pod);
         if self.pods.contains_key(&key) {
             return Err(CacheError::AlreadyCached(key));
@@ -178,7 +188,8 @@ impl Cache {
 
     /// An assigned pod from the watch: confirms an assumption or adds or
     /// updates the pod. Terminal pods are removed.
-    pub fn add_or_update_pod(&mut self, pod: Pod) -> Option<ClusterEvent> {
+    pub fn add_or_update_pod(&mut self, pod: impl Into<Arc<Pod>>) -> Option<ClusterEvent> {
+        let pod = pod.into();
         let key = pod_key(&pod);
         if is_terminal(&pod) {
             return self.remove_pod(&key);

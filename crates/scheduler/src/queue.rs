@@ -12,6 +12,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
@@ -58,15 +59,15 @@ pub enum Place {
 /// A pod handed out by [`SchedulingQueue::pop`].
 #[derive(Debug, Clone)]
 pub struct PoppedPod {
-    /// The pod as last seen.
-    pub pod: Pod,
+    /// The pod as last seen (shared with the queue's copy).
+    pub pod: Arc<Pod>,
     /// Attempts including this one.
     pub attempts: u32,
 }
 
 #[derive(Debug)]
 struct Entry {
-    pod: Pod,
+    pod: Arc<Pod>,
     place: Place,
     attempts: u32,
     /// When the pod last entered a sub-queue.
@@ -187,7 +188,8 @@ impl<C: Clock> SchedulingQueue<C> {
 
     /// Adds a pending pod, or updates the queued copy (a pod recreated
     /// under the same name starts afresh).
-    pub fn add(&mut self, pod: Pod) {
+    pub fn add(&mut self, pod: impl Into<Arc<Pod>>) {
+        let pod = pod.into();
         let key = pod_key(&pod);
         if let Some(e) = self.entries.get(&key) {
             if e.pod.metadata.uid == pod.metadata.uid {
@@ -212,7 +214,7 @@ impl<C: Clock> SchedulingQueue<C> {
         self.link(&key, Place::Active);
     }
 
-    fn update(&mut self, key: &str, pod: Pod) {
+    fn update(&mut self, key: &str, pod: Arc<Pod>) {
         let Some(e) = self.entries.get(key) else {
             return;
         };

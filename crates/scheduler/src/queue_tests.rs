@@ -26,7 +26,7 @@ fn plugins(names: &[&'static str]) -> BTreeSet<&'static str> {
 }
 
 fn pop_name<C: Clock>(q: &mut SchedulingQueue<C>) -> Option<String> {
-    q.pop().and_then(|p| p.pod.metadata.name)
+    q.pop().and_then(|p| p.pod.metadata.name.clone())
 }
 
 const SECOND: Duration = Duration::from_secs(1);
@@ -172,7 +172,12 @@ fn updates_requeue_only_when_the_spec_changed() {
     assert_eq!(q.place("default/p"), Some(Place::Active));
     let popped = q.pop().expect("updated pod");
     assert_eq!(popped.attempts, 2);
-    assert!(popped.pod.spec.and_then(|s| s.tolerations).is_some());
+    assert!(popped
+        .pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.tolerations.as_ref())
+        .is_some());
 }
 
 #[test]

@@ -11,6 +11,7 @@
 //! Everything it spawned is aborted when the term ends.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{FutureExt, StreamExt};
@@ -310,7 +311,7 @@ impl SchedulerLoop {
     }
 
     /// Spawns the condition write (if it changes) and the event.
-    fn report_failure(&mut self, pod: Pod, reason: &'static str, message: String) {
+    fn report_failure(&mut self, pod: Arc<Pod>, reason: &'static str, message: String) {
         let client = self.client.clone();
         let recorder = self.recorder.clone();
         self.tasks.spawn(async move {

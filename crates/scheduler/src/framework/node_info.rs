@@ -7,6 +7,7 @@
 //! [`NodeInfo::remove_pod`]; nothing here talks to the API server.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{ContainerPort, Node, Pod, Taint};
 
@@ -16,8 +17,8 @@ use crate::selectors::Labels;
 /// A pod as placed on a node, with its requests precomputed.
 #[derive(Debug, Clone)]
 pub struct PodInfo {
-    /// The pod object.
-    pub pod: Pod,
+    /// The pod object, shared with the scheduler cache and queue.
+    pub pod: Arc<Pod>,
     /// Requests with missing values as zero.
     pub requested: Resource,
     /// Requests with missing cpu/memory as 100m/200Mi (for scoring).
@@ -43,7 +44,8 @@ pub fn pod_key(pod: &Pod) -> String {
 impl PodInfo {
     /// Wraps a pod; unparsable requests count as zero (the API server
     /// validates quantities, so this only guards against corrupt input).
-    pub fn new(pod: Pod) -> Self {
+    pub fn new(pod: impl Into<Arc<Pod>>) -> Self {
+        let pod = pod.into();
         let requested = requests_or_zero(&pod, MissingRequests::Zero);
         let non_zero_requested = requests_or_zero(&pod, MissingRequests::NonZeroDefaults);
         Self {
@@ -299,7 +301,7 @@ impl NodeInfo {
     }
 
     /// Accounts a pod on this node.
-    pub fn add_pod(&mut self, pod: Pod) {
+    pub fn add_pod(&mut self, pod: impl Into<Arc<Pod>>) {
         let info = PodInfo::new(pod);
         self.requested.add(&info.requested);
         self.non_zero_requested.milli_cpu += info.non_zero_requested.milli_cpu;
