@@ -35,55 +35,81 @@ impl FieldValidation {
     }
 }
 
-fn roundtrip<T: DeserializeOwned + Serialize>(obj: &Value) -> Option<Value> {
-    let typed: T = serde_json::from_value(obj.clone()).ok()?;
+/// The typed struct's view of the body: decoded straight from the raw bytes
+/// (no copy of the parsed tree); a body with duplicate keys, which the
+/// typed decoder refuses, is decoded from the parsed tree (last key wins,
+/// as upstream keeps the last duplicate).
+fn roundtrip<T: DeserializeOwned + Serialize>(raw: &[u8], obj: &Value) -> Option<Value> {
+    let typed: T = match serde_json::from_slice(raw) {
+        Ok(t) => t,
+        Err(_) => serde_json::from_value(obj.clone()).ok()?,
+    };
     serde_json::to_value(typed).ok()
 }
 
 /// The object as its typed struct sees it, for kinds we know.
-fn typed_view(group: &str, kind: &str, obj: &Value) -> Option<Value> {
+fn typed_view(group: &str, kind: &str, raw: &[u8], obj: &Value) -> Option<Value> {
     use k8s_openapi::api::{apps, batch, coordination, core, events};
     match (group, kind) {
-        ("", "Pod") => roundtrip::<core::v1::Pod>(obj),
-        ("", "Node") => roundtrip::<core::v1::Node>(obj),
-        ("", "Namespace") => roundtrip::<core::v1::Namespace>(obj),
-        ("", "Event") => roundtrip::<core::v1::Event>(obj),
-        ("", "ConfigMap") => roundtrip::<core::v1::ConfigMap>(obj),
-        ("", "Secret") => roundtrip::<core::v1::Secret>(obj),
-        ("", "Service") => roundtrip::<core::v1::Service>(obj),
-        ("", "Endpoints") => roundtrip::<core::v1::Endpoints>(obj),
-        ("", "ServiceAccount") => roundtrip::<core::v1::ServiceAccount>(obj),
-        ("coordination.k8s.io", "Lease") => roundtrip::<coordination::v1::Lease>(obj),
-        ("apps", "Deployment") => roundtrip::<apps::v1::Deployment>(obj),
-        ("apps", "ReplicaSet") => roundtrip::<apps::v1::ReplicaSet>(obj),
-        ("batch", "Job") => roundtrip::<batch::v1::Job>(obj),
-        ("events.k8s.io", "Event") => roundtrip::<events::v1::Event>(obj),
-        ("autoscaling", "Scale") => roundtrip::<k8s_openapi::api::autoscaling::v1::Scale>(obj),
+        ("", "Pod") => roundtrip::<core::v1::Pod>(raw, obj),
+        ("", "Node") => roundtrip::<core::v1::Node>(raw, obj),
+        ("", "Namespace") => roundtrip::<core::v1::Namespace>(raw, obj),
+        ("", "Event") => roundtrip::<core::v1::Event>(raw, obj),
+        ("", "ConfigMap") => roundtrip::<core::v1::ConfigMap>(raw, obj),
+        ("", "Secret") => roundtrip::<core::v1::Secret>(raw, obj),
+        ("", "Service") => roundtrip::<core::v1::Service>(raw, obj),
+        ("", "Endpoints") => roundtrip::<core::v1::Endpoints>(raw, obj),
+        ("", "ServiceAccount") => roundtrip::<core::v1::ServiceAccount>(raw, obj),
+        ("coordination.k8s.io", "Lease") => roundtrip::<coordination::v1::Lease>(raw, obj),
+        ("apps", "Deployment") => roundtrip::<apps::v1::Deployment>(raw, obj),
+        ("apps", "ReplicaSet") => roundtrip::<apps::v1::ReplicaSet>(raw, obj),
+        ("batch", "Job") => roundtrip::<batch::v1::Job>(raw, obj),
+        ("events.k8s.io", "Event") => roundtrip::<events::v1::Event>(raw, obj),
+        ("autoscaling", "Scale") => roundtrip::<k8s_openapi::api::autoscaling::v1::Scale>(raw, obj),
         _ => None,
     }
 }
 
-fn unknown(path: &str, given: &Value, known: &Value, out: &mut Vec<String>) {
+/// One step of a field path, linked to its parent; rendered as
+/// `spec.containers[0].name` only when something is reported, so the walks
+/// allocate nothing for clean bodies.
+#[derive(Clone, Copy)]
+enum Step<'a> {
+    Root,
+    Key(&'a Step<'a>, &'a str),
+    Index(&'a Step<'a>, usize),
+}
+
+impl Step<'_> {
+    fn render(&self) -> String {
+        match self {
+            Step::Root => String::new(),
+            Step::Key(parent, key) => match parent.render() {
+                p if p.is_empty() => key.to_string(),
+                p => format!("{p}.{key}"),
+            },
+            Step::Index(parent, i) => format!("{}[{i}]", parent.render()),
+        }
+    }
+}
+
+fn unknown(path: &Step<'_>, given: &Value, known: &Value, out: &mut Vec<String>) {
     match (given, known) {
         (Value::Object(g), Value::Object(k)) => {
             for (key, value) in g {
-                let here = if path.is_empty() {
-                    key.clone()
-                } else {
-                    format!("{path}.{key}")
-                };
+                let here = Step::Key(path, key);
                 match k.get(key) {
                     Some(known) => unknown(&here, value, known, out),
                     // A known field set to null or empty is dropped by the
                     // encoder without being unknown.
                     None if value.is_null() || is_empty(value) => {}
-                    None => out.push(format!("unknown field \"{here}\"")),
+                    None => out.push(format!("unknown field \"{}\"", here.render())),
                 }
             }
         }
         (Value::Array(g), Value::Array(k)) => {
             for (i, (value, known)) in g.iter().zip(k).enumerate() {
-                unknown(&format!("{path}[{i}]"), value, known, out);
+                unknown(&Step::Index(path, i), value, known, out);
             }
         }
         _ => {}
@@ -98,54 +124,109 @@ fn is_empty(v: &Value) -> bool {
     }
 }
 
+/// A key of the raw body, borrowed unless it had escapes.
+enum Key<'de> {
+    Borrowed(&'de str),
+    Owned(String),
+}
+
+impl Key<'_> {
+    fn as_str(&self) -> &str {
+        match self {
+            Key::Borrowed(s) => s,
+            Key::Owned(s) => s,
+        }
+    }
+}
+
+struct KeySeed;
+
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = Key<'de>;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Key<'de>, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed {
+    type Value = Key<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a key")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+        Ok(Key::Borrowed(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+        Ok(Key::Owned(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Key<'de>, E> {
+        Ok(Key::Owned(v))
+    }
+}
+
 /// Collects duplicate keys while walking raw JSON.
-struct Duplicates<'a> {
-    path: String,
+struct Duplicates<'a, 'p> {
+    path: &'p Step<'p>,
     out: &'a mut Vec<String>,
 }
 
-impl<'de> DeserializeSeed<'de> for Duplicates<'_> {
+impl<'de> DeserializeSeed<'de> for Duplicates<'_, '_> {
     type Value = ();
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for Duplicates<'_> {
+/// Objects with more keys than this are checked with a hash set.
+const LINEAR_KEYS: usize = 16;
+
+impl<'de> Visitor<'de> for Duplicates<'_, '_> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut seen = HashSet::new();
-        while let Some(key) = map.next_key::<String>()? {
-            let here = if self.path.is_empty() {
-                key.clone()
-            } else {
-                format!("{}.{key}", self.path)
+        // Few keys: a vector scanned in place; many: a set.
+        let mut seen: Vec<Key<'de>> = Vec::new();
+        let mut set: Option<HashSet<String>> = None;
+        while let Some(key) = map.next_key_seed(KeySeed)? {
+            let duplicate = match &mut set {
+                Some(set) => !set.insert(key.as_str().to_string()),
+                None => seen.iter().any(|k| k.as_str() == key.as_str()),
             };
-            if !seen.insert(key) {
-                self.out.push(format!("duplicate field \"{here}\""));
+            {
+                let here = Step::Key(self.path, key.as_str());
+                if duplicate {
+                    self.out
+                        .push(format!("duplicate field \"{}\"", here.render()));
+                }
+                map.next_value_seed(Duplicates {
+                    path: &here,
+                    out: self.out,
+                })?;
             }
-            map.next_value_seed(Duplicates {
-                path: here,
-                out: self.out,
-            })?;
+            if set.is_none() && !duplicate {
+                seen.push(key);
+                if seen.len() > LINEAR_KEYS {
+                    set = Some(seen.drain(..).map(|k| k.as_str().to_string()).collect());
+                }
+            }
         }
         Ok(())
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         let mut i = 0;
-        while seq
-            .next_element_seed(Duplicates {
-                path: format!("{}[{i}]", self.path),
+        loop {
+            let here = Step::Index(self.path, i);
+            let next = seq.next_element_seed(Duplicates {
+                path: &here,
                 out: self.out,
-            })?
-            .is_some()
-        {
+            })?;
+            if next.is_none() {
+                return Ok(());
+            }
             i += 1;
         }
-        Ok(())
     }
     fn visit_bool<E>(self, _: bool) -> Result<(), E> {
         Ok(())
@@ -173,12 +254,12 @@ pub fn findings(group: &str, kind: &str, raw: &[u8], obj: &Value) -> Vec<String>
     let mut out = Vec::new();
     let mut de = serde_json::Deserializer::from_slice(raw);
     let _ = Duplicates {
-        path: String::new(),
+        path: &Step::Root,
         out: &mut out,
     }
     .deserialize(&mut de);
-    if let Some(known) = typed_view(group, kind, obj) {
-        unknown("", obj, &known, &mut out);
+    if let Some(known) = typed_view(group, kind, raw, obj) {
+        unknown(&Step::Root, obj, &known, &mut out);
     }
     out
 }
@@ -223,5 +304,25 @@ mod tests {
             "spec":{"containers":[{"name":"c","image":"i","resources":{}}]}}}}"#;
         let obj: Value = serde_json::from_slice(raw).unwrap();
         assert!(findings("apps", "Deployment", raw, &obj).is_empty());
+    }
+
+    #[test]
+    fn duplicates_in_large_objects_and_escaped_keys() {
+        let mut labels: Vec<String> = (0..20).map(|i| format!("\"k{i}\":\"v\"")).collect();
+        labels.push("\"k3\":\"again\"".into());
+        labels.push("\"a\\u0062\":\"1\"".into());
+        labels.push("\"ab\":\"2\"".into());
+        let raw = format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"c","labels":{{{}}}}},"data":{{"x":"1"}}}}"#,
+            labels.join(",")
+        );
+        let obj: Value = serde_json::from_slice(raw.as_bytes()).unwrap();
+        assert_eq!(
+            findings("", "ConfigMap", raw.as_bytes(), &obj),
+            vec![
+                "duplicate field \"metadata.labels.k3\"",
+                "duplicate field \"metadata.labels.ab\"",
+            ]
+        );
     }
 }
