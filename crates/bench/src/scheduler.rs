@@ -30,6 +30,10 @@ pub struct Args {
     /// Concurrent pod creators.
     #[arg(long, default_value_t = 64)]
     creators: usize,
+    /// Runs of each case; the table shows the median and the range (the
+    /// machines are noisy).
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
     /// Where the scheduler runs: in-process, process, create-only.
     #[arg(
         long,
@@ -246,8 +250,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             .and_then(|(n, p)| Some((n.parse().ok()?, p.parse().ok()?)))
             .ok_or_else(|| anyhow::anyhow!("size {size}: expected NODESxPODS"))?;
         for &mode in &args.modes {
-            let f = one(nodes, pods, args.creators, mode).await?;
-            let rate = pods as f64 / f.seconds;
+            let mut runs = Vec::new();
+            for _ in 0..args.repeat.max(1) {
+                runs.push(one(nodes, pods, args.creators, mode).await?);
+            }
+            runs.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
+            let rate = |f: &Figures| pods as f64 / f.seconds;
+            let median = &runs[runs.len() / 2];
+            let (low, high) = (rate(&runs[0]), rate(&runs[runs.len() - 1]));
             let (target, floor) = match mode {
                 Mode::CreateOnly => ("-", "-"),
                 _ if nodes >= 5000 => ("≥ 5000", "680 (CI floor), ~1000 (workstation)"),
@@ -255,16 +265,19 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             };
             rows.push((
                 format!("{nodes} nodes, {pods} pods, {}", mode.label()),
-                format!("{rate:.0}"),
+                format!("{:.0} ({low:.0}–{high:.0})", rate(median)),
                 target.to_string(),
                 floor.to_string(),
             ));
-            let cpu = match f.scheduler_cpu {
-                Some(s) => format!("{:.1} (server) + {s:.1} (scheduler)", f.server_cpu),
-                None => format!("{:.1}", f.server_cpu),
+            let cpu = match median.scheduler_cpu {
+                Some(s) => format!("{:.1} (server) + {s:.1} (scheduler)", median.server_cpu),
+                None => format!("{:.1}", median.server_cpu),
             };
             rows.push((
-                format!("{nodes} nodes, {pods} pods, {:?}: CPU seconds", mode),
+                format!(
+                    "{nodes} nodes, {pods} pods, {:?}: CPU seconds (median run)",
+                    mode
+                ),
                 cpu,
                 "-".to_string(),
                 "-".to_string(),
@@ -273,8 +286,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     }
     print_table(
         &format!(
-            "Scheduler benchmark (SchedulingBasic shape), {} cores shared by API server, scheduler and client",
-            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)
+            "Scheduler benchmark (SchedulingBasic shape), {} cores shared by API server, scheduler and client; median of {} runs (slowest–fastest)",
+            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+            args.repeat.max(1)
         ),
         ["metric", "skiff", "target", "upstream kube-scheduler"],
         &rows,

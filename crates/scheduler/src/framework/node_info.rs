@@ -178,11 +178,31 @@ fn node_parts(node: &Node) -> (String, Resource, BTreeMap<String, ImageStateSumm
     (name, allocatable, image_states)
 }
 
+fn unschedulable_of(node: &Node) -> bool {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.unschedulable)
+        .unwrap_or(false)
+}
+
+fn taints_of(node: &Node) -> Vec<Taint> {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.taints.clone())
+        .unwrap_or_default()
+}
+
 /// A node and the pods on it, with aggregates.
 #[derive(Debug, Clone)]
 pub struct NodeInfo {
-    node: Node,
+    /// Boxed: the object is large and rarely read per node, while the
+    /// counters below are read for every node of every cycle.
+    node: Box<Node>,
     name: String,
+    /// `spec.unschedulable` and `spec.taints`, copied out of the boxed
+    /// object because filters read them for every node.
+    unschedulable: bool,
+    taints: Vec<Taint>,
     pods: Vec<PodInfo>,
     requested: Resource,
     non_zero_requested: Resource,
@@ -214,7 +234,9 @@ impl NodeInfo {
     pub fn new(node: Node) -> Self {
         let (name, allocatable, image_states) = node_parts(&node);
         Self {
-            node,
+            unschedulable: unschedulable_of(&node),
+            taints: taints_of(&node),
+            node: Box::new(node),
             name,
             pods: Vec::new(),
             requested: Resource::default(),
@@ -232,9 +254,11 @@ impl NodeInfo {
     pub fn set_node(&mut self, node: Node) -> Node {
         let (name, allocatable, image_states) = node_parts(&node);
         self.name = name;
+        self.unschedulable = unschedulable_of(&node);
+        self.taints = taints_of(&node);
         self.allocatable = allocatable;
         self.image_states = image_states;
-        std::mem::replace(&mut self.node, node)
+        *std::mem::replace(&mut self.node, Box::new(node))
     }
 
     /// The node object.
@@ -259,11 +283,12 @@ impl NodeInfo {
 
     /// The node's taints.
     pub fn taints(&self) -> &[Taint] {
-        self.node
-            .spec
-            .as_ref()
-            .and_then(|s| s.taints.as_deref())
-            .unwrap_or_default()
+        &self.taints
+    }
+
+    /// Whether the node is cordoned (`spec.unschedulable`).
+    pub fn unschedulable(&self) -> bool {
+        self.unschedulable
     }
 
     /// Pods assigned or assumed on the node.

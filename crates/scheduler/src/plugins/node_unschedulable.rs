@@ -24,13 +24,7 @@ impl Plugin for NodeUnschedulable {
 
 impl FilterPlugin for NodeUnschedulable {
     fn filter(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
-        let cordoned = node
-            .node()
-            .spec
-            .as_ref()
-            .and_then(|s| s.unschedulable)
-            .unwrap_or(false);
-        if !cordoned {
+        if !node.unschedulable() {
             return Status::success();
         }
         let taint = Taint {
