@@ -128,14 +128,47 @@ fn decode(key: &str, value: &[u8], revision: i64) -> Option<Arc<Cached>> {
     let object: Value = serde_json::from_slice(value)
         .map_err(|e| tracing::warn!(key, error = %e, "stored object is not JSON"))
         .ok()?;
+    let json = match with_revision_spliced(value, &object, revision) {
+        Some(json) => json,
+        None => serde_json::to_vec(&with_revision(object.clone(), revision)).ok()?,
+    };
     let object = with_revision(object, revision);
-    let json = Bytes::from(serde_json::to_vec(&object).ok()?);
+    let json = Bytes::from(json);
     Some(Arc::new(Cached {
         key: key.to_string(),
         revision,
         object,
         json,
     }))
+}
+
+/// The stored bytes with `"resourceVersion":"R"` inserted at the start of
+/// the top-level `metadata` object, so the served form is not serialized
+/// again from the parsed tree (every write passes through here). `None`
+/// when the shape is unusual (no metadata object, a resourceVersion
+/// already stored, escaped top-level keys); the caller then serializes.
+fn with_revision_spliced(raw: &[u8], object: &Value, revision: i64) -> Option<Vec<u8>> {
+    use serde_json::value::RawValue;
+    let meta = object.get("metadata")?.as_object()?;
+    if meta.contains_key("resourceVersion") {
+        return None;
+    }
+    let top: std::collections::HashMap<&str, &RawValue> = serde_json::from_slice(raw).ok()?;
+    let text = top.get("metadata")?.get();
+    // The raw value borrows from `raw`: its offset there.
+    let start = (text.as_ptr() as usize).checked_sub(raw.as_ptr() as usize)?;
+    if raw.get(start) != Some(&b'{') {
+        return None;
+    }
+    let insert = format!("\"resourceVersion\":\"{revision}\"");
+    let mut out = Vec::with_capacity(raw.len() + insert.len() + 1);
+    out.extend_from_slice(&raw[..=start]);
+    out.extend_from_slice(insert.as_bytes());
+    if !meta.is_empty() {
+        out.push(b',');
+    }
+    out.extend_from_slice(&raw[start + 1..]);
+    Some(out)
 }
 
 /// A watch served from the cache: the events to send first, then a queue.
@@ -422,6 +455,36 @@ impl Caches {
             if let Some(item) = item {
                 cache.apply(event.kind, event.revision, item);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn served_bytes_carry_the_revision_and_match_the_tree() {
+        let cases: &[&[u8]] = &[
+            br#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","namespace":"d"},"spec":{"template":{"metadata":{"name":"inner"}}}}"#,
+            br#"{"data":{"k":"\"metadata\":{"},"metadata":{}}"#,
+            br#" { "metadata" : { "name" : "spaced" } } "#,
+            br#"{"kind":"X","metadata":{"name":"b","resourceVersion":"7"}}"#,
+            br#"{"kind":"NoMetadata"}"#,
+        ];
+        for (i, raw) in cases.iter().enumerate() {
+            let tree: Value = serde_json::from_slice(raw).unwrap();
+            // The first three are spliced; the others take the slow path.
+            assert_eq!(with_revision_spliced(raw, &tree, 42).is_some(), i < 3);
+            let item = decode("/registry/x/a", raw, 42).expect("decodes");
+            let served: Value = serde_json::from_slice(&item.json).expect("served JSON");
+            assert_eq!(served, item.object, "{}", String::from_utf8_lossy(raw));
+            assert_eq!(
+                served.pointer("/metadata/resourceVersion"),
+                Some(&serde_json::json!("42")),
+                "{}",
+                String::from_utf8_lossy(raw)
+            );
         }
     }
 }
