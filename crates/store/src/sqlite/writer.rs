@@ -5,8 +5,10 @@
 //! transaction, commits (one fsync for the whole group), publishes the
 //! events to the watch hub and only then answers each caller. Throughput
 //! therefore grows with the number of concurrent writers. When the last
-//! commit carried several requests, the writer waits `commit_delay` for
-//! more before committing (a lone writer never waits).
+//! commit carried several requests, the writer waits a little (at most
+//! `commit_delay`, only while requests keep arriving and the batch is
+//! smaller than the last) so a stream of writes shares fsyncs; a lone
+//! writer never waits.
 //!
 //! Physical compaction (deleting superseded rows) runs here too, a slice at
 //! a time between write batches, so it never holds writes up for long.
@@ -141,16 +143,7 @@ impl Writer {
             if let Some(first) = first {
                 let mut batch = vec![first];
                 self.drain(&mut rx, &mut batch);
-                // Several writers were active a moment ago: give the others
-                // a moment to join this commit rather than paying an fsync
-                // each.
-                if self.last_batch > 1
-                    && batch.len() < self.max_batch
-                    && !self.commit_delay.is_zero()
-                {
-                    std::thread::sleep(self.commit_delay);
-                    self.drain(&mut rx, &mut batch);
-                }
+                self.gather(&mut rx, &mut batch);
                 self.last_batch = batch.len();
                 self.commit_batch(batch);
             }
@@ -162,6 +155,29 @@ impl Writer {
             }
         }
         tracing::debug!("store writer stopped");
+    }
+
+    /// When the previous commit carried several requests, waits (in short
+    /// slices, at most `commit_delay`) for more to join this one, so that
+    /// a stream of writes pays one fsync per group rather than per few
+    /// writes. It stops as soon as a slice brings nothing new (the writers
+    /// are all waiting on this commit: waiting longer only adds latency)
+    /// or the batch is as large as the previous one.
+    fn gather(&self, rx: &mut mpsc::UnboundedReceiver<Request>, batch: &mut Vec<Request>) {
+        if self.last_batch <= 1 || self.commit_delay.is_zero() {
+            return;
+        }
+        let slice = self.commit_delay.min(std::time::Duration::from_micros(100));
+        let until = std::time::Instant::now() + self.commit_delay;
+        while batch.len() < self.max_batch.min(self.last_batch) && std::time::Instant::now() < until
+        {
+            std::thread::sleep(slice);
+            let before = batch.len();
+            self.drain(rx, batch);
+            if batch.len() == before {
+                break;
+            }
+        }
     }
 
     /// Moves waiting requests into `batch`, up to `max_batch`.
