@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::PostParams;
-use kube::{Api, Client};
+use kube::Client;
 
 use crate::api_error::{is_conflict, is_not_found};
 
@@ -155,38 +155,60 @@ impl Recorder {
         };
         let slot = self.slot(key);
         let mut last = slot.lock().await;
-        let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
         let now = Time(Timestamp::now());
         if let Some(prev) = last.as_ref() {
             let mut ev = prev.clone();
             ev.count = Some(ev.count.unwrap_or(1).saturating_add(1));
             ev.last_timestamp = Some(now.clone());
+            // Events may be updated unconditionally (no resourceVersion),
+            // as upstream allows for them.
+            ev.metadata.resource_version = None;
             let name = ev.metadata.name.clone().unwrap_or_default();
-            match api.replace(&name, &PostParams::default(), &ev).await {
-                Ok(written) => {
-                    *last = Some(written);
+            match self.send(&namespace, Some(&name), &ev).await {
+                Ok(()) => {
+                    *last = Some(ev);
                     return Ok(());
                 }
-                // Deleted or changed by someone else: start a new event.
+                // Deleted by someone else: start a new event.
                 Err(e) if is_not_found(&e) || is_conflict(&e) => {}
                 Err(source) => return Err(RecorderError::Update { name, source }),
             }
         }
         let mut ev = self.new_event(pod, type_, reason, action, message, now);
         let mut tries = 0;
-        let written = loop {
+        loop {
             let name = ev.metadata.name.clone().unwrap_or_default();
-            match api.create(&PostParams::default(), &ev).await {
-                Ok(written) => break written,
+            match self.send(&namespace, None, &ev).await {
+                Ok(()) => break,
                 Err(e) if is_conflict(&e) && tries < 3 => {
                     tries += 1;
                     ev.metadata.name = Some(event_name(pod));
                 }
                 Err(source) => return Err(RecorderError::Create { name, source }),
             }
-        };
-        *last = Some(written);
+        }
+        *last = Some(ev);
         Ok(())
+    }
+
+    /// POSTs `ev` (or PUTs it over `name`), without decoding the answer:
+    /// the recorder keeps its own copy, and reading back every event would
+    /// cost as much as writing it.
+    async fn send(
+        &self,
+        namespace: &str,
+        name: Option<&str>,
+        ev: &Event,
+    ) -> std::result::Result<(), kube::Error> {
+        let body = serde_json::to_vec(ev).map_err(kube::Error::SerdeError)?;
+        let request = kube::core::Request::new(format!("/api/v1/namespaces/{namespace}/events"));
+        let pp = PostParams::default();
+        let request = match name {
+            Some(name) => request.replace(name, &pp, body),
+            None => request.create(&pp, body),
+        }
+        .map_err(kube::Error::BuildRequest)?;
+        self.client.request_text(request).await.map(|_| ())
     }
 
     fn new_event(
