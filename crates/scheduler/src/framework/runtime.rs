@@ -193,39 +193,46 @@ impl Framework {
     ) -> Result<(Vec<&'s NodeInfo>, Diagnosis), ScheduleError> {
         let mut diagnosis = Diagnosis::default();
         let all = snapshot.node_infos();
-        let nodes: Vec<&NodeInfo> = match self.run_pre_filter_plugins(state, pod, snapshot) {
-            Ok((PreFilterResult::Nodes(names), restricting)) => {
-                let msg = format!(
-                    "node(s) didn't satisfy plugin(s) [{}]",
-                    restricting.join(" ")
-                );
-                diagnosis
-                    .node_to_status
-                    .set_absent_nodes_status(Status::unresolvable(msg));
-                diagnosis
-                    .unschedulable_plugins
-                    .extend(restricting.iter().copied());
-                all.iter().filter(|n| names.contains(n.name())).collect()
-            }
-            Ok(_) => all.iter().collect(),
-            Err(status) if status.is_rejected() => {
-                diagnosis.pre_filter_msg = status.message();
-                diagnosis.unschedulable_plugins.extend(status.plugin);
-                diagnosis.node_to_status.set_absent_nodes_status(status);
-                return Ok((Vec::new(), diagnosis));
-            }
-            Err(status) => {
-                return Err(plugin_error(
-                    "PreFilter",
-                    status.plugin.unwrap_or_default(),
-                    &status,
-                ))
-            }
-        };
-        if nodes.is_empty() {
+        // Only a PreFilter restriction builds a node list; otherwise the
+        // snapshot's nodes are walked in place (no 5,000-entry vector per pod).
+        let restricted: Option<Vec<&NodeInfo>> =
+            match self.run_pre_filter_plugins(state, pod, snapshot) {
+                Ok((PreFilterResult::Nodes(names), restricting)) => {
+                    let msg = format!(
+                        "node(s) didn't satisfy plugin(s) [{}]",
+                        restricting.join(" ")
+                    );
+                    diagnosis
+                        .node_to_status
+                        .set_absent_nodes_status(Status::unresolvable(msg));
+                    diagnosis
+                        .unschedulable_plugins
+                        .extend(restricting.iter().copied());
+                    Some(all.iter().filter(|n| names.contains(n.name())).collect())
+                }
+                Ok(_) => None,
+                Err(status) if status.is_rejected() => {
+                    diagnosis.pre_filter_msg = status.message();
+                    diagnosis.unschedulable_plugins.extend(status.plugin);
+                    diagnosis.node_to_status.set_absent_nodes_status(status);
+                    return Ok((Vec::new(), diagnosis));
+                }
+                Err(status) => {
+                    return Err(plugin_error(
+                        "PreFilter",
+                        status.plugin.unwrap_or_default(),
+                        &status,
+                    ))
+                }
+            };
+        let n = restricted.as_ref().map_or(all.len(), Vec::len);
+        if n == 0 {
             return Ok((Vec::new(), diagnosis));
         }
-        let n = nodes.len();
+        let node_at = |i: usize| match &restricted {
+            Some(nodes) => nodes[i],
+            None => &all[i],
+        };
         let to_find = if self.has_filter_plugins() {
             num_feasible_nodes_to_find(self.percentage_of_nodes_to_score, n)
         } else {
@@ -236,7 +243,7 @@ impl Framework {
         let mut processed = 0;
         let filters = self.active_filters(state);
         for i in 0..n {
-            let node = nodes[(start + i) % n];
+            let node = node_at((start + i) % n);
             processed += 1;
             let status = Self::run_filters(&filters, state, pod, node);
             if status.is_success() {
