@@ -88,6 +88,9 @@ fn server_opens_its_store_and_stops_on_sigterm() {
 struct Running {
     child: std::process::Child,
     kubeconfig: std::path::PathBuf,
+    /// The server's stderr so far (read on by a thread so its pipe stays
+    /// open), shown when a command fails.
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     _dir: tempfile::TempDir,
 }
 
@@ -115,15 +118,24 @@ fn start_server() -> Running {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let stderr = BufReader::new(child.stderr.take().unwrap());
-    let ready = stderr
-        .lines()
-        .map_while(Result::ok)
-        .any(|line| line.contains("skiff server is running"));
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let ready = lines.by_ref().map_while(Result::ok).any(|line| {
+        let ready = line.contains("skiff server is running");
+        log.lock().unwrap().push(line);
+        ready
+    });
     assert!(ready, "the server never said it was running");
+    let sink = log.clone();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            sink.lock().unwrap().push(line);
+        }
+    });
     Running {
         child,
         kubeconfig: data_dir.join("admin.kubeconfig"),
+        log,
         _dir: dir,
     }
 }
@@ -153,8 +165,9 @@ fn kubectl(server: &Running, args: &[&str], stdin: Option<&str>) -> String {
     let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),
-        "kubectl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
+        "kubectl {args:?}: {}\nserver log:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        server.log.lock().unwrap().join("\n")
     );
     String::from_utf8(out.stdout).unwrap()
 }
