@@ -9,7 +9,7 @@ use std::any::Any;
 use std::collections::BTreeSet;
 use std::fmt;
 
-use super::Status;
+use super::{NodeInfo, Status};
 
 /// Scratch data for one scheduling attempt of one pod.
 #[derive(Default)]
@@ -61,6 +61,22 @@ impl CycleState {
         self.read(key).ok_or_else(|| {
             Status::error(format!("error reading {key:?} from cycleState: not found"))
         })
+    }
+
+    /// Scores each of `nodes` into `out` with `score`, given the value a
+    /// PreScore step stored under `key` (read once, not per node).
+    pub fn score_each<T: Any>(
+        &self,
+        key: &'static str,
+        nodes: &[&NodeInfo],
+        out: &mut [i64],
+        score: impl Fn(&T, &NodeInfo) -> i64,
+    ) -> Result<(), Status> {
+        let value: &T = self.require(key)?;
+        for (node, slot) in nodes.iter().zip(out.iter_mut()) {
+            *slot = score(value, node);
+        }
+        Ok(())
     }
 
     /// Whether the plugin's Filter is skipped for this pod.

@@ -99,11 +99,9 @@ impl ScorePlugin for BalancedAllocation {
         nodes: &[&NodeInfo],
         out: &mut [i64],
     ) -> Result<(), Status> {
-        let pod_req: &Vec<i64> = state.require(PRE_SCORE_KEY)?;
-        for (node, score) in nodes.iter().zip(out.iter_mut()) {
-            *score = self.score_node(pod_req, node);
-        }
-        Ok(())
+        state.score_each(PRE_SCORE_KEY, nodes, out, |req: &Vec<i64>, node| {
+            self.score_node(req, node)
+        })
     }
 }
 

@@ -99,11 +99,9 @@ impl ScorePlugin for ImageLocality {
         nodes: &[&NodeInfo],
         out: &mut [i64],
     ) -> Result<(), Status> {
-        let pre: &PreScore = state.require(PRE_SCORE_KEY)?;
-        for (node, score) in nodes.iter().zip(out.iter_mut()) {
-            *score = pre.score(node);
-        }
-        Ok(())
+        state.score_each(PRE_SCORE_KEY, nodes, out, |pre: &PreScore, node| {
+            pre.score(node)
+        })
     }
 }
 

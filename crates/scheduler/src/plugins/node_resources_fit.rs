@@ -191,11 +191,9 @@ impl ScorePlugin for NodeResourcesFit {
         nodes: &[&NodeInfo],
         out: &mut [i64],
     ) -> Result<(), Status> {
-        let req: &Resource = state.require(PRE_SCORE_KEY)?;
-        for (node, score) in nodes.iter().zip(out.iter_mut()) {
-            *score = self.least_allocated(req, node);
-        }
-        Ok(())
+        state.score_each(PRE_SCORE_KEY, nodes, out, |req: &Resource, node| {
+            self.least_allocated(req, node)
+        })
     }
 }
 

@@ -131,11 +131,9 @@ impl ScorePlugin for TaintToleration {
         nodes: &[&NodeInfo],
         out: &mut [i64],
     ) -> Result<(), Status> {
-        let tolerations: &Vec<Toleration> = state.require(PRE_SCORE_KEY)?;
-        for (node, score) in nodes.iter().zip(out.iter_mut()) {
-            *score = intolerable_prefer_no_schedule(tolerations, node);
-        }
-        Ok(())
+        state.score_each(PRE_SCORE_KEY, nodes, out, |t: &Vec<Toleration>, node| {
+            intolerable_prefer_no_schedule(t, node)
+        })
     }
 
     fn normalize_scores(
