@@ -758,8 +758,10 @@ fn watch_line(kind: &str, object: &Value) -> Bytes {
     Bytes::from(line)
 }
 
-/// Most bytes of queued watch events sent in one chunk.
-const MAX_WATCH_BATCH: usize = 256 * 1024;
+/// Most bytes of queued watch events sent in one chunk. Kept under the
+/// allocator's medium size: larger chunks each took fresh (huge) pages that
+/// the kernel had to zero, which cost more CPU than the batching saved.
+const MAX_WATCH_BATCH: usize = 64 * 1024;
 
 /// A BOOKMARK event: an object of the kind with only a resourceVersion
 /// (and, after the initial events, the initial-events-end annotation).
@@ -1002,7 +1004,16 @@ async fn watch(
                     seen = seen.max(event.revision);
                     if let Some(line) = to_line(event) {
                         batch
-                            .get_or_insert_with(|| first.to_vec())
+                            .get_or_insert_with(|| {
+                                // Sized once for what is queued (lines of
+                                // one resource are of similar size).
+                                let queued = first.len() * (rx.len() + 2);
+                                let mut b = Vec::with_capacity(
+                                    queued.min(MAX_WATCH_BATCH + 2 * first.len()),
+                                );
+                                b.extend_from_slice(&first);
+                                b
+                            })
                             .extend_from_slice(&line);
                         if batch.as_ref().is_some_and(|b| b.len() >= MAX_WATCH_BATCH) {
                             break;
