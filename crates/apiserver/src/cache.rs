@@ -38,10 +38,20 @@ const REGISTRY: &str = "/registry/";
 pub struct Cached {
     pub key: String,
     pub revision: i64,
-    /// The object, resourceVersion included.
-    pub object: Value,
-    /// `object` serialized.
+    /// What selectors read (name, namespace, labels, selectable fields):
+    /// the whole parsed tree of every object would cost several times
+    /// the bytes below in memory.
+    pub selectable: Value,
+    /// The object serialized, resourceVersion included.
     pub json: Bytes,
+}
+
+impl Cached {
+    /// The whole object (resourceVersion included), parsed from `json` for
+    /// the callers that need the tree.
+    pub fn object(&self) -> Value {
+        serde_json::from_slice(&self.json).unwrap_or(Value::Null)
+    }
 }
 
 /// One change, shared by every watcher.
@@ -132,12 +142,12 @@ fn decode(key: &str, value: &[u8], revision: i64) -> Option<Arc<Cached>> {
         Some(json) => json,
         None => serde_json::to_vec(&with_revision(object.clone(), revision)).ok()?,
     };
-    let object = with_revision(object, revision);
+    let selectable = crate::filter::selectable_view(storage_of(key).unwrap_or_default(), &object);
     let json = Bytes::from(json);
     Some(Arc::new(Cached {
         key: key.to_string(),
         revision,
-        object,
+        selectable,
         json,
     }))
 }
@@ -289,12 +299,12 @@ impl WatchCache {
     /// The cached object for a delete event that lost its value.
     fn deleted_fallback(&self, key: &str, revision: i64) -> Option<Arc<Cached>> {
         let old = self.read().objects.get(key).cloned()?;
-        let object = with_revision(old.object.clone(), revision);
+        let object = with_revision(old.object(), revision);
         let json = Bytes::from(serde_json::to_vec(&object).ok()?);
         Some(Arc::new(Cached {
             key: key.to_string(),
             revision,
-            object,
+            selectable: old.selectable.clone(),
             json,
         }))
     }
@@ -478,7 +488,7 @@ mod tests {
             assert_eq!(with_revision_spliced(raw, &tree, 42).is_some(), i < 3);
             let item = decode("/registry/x/a", raw, 42).expect("decodes");
             let served: Value = serde_json::from_slice(&item.json).expect("served JSON");
-            assert_eq!(served, item.object, "{}", String::from_utf8_lossy(raw));
+            assert_eq!(served, item.object(), "{}", String::from_utf8_lossy(raw));
             assert_eq!(
                 served.pointer("/metadata/resourceVersion"),
                 Some(&serde_json::json!("42")),

@@ -57,6 +57,58 @@ fn selectable_fields(r: &Resource) -> &'static [&'static str] {
     }
 }
 
+/// What selectors can read of an object of storage resource `storage`:
+/// name, namespace, labels and the resource's selectable fields, copied
+/// into a small tree of the same shape. The watch cache keeps this view,
+/// not the whole parsed object, for every item.
+pub fn selectable_view(storage: &str, obj: &Value) -> Value {
+    let mut view = Value::Object(serde_json::Map::new());
+    let fields = crate::resources::RESOURCES
+        .iter()
+        .find(|r| r.storage == storage && r.group != "events.k8s.io")
+        .map(selectable_fields)
+        .unwrap_or_default();
+    let extra: &[&str] = if storage == "events" {
+        &["source.component"]
+    } else {
+        &[]
+    };
+    for path in ["metadata.name", "metadata.namespace", "metadata.labels"]
+        .iter()
+        .chain(fields)
+        .chain(extra)
+    {
+        copy_path(obj, &mut view, path);
+    }
+    view
+}
+
+/// Copies the value at dotted `path` of `from` into `to`, creating the
+/// objects on the way.
+fn copy_path(from: &Value, to: &mut Value, path: &str) {
+    let mut src = from;
+    for segment in path.split('.') {
+        match src.as_object().and_then(|o| o.get(segment)) {
+            Some(v) => src = v,
+            None => return,
+        }
+    }
+    let mut dst = to;
+    let mut segments = path.split('.').peekable();
+    while let Some(segment) = segments.next() {
+        let Some(map) = dst.as_object_mut() else {
+            return;
+        };
+        if segments.peek().is_none() {
+            map.insert(segment.to_string(), src.clone());
+            return;
+        }
+        dst = map
+            .entry(segment.to_string())
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    }
+}
+
 /// events.k8s.io selects by its own field names; objects are stored as core
 /// Events, so the selector is rewritten to the stored names.
 fn stored_event_fields(
@@ -157,5 +209,57 @@ impl Filter {
             }
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_selectable_view_keeps_what_selectors_read() {
+        let pod = json!({
+            "metadata": {"name": "web", "namespace": "d", "labels": {"app": "web"}, "uid": "u"},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i"}]},
+            "status": {"phase": "Running", "conditions": []},
+        });
+        assert_eq!(
+            selectable_view("pods", &pod),
+            json!({
+                "metadata": {"name": "web", "namespace": "d", "labels": {"app": "web"}},
+                "spec": {"nodeName": "n1"},
+                "status": {"phase": "Running"},
+            })
+        );
+        let event = json!({
+            "metadata": {"name": "e", "namespace": "d"},
+            "involvedObject": {"kind": "Pod", "name": "web"},
+            "source": {"component": "default-scheduler", "host": "h"},
+            "reason": "Scheduled", "message": "m",
+        });
+        let view = selectable_view("events", &event);
+        assert_eq!(view["source"]["component"], json!("default-scheduler"));
+        assert_eq!(
+            view["involvedObject"],
+            json!({"kind": "Pod", "name": "web"})
+        );
+        assert!(view.get("message").is_none());
+
+        // Filters give the same answer on the view as on the object.
+        let q = |s: &str| HashMap::from([("fieldSelector".to_string(), s.to_string())]);
+        let pods = crate::resources::find("", "v1", "pods").unwrap();
+        for selector in [
+            "spec.nodeName=n1",
+            "status.phase!=Running",
+            "spec.hostNetwork=false",
+        ] {
+            let f = Filter::parse(pods, &q(selector)).unwrap();
+            assert_eq!(
+                f.matches(&selectable_view("pods", &pod)),
+                f.matches(&pod),
+                "{selector}"
+            );
+        }
     }
 }

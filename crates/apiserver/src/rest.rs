@@ -330,7 +330,7 @@ pub(crate) async fn namespace_admits(
     // The watch cache answers almost always; a namespace created a moment
     // ago may not be there yet, so a miss asks the store.
     let namespace = match state.cache(ns_resource).get(&key) {
-        Some(cached) => cached.object.clone(),
+        Some(cached) => cached.object(),
         None => match state.store.get(&key).await {
             Ok(kv) => parse_stored(&kv.value)?,
             Err(skiff_store::Error::NotFound { .. }) => {
@@ -806,7 +806,7 @@ async fn list_from_cache(
         .list(&prefix)
         .map_err(|e| ApiError::unavailable(e.to_string()))?;
     if !filter.is_everything() {
-        items.retain(|item| filter.matches(&item.object));
+        items.retain(|item| filter.matches(&item.selectable));
     }
     let limit = q
         .get("limit")
@@ -825,7 +825,7 @@ async fn list_from_cache(
         metadata["continue"] = json!(token);
     }
     if out.table.is_some() || crate::convert::needed(r) {
-        let objects = items.iter().map(|i| i.object.clone()).collect();
+        let objects = items.iter().map(|i| i.object()).collect();
         return Ok(json_response(
             StatusCode::OK,
             &out.list(r, objects, metadata),
@@ -890,8 +890,10 @@ async fn watch(
     let interest: Option<crate::cache::Interest> = (!filter.is_everything()).then(|| {
         let filter = filter.clone();
         Arc::new(move |e: &crate::cache::CachedEvent| {
-            filter.matches(&e.item.object)
-                || e.prev.as_ref().is_some_and(|p| filter.matches(&p.object))
+            filter.matches(&e.item.selectable)
+                || e.prev
+                    .as_ref()
+                    .is_some_and(|p| filter.matches(&p.selectable))
         }) as crate::cache::Interest
     });
     // Streaming lists: the full current state first, whatever the
@@ -932,8 +934,8 @@ async fn watch(
                 return crate::cache::watch_line(kind, &e.item.json);
             }
             let object = match (&e.prev, leaving) {
-                (Some(prev), true) => with_revision(prev.object.clone(), e.revision),
-                _ => e.item.object.clone(),
+                (Some(prev), true) => with_revision(prev.object(), e.revision),
+                _ => e.item.object(),
             };
             watch_line(crate::cache::kind_name(kind), &out.object(resource, object))
         };
@@ -942,8 +944,11 @@ async fn watch(
         }
         // With a selector, an object entering it is ADDED and one leaving
         // it is DELETED, as upstream's cacher reports them.
-        let now = filter.matches(&e.item.object);
-        let before = e.prev.as_ref().is_some_and(|p| filter.matches(&p.object));
+        let now = filter.matches(&e.item.selectable);
+        let before = e
+            .prev
+            .as_ref()
+            .is_some_and(|p| filter.matches(&p.selectable));
         let kind = match (e.kind, before, now) {
             (EventKind::Modified, true, true) => EventKind::Modified,
             (EventKind::Modified, false, true) => EventKind::Added,

@@ -190,7 +190,7 @@ pub async fn current_for_update(
 ) -> ApiResult<(Value, i64, bool)> {
     if attempt == 0 {
         if let Some(cached) = state.cache(r).get(&object::key(r, ns, name)) {
-            return Ok((cached.object.clone(), cached.revision, true));
+            return Ok((cached.object(), cached.revision, true));
         }
     }
     let (obj, revision) = current(state, r, ns, name).await?;
