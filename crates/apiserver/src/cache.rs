@@ -135,36 +135,42 @@ pub struct WatchCache {
 }
 
 fn decode(key: &str, value: &[u8], revision: i64) -> Option<Arc<Cached>> {
-    let object: Value = serde_json::from_slice(value)
-        .map_err(|e| tracing::warn!(key, error = %e, "stored object is not JSON"))
-        .ok()?;
-    let json = match with_revision_spliced(value, &object, revision) {
-        Some(json) => json,
-        None => serde_json::to_vec(&with_revision(object.clone(), revision)).ok()?,
+    let storage = storage_of(key).unwrap_or_default();
+    // The usual case reads the bytes without building the object's tree.
+    let fast = with_revision_spliced(value, revision)
+        .zip(crate::filter::selectable_view_raw(storage, value));
+    let (json, selectable) = match fast {
+        Some(pair) => pair,
+        None => {
+            let object: Value = serde_json::from_slice(value)
+                .map_err(|e| tracing::warn!(key, error = %e, "stored object is not JSON"))
+                .ok()?;
+            let selectable = crate::filter::selectable_view(storage, &object);
+            let json = serde_json::to_vec(&with_revision(object, revision)).ok()?;
+            (json, selectable)
+        }
     };
-    let selectable = crate::filter::selectable_view(storage_of(key).unwrap_or_default(), &object);
-    let json = Bytes::from(json);
     Some(Arc::new(Cached {
         key: key.to_string(),
         revision,
         selectable,
-        json,
+        json: Bytes::from(json),
     }))
 }
 
 /// The stored bytes with `"resourceVersion":"R"` inserted at the start of
 /// the top-level `metadata` object, so the served form is not serialized
-/// again from the parsed tree (every write passes through here). `None`
+/// again from a parsed tree (every write passes through here). `None`
 /// when the shape is unusual (no metadata object, a resourceVersion
-/// already stored, escaped top-level keys); the caller then serializes.
-fn with_revision_spliced(raw: &[u8], object: &Value, revision: i64) -> Option<Vec<u8>> {
+/// already stored, escaped keys); the caller then parses and serializes.
+fn with_revision_spliced(raw: &[u8], revision: i64) -> Option<Vec<u8>> {
     use serde_json::value::RawValue;
-    let meta = object.get("metadata")?.as_object()?;
+    let top: std::collections::HashMap<&str, &RawValue> = serde_json::from_slice(raw).ok()?;
+    let text = top.get("metadata")?.get();
+    let meta: std::collections::HashMap<&str, &RawValue> = serde_json::from_str(text).ok()?;
     if meta.contains_key("resourceVersion") {
         return None;
     }
-    let top: std::collections::HashMap<&str, &RawValue> = serde_json::from_slice(raw).ok()?;
-    let text = top.get("metadata")?.get();
     // The raw value borrows from `raw`: its offset there.
     let start = (text.as_ptr() as usize).checked_sub(raw.as_ptr() as usize)?;
     if raw.get(start) != Some(&b'{') {
@@ -483,12 +489,18 @@ mod tests {
             br#"{"kind":"NoMetadata"}"#,
         ];
         for (i, raw) in cases.iter().enumerate() {
-            let tree: Value = serde_json::from_slice(raw).unwrap();
             // The first three are spliced; the others take the slow path.
-            assert_eq!(with_revision_spliced(raw, &tree, 42).is_some(), i < 3);
+            assert_eq!(with_revision_spliced(raw, 42).is_some(), i < 3);
             let item = decode("/registry/x/a", raw, 42).expect("decodes");
             let served: Value = serde_json::from_slice(&item.json).expect("served JSON");
             assert_eq!(served, item.object(), "{}", String::from_utf8_lossy(raw));
+            let tree: Value = serde_json::from_slice(raw).unwrap();
+            assert_eq!(
+                item.selectable,
+                crate::filter::selectable_view("x", &tree),
+                "{}",
+                String::from_utf8_lossy(raw)
+            );
             assert_eq!(
                 served.pointer("/metadata/resourceVersion"),
                 Some(&serde_json::json!("42")),

@@ -63,6 +63,14 @@ fn selectable_fields(r: &Resource) -> &'static [&'static str] {
 /// not the whole parsed object, for every item.
 pub fn selectable_view(storage: &str, obj: &Value) -> Value {
     let mut view = Value::Object(serde_json::Map::new());
+    for path in view_paths(storage) {
+        copy_path(obj, &mut view, path);
+    }
+    view
+}
+
+/// The paths [`selectable_view`] keeps for `storage`.
+fn view_paths(storage: &str) -> impl Iterator<Item = &'static str> {
     let fields = crate::resources::RESOURCES
         .iter()
         .find(|r| r.storage == storage && r.group != "events.k8s.io")
@@ -73,14 +81,65 @@ pub fn selectable_view(storage: &str, obj: &Value) -> Value {
     } else {
         &[]
     };
-    for path in ["metadata.name", "metadata.namespace", "metadata.labels"]
-        .iter()
-        .chain(fields)
-        .chain(extra)
-    {
-        copy_path(obj, &mut view, path);
+    ["metadata.name", "metadata.namespace", "metadata.labels"]
+        .into_iter()
+        .chain(fields.iter().copied())
+        .chain(extra.iter().copied())
+}
+
+/// [`selectable_view`] read straight from the stored bytes: only the
+/// parts on the way to a kept path are looked at as maps, only the kept
+/// values are built (a pod's spec and status are skipped over, not
+/// parsed into a tree). `None` for bodies this cannot read without
+/// allocating (escaped keys); the caller then parses the whole object.
+pub fn selectable_view_raw(storage: &str, raw: &[u8]) -> Option<Value> {
+    let top: &serde_json::value::RawValue = serde_json::from_slice(raw).ok()?;
+    let paths: Vec<Vec<&str>> = view_paths(storage)
+        .map(|p| p.split('.').collect())
+        .collect();
+    let refs: Vec<&[&str]> = paths.iter().map(Vec::as_slice).collect();
+    extract(top, &refs)
+}
+
+/// The values at `paths` (segments, relative to `raw`) as a tree.
+fn extract(raw: &serde_json::value::RawValue, paths: &[&[&str]]) -> Option<Value> {
+    let text = raw.get().trim_start();
+    if !text.starts_with('{') {
+        return Some(Value::Object(serde_json::Map::new()));
     }
-    view
+    let fields: HashMap<&str, &serde_json::value::RawValue> =
+        serde_json::from_str(raw.get()).ok()?;
+    let mut out = serde_json::Map::new();
+    let mut done: Vec<&str> = Vec::new();
+    for path in paths {
+        let Some((first, rest)) = path.split_first() else {
+            continue;
+        };
+        if done.contains(first) {
+            continue;
+        }
+        done.push(first);
+        let Some(value) = fields.get(first) else {
+            continue;
+        };
+        let group: Vec<&[&str]> = paths
+            .iter()
+            .filter(|p| p.first() == Some(first))
+            .map(|p| &p[1..])
+            .collect();
+        let value = if rest.is_empty() || group.iter().any(|p| p.is_empty()) {
+            serde_json::from_str(value.get()).ok()?
+        } else {
+            match extract(value, &group)? {
+                // Nothing kept below: leave the branch out, as the tree
+                // version does.
+                Value::Object(m) if m.is_empty() => continue,
+                v => v,
+            }
+        };
+        out.insert((*first).to_string(), value);
+    }
+    Some(Value::Object(out))
 }
 
 /// Copies the value at dotted `path` of `from` into `to`, creating the
@@ -245,6 +304,16 @@ mod tests {
             json!({"kind": "Pod", "name": "web"})
         );
         assert!(view.get("message").is_none());
+
+        // Read from the bytes, the view is the same.
+        for (storage, obj) in [("pods", &pod), ("events", &event)] {
+            let raw = serde_json::to_vec(obj).unwrap();
+            assert_eq!(
+                selectable_view_raw(storage, &raw),
+                Some(selectable_view(storage, obj)),
+                "{storage}"
+            );
+        }
 
         // Filters give the same answer on the view as on the object.
         let q = |s: &str| HashMap::from([("fieldSelector".to_string(), s.to_string())]);
