@@ -23,6 +23,10 @@ fn main() -> anyhow::Result<()> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        // A closed stderr (`skiff server 2>&1 | head`) must not turn the
+        // next log line into a panic: tracing-subscriber reports failed
+        // writes with `eprintln!`, which panics when stderr is gone.
+        .log_internal_errors(false)
         .init();
     match cli.command {
         cli::Command::Version => {
