@@ -102,6 +102,12 @@ impl Drop for Running {
 }
 
 fn start_server() -> Running {
+    start_server_with(&[], true)
+}
+
+/// Starts `skiff server` with `env`; `drain` keeps reading its stderr
+/// after it is up (otherwise the pipe is closed once it says so).
+fn start_server_with(env: &[(&str, &str)], drain: bool) -> Running {
     let dir = tempfile::tempdir().unwrap();
     let data_dir = dir.path().join("data");
     let mut child = Command::new(SKIFF)
@@ -115,6 +121,7 @@ fn start_server() -> Running {
         ])
         .arg(&data_dir)
         .env("SKIFF_LOG", "warn")
+        .envs(env.iter().copied())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -126,12 +133,14 @@ fn start_server() -> Running {
         ready
     });
     assert!(ready, "the server never said it was running");
-    let sink = log.clone();
-    std::thread::spawn(move || {
-        for line in lines.map_while(Result::ok) {
-            sink.lock().unwrap().push(line);
-        }
-    });
+    if drain {
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                sink.lock().unwrap().push(line);
+            }
+        });
+    }
     Running {
         child,
         kubeconfig: data_dir.join("admin.kubeconfig"),
@@ -280,4 +289,15 @@ spec:
         None,
     );
     assert!(!holder.is_empty(), "no lease holder");
+}
+
+/// With its stderr reader gone (`skiff server 2>&1 | head`), the server
+/// keeps serving while it logs every request.
+#[test]
+fn server_keeps_serving_when_its_stderr_is_closed() {
+    let server = start_server_with(&[("SKIFF_LOG", "debug")], false);
+    for _ in 0..3 {
+        let version = kubectl(&server, &["get", "--raw", "/version"], None);
+        assert!(version.contains("gitVersion"), "{version}");
+    }
 }
