@@ -22,28 +22,8 @@ fn help_and_version() {
 
 #[test]
 fn server_opens_its_store_and_stops_on_sigterm() {
-    let dir = tempfile::tempdir().unwrap();
-    let data_dir = dir.path().join("data");
-    let mut child = Command::new(SKIFF)
-        .args([
-            "server",
-            "--https-listen-port",
-            "0",
-            "--bind-address",
-            "127.0.0.1",
-            "--data-dir",
-        ])
-        .arg(&data_dir)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut lines = stderr.lines();
-    let ready = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .find(|line| line.contains("skiff server is running"));
-    assert!(ready.is_some(), "the server never said it was running");
+    let mut server = start_server();
+    let data_dir = server.kubeconfig.parent().unwrap().to_path_buf();
     assert!(data_dir.join("db/state.db").exists());
     assert!(data_dir.join("admin.kubeconfig").exists());
     assert!(data_dir.join("pki/ca.crt").exists());
@@ -76,11 +56,11 @@ fn server_opens_its_store_and_stops_on_sigterm() {
     assert!(err.contains("in use by another process"), "{err}");
 
     let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
+        .args(["-TERM", &server.child.id().to_string()])
         .status()
         .unwrap();
     assert!(killed.success());
-    let status = child.wait().unwrap();
+    let status = server.child.wait().unwrap();
     assert!(status.success(), "server exited with {status}");
 }
 
