@@ -4,6 +4,7 @@
 
 pub mod apply;
 pub mod defaults;
+mod kinds;
 pub mod patch;
 pub mod selectors;
 pub mod tables;

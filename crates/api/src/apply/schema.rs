@@ -67,34 +67,24 @@ pub(crate) fn lookup(schema: Schema, name: &str) -> Shape {
 
 /// The shape of an object of `kind` (wire form).
 pub(crate) fn root(kind: &str) -> Shape {
-    Shape::Map(match kind {
-        "Pod" => POD,
-        "PodTemplate" => POD_TEMPLATE,
-        "Deployment"
-        | "ReplicaSet"
-        | "StatefulSet"
-        | "DaemonSet"
-        | "Job"
-        | "ReplicationController" => WORKLOAD,
-        "CronJob" => CRON_JOB,
-        "Node" => NODE,
-        "Service" => SERVICE,
-        "Namespace"
-        | "PersistentVolumeClaim"
-        | "HorizontalPodAutoscaler"
-        | "CertificateSigningRequest"
-        | "FlowSchema"
-        | "PriorityLevelConfiguration"
-        | "ServiceCIDR" => WITH_STATUS_CONDITIONS,
-        "PodDisruptionBudget" => POD_DISRUPTION_BUDGET,
-        "ServiceAccount" => SERVICE_ACCOUNT,
-        "ComponentStatus" => COMPONENT_STATUS,
-        "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration" => WEBHOOK_CONFIGURATION,
-        "ValidatingAdmissionPolicy" => VALIDATING_ADMISSION_POLICY,
-        "CSINode" => CSI_NODE,
-        "RoleBinding" | "ClusterRoleBinding" => ROLE_BINDING,
-        "NetworkPolicy" => NETWORK_POLICY,
-        _ => METADATA_ONLY,
+    use crate::kinds::Layout;
+    Shape::Map(match crate::kinds::layout(kind) {
+        Some(Layout::Pod) => POD,
+        Some(Layout::PodTemplate) => POD_TEMPLATE,
+        Some(Layout::Workload) => WORKLOAD,
+        Some(Layout::CronJob) => CRON_JOB,
+        Some(Layout::Node) => NODE,
+        Some(Layout::Service) => SERVICE,
+        Some(Layout::WithStatusConditions) => WITH_STATUS_CONDITIONS,
+        Some(Layout::PodDisruptionBudget) => POD_DISRUPTION_BUDGET,
+        Some(Layout::ServiceAccount) => SERVICE_ACCOUNT,
+        Some(Layout::ComponentStatus) => COMPONENT_STATUS,
+        Some(Layout::WebhookConfiguration) => WEBHOOK_CONFIGURATION,
+        Some(Layout::ValidatingAdmissionPolicy) => VALIDATING_ADMISSION_POLICY,
+        Some(Layout::CsiNode) => CSI_NODE,
+        Some(Layout::RoleBinding) => ROLE_BINDING,
+        Some(Layout::NetworkPolicy) => NETWORK_POLICY,
+        Some(Layout::Plain) | None => METADATA_ONLY,
     })
 }
 

@@ -158,73 +158,27 @@ const VALIDATING_ADMISSION_POLICY: Schema = &[
 const CSI_NODE: Schema = &[META, nested("spec", &[merge("drivers", "name", &[])])];
 const METADATA_ONLY: Schema = &[META];
 
-/// Built-in kinds whose only strategic field is `metadata`.
-const PLAIN_KINDS: &[&str] = &[
-    "APIService",
-    "Binding",
-    "ClusterRole",
-    "ClusterRoleBinding",
-    "ConfigMap",
-    "ControllerRevision",
-    "CSIDriver",
-    "CSIStorageCapacity",
-    "CustomResourceDefinition",
-    "EndpointSlice",
-    "Endpoints",
-    "Event",
-    "Eviction",
-    "IngressClass",
-    "Lease",
-    "LimitRange",
-    "MutatingAdmissionPolicy",
-    "MutatingAdmissionPolicyBinding",
-    "NetworkPolicy",
-    "PersistentVolume",
-    "PriorityClass",
-    "ResourceQuota",
-    "Role",
-    "RoleBinding",
-    "RuntimeClass",
-    "Scale",
-    "Secret",
-    "StorageClass",
-    "ValidatingAdmissionPolicyBinding",
-    "VolumeAttachment",
-    "Ingress",
-];
-
 /// The schema at the root of an object of `kind`, or `None` when the kind
 /// is not built in (custom resources don't support strategic merge patch).
 pub(crate) fn root(kind: &str) -> Option<Schema> {
-    let schema = match kind {
-        "Pod" => POD,
-        "PodTemplate" => POD_TEMPLATE,
-        "Deployment"
-        | "ReplicaSet"
-        | "StatefulSet"
-        | "DaemonSet"
-        | "Job"
-        | "ReplicationController" => WORKLOAD,
-        "CronJob" => CRON_JOB,
-        "Node" => NODE,
-        "Service" => SERVICE,
-        "Namespace"
-        | "PersistentVolumeClaim"
-        | "HorizontalPodAutoscaler"
-        | "CertificateSigningRequest"
-        | "FlowSchema"
-        | "PriorityLevelConfiguration"
-        | "ServiceCIDR" => WITH_STATUS_CONDITIONS,
-        "PodDisruptionBudget" => POD_DISRUPTION_BUDGET,
-        "ServiceAccount" => SERVICE_ACCOUNT,
-        "ComponentStatus" => COMPONENT_STATUS,
-        "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration" => WEBHOOK_CONFIGURATION,
-        "ValidatingAdmissionPolicy" => VALIDATING_ADMISSION_POLICY,
-        "CSINode" => CSI_NODE,
-        other if PLAIN_KINDS.contains(&other) => METADATA_ONLY,
-        _ => return None,
-    };
-    Some(schema)
+    use crate::kinds::Layout;
+    Some(match crate::kinds::layout(kind)? {
+        Layout::Pod => POD,
+        Layout::PodTemplate => POD_TEMPLATE,
+        Layout::Workload => WORKLOAD,
+        Layout::CronJob => CRON_JOB,
+        Layout::Node => NODE,
+        Layout::Service => SERVICE,
+        Layout::WithStatusConditions => WITH_STATUS_CONDITIONS,
+        Layout::PodDisruptionBudget => POD_DISRUPTION_BUDGET,
+        Layout::ServiceAccount => SERVICE_ACCOUNT,
+        Layout::ComponentStatus => COMPONENT_STATUS,
+        Layout::WebhookConfiguration => WEBHOOK_CONFIGURATION,
+        Layout::ValidatingAdmissionPolicy => VALIDATING_ADMISSION_POLICY,
+        Layout::CsiNode => CSI_NODE,
+        // No patch strategies beyond metadata in these Go types.
+        Layout::RoleBinding | Layout::NetworkPolicy | Layout::Plain => METADATA_ONLY,
+    })
 }
 
 /// The strategy of field `name` in `schema`, and the schema of its value.
