@@ -111,23 +111,22 @@ pub trait ScorePlugin: Plugin {
         Status::success()
     }
 
-    /// The raw score of one node.
-    fn score(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Result<i64, Status>;
-
-    /// Raw scores of all `nodes` into `out` (same order and length). The
-    /// default calls [`ScorePlugin::score`] per node; plugins override it
-    /// to read their PreScore state once per cycle instead of per node.
+    /// Raw scores of all `nodes` into `out` (same order and length): the
+    /// whole list at once, so a plugin reads its PreScore state once per
+    /// cycle rather than per node (see [`CycleState::score_each`]).
     fn score_nodes(
         &self,
         state: &CycleState,
         pod: &Pod,
         nodes: &[&NodeInfo],
         out: &mut [i64],
-    ) -> Result<(), Status> {
-        for (node, score) in nodes.iter().zip(out.iter_mut()) {
-            *score = self.score(state, pod, node)?;
-        }
-        Ok(())
+    ) -> Result<(), Status>;
+
+    /// The raw score of one node (upstream's `Score`).
+    fn score(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
+        let mut out = [0];
+        self.score_nodes(state, pod, &[node], &mut out)?;
+        Ok(out[0])
     }
 
     /// Rescales raw scores into `[MIN_NODE_SCORE, MAX_NODE_SCORE]`; the

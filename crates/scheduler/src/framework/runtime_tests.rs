@@ -314,8 +314,15 @@ impl Plugin for BadScore {
     }
 }
 impl ScorePlugin for BadScore {
-    fn score(&self, _: &CycleState, _: &Pod, _: &NodeInfo) -> Result<i64, Status> {
-        Ok(MAX_NODE_SCORE + 1)
+    fn score_nodes(
+        &self,
+        _: &CycleState,
+        _: &Pod,
+        _: &[&NodeInfo],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
+        out.fill(MAX_NODE_SCORE + 1);
+        Ok(())
     }
 }
 

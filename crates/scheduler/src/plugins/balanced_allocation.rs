@@ -87,11 +87,6 @@ impl ScorePlugin for BalancedAllocation {
         Status::success()
     }
 
-    fn score(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
-        let pod_req: &Vec<i64> = state.require(PRE_SCORE_KEY)?;
-        Ok(self.score_node(pod_req, node))
-    }
-
     fn score_nodes(
         &self,
         state: &CycleState,

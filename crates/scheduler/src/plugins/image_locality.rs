@@ -87,11 +87,6 @@ impl ScorePlugin for ImageLocality {
         Status::success()
     }
 
-    fn score(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
-        let pre: &PreScore = state.require(PRE_SCORE_KEY)?;
-        Ok(pre.score(node))
-    }
-
     fn score_nodes(
         &self,
         state: &CycleState,

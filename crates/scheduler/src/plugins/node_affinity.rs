@@ -129,9 +129,16 @@ impl ScorePlugin for NodeAffinity {
         }
     }
 
-    fn score(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
-        let terms: &PreferredTerms = state.require(PRE_SCORE_KEY)?;
-        Ok(terms.score(node.node()))
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        _pod: &Pod,
+        nodes: &[&NodeInfo],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
+        state.score_each(PRE_SCORE_KEY, nodes, out, |terms: &PreferredTerms, node| {
+            terms.score(node.node())
+        })
     }
 
     fn normalize_scores(

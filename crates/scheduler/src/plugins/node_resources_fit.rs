@@ -179,11 +179,6 @@ impl ScorePlugin for NodeResourcesFit {
         }
     }
 
-    fn score(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
-        let req: &Resource = state.require(PRE_SCORE_KEY)?;
-        Ok(self.least_allocated(req, node))
-    }
-
     fn score_nodes(
         &self,
         state: &CycleState,

@@ -119,11 +119,6 @@ impl ScorePlugin for TaintToleration {
         Status::success()
     }
 
-    fn score(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Result<i64, Status> {
-        let tolerations: &Vec<Toleration> = state.require(PRE_SCORE_KEY)?;
-        Ok(intolerable_prefer_no_schedule(tolerations, node))
-    }
-
     fn score_nodes(
         &self,
         state: &CycleState,
