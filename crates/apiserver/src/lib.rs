@@ -15,6 +15,8 @@ pub mod managed;
 pub mod object;
 pub mod openapi;
 pub mod pki;
+pub mod protobuf;
+mod protobuf_fields;
 pub mod resources;
 pub mod rest;
 pub mod scale;

@@ -191,22 +191,29 @@ async fn read_raw_body(req: Request) -> ApiResult<Bytes> {
         .map_err(|_| ApiError::too_large("Request entity too large: limit is 3145728"))
 }
 
+/// A request body as JSON: JSON as sent (a missing Content-Type is JSON,
+/// as the Python client sends it), protobuf (client-go's typed clients,
+/// kubectl `create`) converted to JSON; anything else (CBOR, YAML) 415.
 async fn read_body(req: Request) -> ApiResult<Bytes> {
-    // JSON only: protobuf (and CBOR) senders get 415 and client-go falls
-    // back to JSON. A missing Content-Type is JSON (the Python client).
-    if let Some(ct) = req
+    let media = req
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-    {
-        let media = ct.split(';').next().unwrap_or("").trim();
-        if !(media.is_empty() || media == "application/json" || media == "*/*") {
-            return Err(ApiError::unsupported_media_type(media));
-        }
+        .map(|ct| ct.split(';').next().unwrap_or("").trim().to_string())
+        .unwrap_or_default();
+    let protobuf = crate::protobuf::is_protobuf(&media);
+    if !(protobuf || media.is_empty() || media == "application/json" || media == "*/*") {
+        return Err(ApiError::unsupported_media_type(&media));
     }
-    axum::body::to_bytes(req.into_body(), MAX_BODY)
+    let body = axum::body::to_bytes(req.into_body(), MAX_BODY)
         .await
-        .map_err(|_| ApiError::too_large("Request entity too large: limit is 3145728"))
+        .map_err(|_| ApiError::too_large("Request entity too large: limit is 3145728"))?;
+    if !protobuf {
+        return Ok(body);
+    }
+    let object =
+        crate::protobuf::to_json(&body).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    Ok(Bytes::from(serde_json::to_vec(&object).unwrap_or_default()))
 }
 
 async fn handle(state: AppState, req: Request) -> ApiResult<Response> {

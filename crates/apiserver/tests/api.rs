@@ -812,3 +812,22 @@ async fn finalizers_foreground_dry_run_and_bad_patches() {
         e.message
     );
 }
+
+#[tokio::test]
+async fn a_protobuf_body_that_is_not_protobuf_is_a_400_and_writes_nothing() {
+    let server = TestServer::start().await;
+    let client = client(&server).await;
+    let req = http::Request::post("/api/v1/namespaces")
+        .header("content-type", "application/vnd.kubernetes.protobuf")
+        .body(br#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"x"}}"#.to_vec())
+        .unwrap();
+    let status = api_error(client.request_text(req).await.unwrap_err());
+    assert_eq!(status.code, 400, "{status:?}");
+    assert_eq!(status.reason, "BadRequest", "{status:?}");
+    assert!(
+        status.message.contains("expected prefix [107 56 115 0]"),
+        "{status:?}"
+    );
+    let namespaces: Api<Namespace> = Api::all(client);
+    assert!(namespaces.get_opt("x").await.unwrap().is_none());
+}
