@@ -19,7 +19,7 @@ use futures::{AsyncBufReadExt, StreamExt};
 use kube::Client;
 use serde_json::{json, Value};
 
-use crate::cluster::{cpu_seconds, create_namespace, request, sibling, start_server};
+use crate::cluster::{cpu_seconds, create_namespace, request, rss_kib, sibling, start_server};
 use crate::stats::print_table;
 
 #[derive(Debug, clap::Args)]
@@ -157,6 +157,25 @@ async fn watch_bindings(
     Ok(rx)
 }
 
+/// Waits until `count` `Scheduled` events exist in the benchmark
+/// namespace: a watch from resourceVersion 0 lists them as ADDED, then
+/// follows new ones.
+async fn wait_for_events(client: Client, count: usize) -> anyhow::Result<()> {
+    let uri = "/api/v1/namespaces/sched/events?watch=true&resourceVersion=0&fieldSelector=reason%3DScheduled&timeoutSeconds=600";
+    let stream = client.request_stream(request("GET", uri, None)).await?;
+    let mut lines = stream.lines();
+    let mut seen = 0;
+    while let Some(line) = lines.next().await {
+        if line?.contains("\"type\":\"ADDED\"") {
+            seen += 1;
+            if seen >= count {
+                return Ok(());
+            }
+        }
+    }
+    anyhow::bail!("events watch ended after {seen} of {count} Scheduled events")
+}
+
 struct Figures {
     seconds: f64,
     /// CPU seconds of the `skiff server` process (with the scheduler in
@@ -164,6 +183,10 @@ struct Figures {
     server_cpu: f64,
     /// CPU seconds of the separate scheduler process, if any.
     scheduler_cpu: Option<f64>,
+    /// Seconds from the first create until every pod's `Scheduled` event
+    /// was written (events are written in the background), and the CPU
+    /// seconds of the scheduler and server up to then.
+    events_done: Option<(f64, f64)>,
 }
 
 /// A separate `skiff scheduler` process, killed on drop.
@@ -215,6 +238,8 @@ async fn one(nodes: usize, pods: usize, creators: usize, mode: Mode) -> anyhow::
     }
 
     let mut bound = watch_bindings(client.clone(), pods).await?;
+    let rss0 = rss_kib(server.child.id());
+    let scheduler_rss0 = scheduler.as_ref().map(|s| rss_kib(s.0.id()));
     let server_cpu0 = cpu_seconds(&server_pid);
     let scheduler_cpu0 = scheduler_pid.as_deref().map(cpu_seconds);
     let start = Instant::now();
@@ -225,16 +250,36 @@ async fn one(nodes: usize, pods: usize, creators: usize, mode: Mode) -> anyhow::
         tokio::time::timeout(Duration::from_secs(600), bound.wait_for(|n| *n >= pods)).await??;
     }
     let seconds = start.elapsed().as_secs_f64();
+    let server_cpu = cpu_seconds(&server_pid) - server_cpu0;
+    let scheduler_cpu = scheduler_pid
+        .as_deref()
+        .zip(scheduler_cpu0)
+        .map(|(pid, before)| cpu_seconds(pid) - before);
+    let events_done = if mode == Mode::CreateOnly {
+        None
+    } else {
+        // The probe pod's event and one per benchmark pod.
+        wait_for_events(client.clone(), pods + 1).await?;
+        let cpu = cpu_seconds(&server_pid) - server_cpu0
+            + scheduler_pid
+                .as_deref()
+                .zip(scheduler_cpu0)
+                .map_or(0.0, |(pid, before)| cpu_seconds(pid) - before);
+        Some((start.elapsed().as_secs_f64(), cpu))
+    };
     let figures = Figures {
         seconds,
-        server_cpu: cpu_seconds(&server_pid) - server_cpu0,
-        scheduler_cpu: scheduler_pid
-            .as_deref()
-            .zip(scheduler_cpu0)
-            .map(|(pid, before)| cpu_seconds(pid) - before),
+        server_cpu,
+        scheduler_cpu,
+        events_done,
     };
+    let rss_growth_mib = (rss_kib(server.child.id()) as f64 - rss0 as f64) / 1024.0;
+    if let Some((s, before)) = scheduler.as_ref().zip(scheduler_rss0) {
+        let grew = (rss_kib(s.0.id()) as f64 - before as f64) / 1024.0;
+        eprintln!("scheduler process RSS grew by {grew:.0} MiB");
+    }
     eprintln!(
-        "{nodes} nodes / {pods} pods ({mode:?}): created in {:.2} s, done after {seconds:.2} s",
+        "{nodes} nodes / {pods} pods ({mode:?}): created in {:.2} s, done after {seconds:.2} s, server RSS grew by {rss_growth_mib:.0} MiB",
         created.as_secs_f64()
     );
     drop(scheduler);
@@ -282,6 +327,17 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                 "-".to_string(),
                 "-".to_string(),
             ));
+            if let Some((secs, cpu)) = median.events_done {
+                rows.push((
+                    format!(
+                        "{nodes} nodes, {pods} pods, {:?}: all Scheduled events written (median run)",
+                        mode
+                    ),
+                    format!("after {secs:.2} s, {cpu:.1} CPU-s"),
+                    "-".to_string(),
+                    "-".to_string(),
+                ));
+            }
         }
     }
     print_table(

@@ -126,7 +126,5 @@ pub async fn bind_and_report(
         result,
     });
     let (type_, reason, action, message) = event;
-    if let Err(e) = recorder.record(&pod, type_, reason, action, &message).await {
-        tracing::warn!(pod = %key, error = %e, "recording event");
-    }
+    recorder.record(&pod, type_, reason, action, &message);
 }

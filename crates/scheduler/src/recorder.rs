@@ -1,29 +1,47 @@
-//! core/v1 Events about pods, deduplicated like client-go's correlator.
+//! core/v1 Events about pods, deduplicated like client-go's correlator and
+//! written in the background like client-go's event broadcaster.
 //!
-//! This module owns [`Recorder`]: it writes `Scheduled` and
+//! This module owns [`Recorder`]: it records `Scheduled` and
 //! `FailedScheduling` events from `source.component` = the scheduler name,
-//! named `<pod>.<hex nanoseconds>` like upstream. An event with the same
-//! pod, type, reason and message as one it wrote before is not created
-//! again: its `count` is incremented and `lastTimestamp` moved (a PUT of
-//! the remembered object), falling back to a new event if that one is gone.
-//! Events for different keys are written concurrently; the same key is
-//! serialized. It remembers at most [`MAX_REMEMBERED`] keys.
+//! named `<pod>.<hex nanoseconds>` like upstream. Recording only queues the
+//! event (stamped with the time it happened); one sink task writes the
+//! queue, a few events at a time and in order per key, so event writes
+//! never hold up scheduling or binding.
+//! As upstream, events are best effort: when more than
+//! [`MAX_QUEUED_EVENTS`] wait, new ones are dropped and counted in a
+//! warning. An event with the same pod, type, reason and message as one
+//! the sink wrote before is not created again: its `count` is incremented
+//! and `lastTimestamp` moved (a PUT of the remembered object), falling
+//! back to a new event if that one is gone. The sink remembers at most
+//! [`MAX_REMEMBERED`] keys.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::PostParams;
 use kube::Client;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::api_error::{is_conflict, is_not_found};
 
 /// How many event keys are remembered for deduplication (client-go's LRU).
 pub const MAX_REMEMBERED: usize = 4096;
 
-/// Errors writing events.
+/// How many events may wait for the sink before new ones are dropped.
+/// client-go's broadcaster holds 1,000; ours are cheaper to keep (about a
+/// kilobyte each) and a burst of pods should keep its `Scheduled` events.
+pub const MAX_QUEUED_EVENTS: usize = 20_000;
+
+/// How many event writes the sink has in flight. Upstream writes one at a
+/// time; a few let the store commit several together without letting
+/// events crowd out bindings in a burst.
+const MAX_IN_FLIGHT: usize = 4;
+
+/// Errors writing events (logged by the sink).
 #[derive(Debug, thiserror::Error)]
 pub enum RecorderError {
     /// POST failed.
@@ -77,21 +95,42 @@ struct Key {
     message: String,
 }
 
-type Slot = Arc<tokio::sync::Mutex<Option<Event>>>;
+/// What the sink is asked to do.
+enum Item {
+    /// Write (or count a repeat of) this event.
+    Event(Box<(Key, Event)>),
+    /// Answer once everything queued before has been written.
+    Flush(oneshot::Sender<()>),
+}
 
+/// The last event written per key, oldest key first out.
 #[derive(Debug, Default)]
 struct Remembered {
-    slots: HashMap<Key, Slot>,
+    events: HashMap<Key, Event>,
     order: VecDeque<Key>,
 }
 
-/// Writes deduplicated events about pods.
+impl Remembered {
+    fn remember(&mut self, key: Key, ev: Event) {
+        if self.events.insert(key.clone(), ev).is_some() {
+            return;
+        }
+        self.order.push_back(key);
+        while self.order.len() > MAX_REMEMBERED {
+            if let Some(old) = self.order.pop_front() {
+                self.events.remove(&old);
+            }
+        }
+    }
+}
+
+/// Records deduplicated events about pods; cheap to clone.
 #[derive(Clone)]
 pub struct Recorder {
-    client: Client,
     component: String,
     instance: String,
-    remembered: Arc<Mutex<Remembered>>,
+    queue: mpsc::Sender<Item>,
+    dropped: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for Recorder {
@@ -105,110 +144,68 @@ impl std::fmt::Debug for Recorder {
 
 impl Recorder {
     /// A recorder reporting as `component` (source and reportingComponent)
-    /// from `instance` (reportingInstance).
+    /// from `instance` (reportingInstance). Starts its sink task, which
+    /// ends once every clone is dropped and the queue is written.
     pub fn new(client: Client, component: &str, instance: &str) -> Self {
+        let (queue, rx) = mpsc::channel(MAX_QUEUED_EVENTS);
+        tokio::spawn(
+            Sink {
+                client,
+                remembered: Remembered::default(),
+            }
+            .run(rx),
+        );
         Self {
-            client,
             component: component.to_string(),
             instance: instance.to_string(),
-            remembered: Arc::default(),
+            queue,
+            dropped: Arc::default(),
         }
     }
 
-    fn slot(&self, key: Key) -> Slot {
-        let mut r = self.remembered.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(slot) = r.slots.get(&key) {
-            return slot.clone();
-        }
-        while r.order.len() >= MAX_REMEMBERED {
-            if let Some(old) = r.order.pop_front() {
-                r.slots.remove(&old);
-            }
-        }
-        let slot = Slot::default();
-        r.slots.insert(key.clone(), slot.clone());
-        r.order.push_back(key);
-        slot
-    }
-
-    /// Records an event about `pod`, or counts a repeat of one.
-    pub async fn record(
-        &self,
-        pod: &Pod,
-        type_: EventType,
-        reason: &str,
-        action: &str,
-        message: &str,
-    ) -> Result<()> {
-        let namespace = pod
-            .metadata
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".into());
+    /// Queues an event about `pod` (or a repeat of one) for the sink.
+    pub fn record(&self, pod: &Pod, type_: EventType, reason: &str, action: &str, message: &str) {
         let key = Key {
-            namespace: namespace.clone(),
+            namespace: pod
+                .metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".into()),
             name: pod.metadata.name.clone().unwrap_or_default(),
             uid: pod.metadata.uid.clone().unwrap_or_default(),
             type_,
             reason: reason.to_string(),
             message: message.to_string(),
         };
-        let slot = self.slot(key);
-        let mut last = slot.lock().await;
-        let now = Time(Timestamp::now());
-        if let Some(prev) = last.as_ref() {
-            let mut ev = prev.clone();
-            ev.count = Some(ev.count.unwrap_or(1).saturating_add(1));
-            ev.last_timestamp = Some(now.clone());
-            // Events may be updated unconditionally (no resourceVersion),
-            // as upstream allows for them.
-            ev.metadata.resource_version = None;
-            let name = ev.metadata.name.clone().unwrap_or_default();
-            match self.send(&namespace, Some(&name), &ev).await {
-                Ok(()) => {
-                    *last = Some(ev);
-                    return Ok(());
-                }
-                // Deleted by someone else: start a new event.
-                Err(e) if is_not_found(&e) || is_conflict(&e) => {}
-                Err(source) => return Err(RecorderError::Update { name, source }),
+        let ev = self.new_event(pod, type_, reason, action, message, Time(Timestamp::now()));
+        if self
+            .queue
+            .try_send(Item::Event(Box::new((key, ev))))
+            .is_err()
+        {
+            let dropped = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            if dropped.is_power_of_two() {
+                tracing::warn!(
+                    dropped,
+                    queued = MAX_QUEUED_EVENTS,
+                    "event queue full; dropping events"
+                );
             }
         }
-        let mut ev = self.new_event(pod, type_, reason, action, message, now);
-        let mut tries = 0;
-        loop {
-            let name = ev.metadata.name.clone().unwrap_or_default();
-            match self.send(&namespace, None, &ev).await {
-                Ok(()) => break,
-                Err(e) if is_conflict(&e) && tries < 3 => {
-                    tries += 1;
-                    ev.metadata.name = Some(event_name(pod));
-                }
-                Err(source) => return Err(RecorderError::Create { name, source }),
-            }
-        }
-        *last = Some(ev);
-        Ok(())
     }
 
-    /// POSTs `ev` (or PUTs it over `name`), without decoding the answer:
-    /// the recorder keeps its own copy, and reading back every event would
-    /// cost as much as writing it.
-    async fn send(
-        &self,
-        namespace: &str,
-        name: Option<&str>,
-        ev: &Event,
-    ) -> std::result::Result<(), kube::Error> {
-        let body = serde_json::to_vec(ev).map_err(kube::Error::SerdeError)?;
-        let request = kube::core::Request::new(format!("/api/v1/namespaces/{namespace}/events"));
-        let pp = PostParams::default();
-        let request = match name {
-            Some(name) => request.replace(name, &pp, body),
-            None => request.create(&pp, body),
+    /// Waits until every event recorded before this call has been written
+    /// (or failed).
+    pub async fn flush(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.queue.send(Item::Flush(tx)).await.is_ok() {
+            let _ = rx.await;
         }
-        .map_err(kube::Error::BuildRequest)?;
-        self.client.request_text(request).await.map(|_| ())
+    }
+
+    /// How many events were dropped because the queue was full.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
     }
 
     fn new_event(
@@ -222,7 +219,7 @@ impl Recorder {
     ) -> Event {
         Event {
             metadata: ObjectMeta {
-                name: Some(event_name(pod)),
+                name: Some(event_name(pod.metadata.name.as_deref().unwrap_or_default())),
                 namespace: pod.metadata.namespace.clone(),
                 ..Default::default()
             },
@@ -253,12 +250,202 @@ impl Recorder {
     }
 }
 
+/// The task that writes queued events: up to [`MAX_IN_FLIGHT`] at a time,
+/// in order per key.
+struct Sink {
+    client: Client,
+    remembered: Remembered,
+}
+
+impl Sink {
+    async fn run(mut self, mut rx: mpsc::Receiver<Item>) {
+        let mut pending: VecDeque<Item> = VecDeque::new();
+        loop {
+            if pending.is_empty() {
+                match rx.recv().await {
+                    Some(item) => pending.push_back(item),
+                    None => return,
+                }
+            }
+            while pending.len() < 4 * MAX_IN_FLIGHT {
+                match rx.try_recv() {
+                    Ok(item) => pending.push_back(item),
+                    Err(_) => break,
+                }
+            }
+            if let Some(Item::Flush(_)) = pending.front() {
+                if let Some(Item::Flush(done)) = pending.pop_front() {
+                    let _ = done.send(());
+                }
+                continue;
+            }
+            let batch = take_batch(&mut pending);
+            let writes = batch.into_iter().map(|(key, ev)| {
+                let prev = self.remembered.events.get(&key).cloned();
+                write(&self.client, prev, key, ev)
+            });
+            for (key, result) in futures::future::join_all(writes).await {
+                match result {
+                    Ok(ev) => self.remembered.remember(key, ev),
+                    Err(e) => tracing::warn!(error = %e, "recording event"),
+                }
+            }
+        }
+    }
+}
+
+/// Takes up to [`MAX_IN_FLIGHT`] events with distinct keys from the front
+/// of `pending`, stopping at a flush; a repeat of a key already taken
+/// stays queued (in order) so it can be counted against the first.
+fn take_batch(pending: &mut VecDeque<Item>) -> Vec<(Key, Event)> {
+    let mut batch: Vec<(Key, Event)> = Vec::new();
+    let mut kept = VecDeque::new();
+    while let Some(item) = pending.pop_front() {
+        match item {
+            Item::Flush(done) => {
+                kept.push_back(Item::Flush(done));
+                break;
+            }
+            Item::Event(boxed) => {
+                if batch.len() < MAX_IN_FLIGHT && !batch.iter().any(|(k, _)| *k == boxed.0) {
+                    batch.push(*boxed);
+                } else {
+                    kept.push_back(Item::Event(boxed));
+                }
+            }
+        }
+    }
+    kept.append(pending);
+    *pending = kept;
+    batch
+}
+
+/// Writes `ev`, or counts it as a repeat of `prev`, the event last
+/// written for `key`; returns the event to remember.
+async fn write(
+    client: &Client,
+    prev: Option<Event>,
+    key: Key,
+    mut ev: Event,
+) -> (Key, Result<Event>) {
+    let namespace = key.namespace.clone();
+    if let Some(mut repeat) = prev {
+        repeat.count = Some(repeat.count.unwrap_or(1).saturating_add(1));
+        repeat.last_timestamp = ev.last_timestamp.clone();
+        // Events may be updated unconditionally (no resourceVersion), as
+        // upstream allows for them.
+        repeat.metadata.resource_version = None;
+        let name = repeat.metadata.name.clone().unwrap_or_default();
+        match send(client, &namespace, Some(&name), &repeat).await {
+            Ok(()) => return (key, Ok(repeat)),
+            // Deleted by someone else: start a new event.
+            Err(e) if is_not_found(&e) || is_conflict(&e) => {}
+            Err(source) => return (key, Err(RecorderError::Update { name, source })),
+        }
+    }
+    let mut tries = 0;
+    loop {
+        let name = ev.metadata.name.clone().unwrap_or_default();
+        match send(client, &namespace, None, &ev).await {
+            Ok(()) => return (key, Ok(ev)),
+            Err(e) if is_conflict(&e) && tries < 3 => {
+                tries += 1;
+                ev.metadata.name = Some(event_name(&key.name));
+            }
+            Err(source) => return (key, Err(RecorderError::Create { name, source })),
+        }
+    }
+}
+
+/// POSTs `ev` (or PUTs it over `name`), without decoding the answer:
+/// the recorder keeps its own copy, and reading back every event would
+/// cost as much as writing it.
+async fn send(
+    client: &Client,
+    namespace: &str,
+    name: Option<&str>,
+    ev: &Event,
+) -> std::result::Result<(), kube::Error> {
+    let body = serde_json::to_vec(ev).map_err(kube::Error::SerdeError)?;
+    let request = kube::core::Request::new(format!("/api/v1/namespaces/{namespace}/events"));
+    let pp = PostParams::default();
+    let request = match name {
+        Some(name) => request.replace(name, &pp, body),
+        None => request.create(&pp, body),
+    }
+    .map_err(kube::Error::BuildRequest)?;
+    client.request_text(request).await.map(|_| ())
+}
+
 /// `<pod>.<hex unix nanoseconds>`, as client-go names events.
-fn event_name(pod: &Pod) -> String {
+fn event_name(pod: &str) -> String {
     let nanos = Timestamp::now().as_nanosecond();
-    format!(
-        "{}.{:x}",
-        pod.metadata.name.as_deref().unwrap_or("pod"),
-        nanos.max(0)
-    )
+    let pod = if pod.is_empty() { "pod" } else { pod };
+    format!("{pod}.{:x}", nanos.max(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(pod: &str, reason: &str) -> Item {
+        let key = Key {
+            namespace: "default".into(),
+            name: pod.into(),
+            uid: String::new(),
+            type_: EventType::Normal,
+            reason: reason.into(),
+            message: String::new(),
+        };
+        Item::Event(Box::new((key, Event::default())))
+    }
+
+    fn names(batch: &[(Key, Event)]) -> Vec<String> {
+        batch
+            .iter()
+            .map(|(k, _)| format!("{}/{}", k.name, k.reason))
+            .collect()
+    }
+
+    fn left(pending: &VecDeque<Item>) -> Vec<String> {
+        pending
+            .iter()
+            .map(|i| match i {
+                Item::Event(b) => format!("{}/{}", b.0.name, b.0.reason),
+                Item::Flush(_) => "flush".into(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_batch_takes_distinct_keys_and_leaves_repeats_in_order() {
+        let mut pending: VecDeque<Item> = [
+            item("a", "X"),
+            item("b", "X"),
+            item("a", "X"),
+            item("a", "Y"),
+            item("c", "X"),
+        ]
+        .into_iter()
+        .collect();
+        let batch = take_batch(&mut pending);
+        assert_eq!(names(&batch), ["a/X", "b/X", "a/Y", "c/X"]);
+        assert_eq!(left(&pending), ["a/X"]);
+    }
+
+    #[test]
+    fn a_batch_stops_at_a_flush_and_at_the_in_flight_limit() {
+        let (tx, _rx) = oneshot::channel();
+        let mut pending: VecDeque<Item> = [item("a", "X"), Item::Flush(tx), item("b", "X")]
+            .into_iter()
+            .collect();
+        assert_eq!(names(&take_batch(&mut pending)), ["a/X"]);
+        assert_eq!(left(&pending), ["flush", "b/X"]);
+
+        let mut pending: VecDeque<Item> = (0..MAX_IN_FLIGHT + 2)
+            .map(|i| item(&format!("p{i}"), "X"))
+            .collect();
+        assert_eq!(take_batch(&mut pending).len(), MAX_IN_FLIGHT);
+        assert_eq!(pending.len(), 2);
+    }
 }

@@ -330,18 +330,13 @@ impl SchedulerLoop {
                     tracing::warn!(pod = %key, error = %e, "setting PodScheduled=False");
                 }
             }
-            if let Err(e) = recorder
-                .record(
-                    &pod,
-                    EventType::Warning,
-                    "FailedScheduling",
-                    "Scheduling",
-                    &message,
-                )
-                .await
-            {
-                tracing::warn!(pod = %key, error = %e, "recording FailedScheduling");
-            }
+            recorder.record(
+                &pod,
+                EventType::Warning,
+                "FailedScheduling",
+                "Scheduling",
+                &message,
+            );
         });
     }
 }
