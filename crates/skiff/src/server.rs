@@ -61,13 +61,17 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
         )))
     };
 
-    eprintln!(
+    // One write whose failure is ignored: `eprintln!` panics when stderr
+    // is gone, and writes a formatted message in pieces, so a reader that
+    // quits after the first line took the server down.
+    let banner = format!(
         "skiff server is running: API on https://{addr}, store at revision {revision}, data dir {}.\n\
          Point kubectl at it with:\n  export KUBECONFIG={}\n  kubectl get namespaces\n\
-         Press Ctrl-C to stop.",
+         Press Ctrl-C to stop.\n",
         data_dir.display(),
         kubeconfig.display()
     );
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), banner.as_bytes());
     wait_for_signal().await?;
     tracing::info!("shutting down");
     shutdown.cancel();
