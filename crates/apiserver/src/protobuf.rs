@@ -14,11 +14,13 @@
 //! extensions and `FieldsV1` as embedded JSON.
 //!
 //! Go writes every non-pointer field, zero or not, and a pointer field
-//! whenever it is set; Go's JSON leaves the zero non-pointer ones out. So
-//! a zero scalar is kept only for pointer fields, and empty lists, maps
-//! and zero times are left out; which fields are pointers, and which are
-//! embedded structs that JSON inlines, comes from `protobuf_fields.rs`
-//! (generated from the Go types by scripts/gen-protobuf-fields.py).
+//! whenever it is set; Go's JSON leaves out the zero ones tagged
+//! `omitempty`. So a zero scalar is kept only for pointer fields and
+//! fields without `omitempty` (`replicas: 0`, `restartCount: 0`,
+//! `ready: false`), and empty lists, maps and zero times are left out;
+//! those fields, and the embedded structs that JSON inlines, come from
+//! `protobuf_fields.rs` (generated from the Go types by
+//! scripts/gen-protobuf-fields.py).
 
 use std::sync::OnceLock;
 
@@ -28,7 +30,7 @@ use prost_reflect::{
 };
 use serde_json::{Map, Value};
 
-use crate::protobuf_fields::{INLINE_FIELDS, POINTER_FIELDS};
+use crate::protobuf_fields::{INLINE_FIELDS, KEEP_ZERO_FIELDS};
 
 /// The media type of protobuf bodies.
 pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
@@ -132,6 +134,8 @@ pub fn to_json(body: &[u8]) -> Result<Value, ProtobufError> {
     let (api_version, kind) = type_meta
         .map(|t| (text(&t, "apiVersion"), text(&t, "kind")))
         .unwrap_or_default();
+    // `/v1` is the core group, as upstream reads it.
+    let api_version = api_version.trim_start_matches('/').to_string();
     let raw = envelope
         .get_field_by_name("raw")
         .and_then(|v| v.as_bytes().cloned())
@@ -185,7 +189,7 @@ fn message(m: &DynamicMessage) -> Value {
         name => {
             let mut out = Map::new();
             for (field, value) in m.fields() {
-                if is_zero(value) && !is_pointer(name, field.name()) {
+                if is_zero(value) && !keeps_zero(name, field.name()) {
                     continue;
                 }
                 match field_value(value) {
@@ -211,11 +215,12 @@ fn is_inline(message: &str, field: &str) -> bool {
     INLINE_FIELDS.binary_search(&(message, field)).is_ok()
 }
 
-/// Whether `field` of `message` is a Go pointer: present means set, so a
-/// zero value (`replicas: 0`, `automountServiceAccountToken: false`,
-/// `storageClassName: ""`) is kept.
-fn is_pointer(message: &str, field: &str) -> bool {
-    POINTER_FIELDS.binary_search(&(message, field)).is_ok()
+/// Whether JSON keeps `field` of `message` when it is zero: a Go pointer
+/// (present means set: `replicas: 0`, `automountServiceAccountToken:
+/// false`, `storageClassName: ""`) or a field without `omitempty`
+/// (`restartCount: 0`, `ready: false`).
+fn keeps_zero(message: &str, field: &str) -> bool {
+    KEEP_ZERO_FIELDS.binary_search(&(message, field)).is_ok()
 }
 
 /// Whether `v` is the zero value of a scalar (what Go's `omitempty`

@@ -315,6 +315,51 @@ fn secret_bytes_are_base64_and_micro_times_keep_microseconds() {
 }
 
 #[test]
+fn zero_fields_without_omitempty_are_kept() {
+    let terminated = with(
+        msg("k8s.io.api.core.v1.ContainerStateTerminated"),
+        vec![
+            ("exitCode", Field::I32(0)),
+            ("signal", Field::I32(0)),
+            ("reason", s("")),
+        ],
+    );
+    let state = with(
+        msg("k8s.io.api.core.v1.ContainerState"),
+        vec![("terminated", Field::Message(terminated))],
+    );
+    let status = with(
+        msg("k8s.io.api.core.v1.ContainerStatus"),
+        vec![
+            ("name", s("c")),
+            ("state", Field::Message(state)),
+            ("ready", Field::Bool(false)),
+            ("restartCount", Field::I32(0)),
+            ("image", s("busybox")),
+            ("imageID", s("")),
+        ],
+    );
+    let pod_status = with(
+        msg("k8s.io.api.core.v1.PodStatus"),
+        vec![(
+            "containerStatuses",
+            Field::List(vec![Field::Message(status)]),
+        )],
+    );
+    let pod = with(
+        msg("k8s.io.api.core.v1.Pod"),
+        vec![("status", Field::Message(pod_status))],
+    );
+    let got = to_json(&body("/v1", "Pod", &pod)).unwrap();
+    assert_eq!(got["apiVersion"], "v1");
+    assert_eq!(
+        got["status"]["containerStatuses"][0],
+        json!({"name": "c", "state": {"terminated": {"exitCode": 0}}, "ready": false,
+               "restartCount": 0, "image": "busybox", "imageID": ""})
+    );
+}
+
+#[test]
 fn delete_options_come_from_the_meta_package() {
     let opts = with(
         msg("k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions"),

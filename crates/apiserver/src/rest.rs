@@ -208,7 +208,9 @@ async fn read_body(req: Request) -> ApiResult<Bytes> {
     let body = axum::body::to_bytes(req.into_body(), MAX_BODY)
         .await
         .map_err(|_| ApiError::too_large("Request entity too large: limit is 3145728"))?;
-    if !protobuf {
+    // An empty body (a DELETE without options) is no object, whatever
+    // its declared type.
+    if !protobuf || body.is_empty() {
         return Ok(body);
     }
     let object =

@@ -103,7 +103,7 @@ enum Item {
     Flush(oneshot::Sender<()>),
 }
 
-/// The last event written per key, oldest key first out.
+/// The last event written per key, least recently used key first out.
 #[derive(Debug, Default)]
 struct Remembered {
     events: HashMap<Key, Event>,
@@ -111,9 +111,12 @@ struct Remembered {
 }
 
 impl Remembered {
+    /// Remembers `ev` for `key` as the most recently used key.
     fn remember(&mut self, key: Key, ev: Event) {
         if self.events.insert(key.clone(), ev).is_some() {
-            return;
+            if let Some(at) = self.order.iter().position(|k| *k == key) {
+                self.order.remove(at);
+            }
         }
         self.order.push_back(key);
         while self.order.len() > MAX_REMEMBERED {

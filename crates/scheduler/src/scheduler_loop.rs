@@ -42,6 +42,8 @@ const LEFTOVER_FLUSH: Duration = Duration::from_secs(30);
 const SCHEDULING_SLICE: Duration = Duration::from_millis(1);
 /// Most watch events applied between two scheduling attempts.
 const MAX_EVENTS_PER_ROUND: usize = 10_000;
+/// How long stopping waits for queued events to be written.
+const EVENT_FLUSH: Duration = Duration::from_secs(1);
 
 /// What woke the loop up.
 enum Wake {
@@ -99,7 +101,7 @@ impl SchedulerLoop {
             for _ in 0..MAX_EVENTS_PER_ROUND {
                 match inputs.next().now_or_never() {
                     Some(Some(input)) => self.handle_input(input),
-                    Some(None) => return self.stop(),
+                    Some(None) => return self.stop().await,
                     None => break,
                 }
             }
@@ -128,7 +130,7 @@ impl SchedulerLoop {
                         slice_start = std::time::Instant::now();
                     }
                     if stop.is_cancelled() {
-                        return self.stop();
+                        return self.stop().await;
                     }
                     continue;
                 }
@@ -145,7 +147,7 @@ impl SchedulerLoop {
                 }
             };
             match wake {
-                Wake::Shutdown | Wake::Input(None) => return self.stop(),
+                Wake::Shutdown | Wake::Input(None) => return self.stop().await,
                 Wake::Input(Some(input)) => self.handle_input(*input),
                 Wake::Outcome(Some(outcome)) => self.handle_outcome(outcome),
                 Wake::Outcome(None) | Wake::Timer => {}
@@ -153,8 +155,16 @@ impl SchedulerLoop {
         }
     }
 
-    fn stop(mut self) {
+    /// Stops binding; gives the events already recorded a moment to be
+    /// written (they happened), without holding up shutdown for long.
+    async fn stop(mut self) {
         self.tasks.abort_all();
+        if tokio::time::timeout(EVENT_FLUSH, self.recorder.flush())
+            .await
+            .is_err()
+        {
+            tracing::debug!("events still queued at stop");
+        }
         tracing::info!("scheduling stopped");
     }
 
