@@ -119,12 +119,7 @@ pub fn to_json(body: &[u8]) -> Result<Value, ProtobufError> {
             what: "envelope".into(),
             reason: e.to_string(),
         })?;
-    let text = |m: &DynamicMessage, name: &str| {
-        m.get_field_by_name(name)
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default()
-    };
-    let encoding = text(&envelope, "contentEncoding");
+    let encoding = string(&envelope, "contentEncoding");
     if !encoding.is_empty() {
         return Err(ProtobufError::Encoding(encoding));
     }
@@ -132,14 +127,11 @@ pub fn to_json(body: &[u8]) -> Result<Value, ProtobufError> {
         .get_field_by_name("typeMeta")
         .and_then(|v| v.as_message().cloned());
     let (api_version, kind) = type_meta
-        .map(|t| (text(&t, "apiVersion"), text(&t, "kind")))
+        .map(|t| (string(&t, "apiVersion"), string(&t, "kind")))
         .unwrap_or_default();
     // `/v1` is the core group, as upstream reads it.
     let api_version = api_version.trim_start_matches('/').to_string();
-    let raw = envelope
-        .get_field_by_name("raw")
-        .and_then(|v| v.as_bytes().cloned())
-        .unwrap_or_default();
+    let raw = bytes(&envelope, "raw");
     let desc = message_for(&api_version, &kind).ok_or_else(|| ProtobufError::UnknownKind {
         kind: kind.clone(),
         api_version: api_version.clone(),
@@ -157,9 +149,8 @@ pub fn to_json(body: &[u8]) -> Result<Value, ProtobufError> {
     Ok(Value::Object(out))
 }
 
-/// One message as JSON; `Value::Null` for a zero time (left out by the
-/// caller, as Go's JSON leaves out a zero `metav1.Time` pointer… or writes
-/// `null` for a zero value, which the server treats as absent).
+/// One message as JSON; `Value::Null` for a zero time or unreadable raw
+/// JSON, which the caller leaves out.
 fn message(m: &DynamicMessage) -> Value {
     let descriptor = m.descriptor();
     match descriptor.full_name() {
@@ -180,11 +171,7 @@ fn message(m: &DynamicMessage) -> Value {
             } else {
                 "raw"
             };
-            let raw = m
-                .get_field_by_name(key)
-                .and_then(|v| v.as_bytes().cloned())
-                .unwrap_or_default();
-            serde_json::from_slice(&raw).unwrap_or(Value::Null)
+            serde_json::from_slice(&bytes(m, key)).unwrap_or(Value::Null)
         }
         name => {
             let mut out = Map::new();
@@ -302,6 +289,12 @@ fn int(m: &DynamicMessage, name: &str) -> i64 {
         Some(Field::I32(n)) => i64::from(*n),
         _ => 0,
     }
+}
+
+fn bytes(m: &DynamicMessage, name: &str) -> bytes::Bytes {
+    m.get_field_by_name(name)
+        .and_then(|v| v.as_bytes().cloned())
+        .unwrap_or_default()
 }
 
 fn string(m: &DynamicMessage, name: &str) -> String {

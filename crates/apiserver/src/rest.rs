@@ -191,6 +191,9 @@ async fn read_raw_body(req: Request) -> ApiResult<Bytes> {
         .map_err(|_| ApiError::too_large("Request entity too large: limit is 3145728"))
 }
 
+/// The media types of object bodies (create, update, binding, delete).
+const BODY_TYPES: &str = "application/json, application/vnd.kubernetes.protobuf";
+
 /// A request body as JSON: JSON as sent (a missing Content-Type is JSON,
 /// as the Python client sends it), protobuf (client-go's typed clients,
 /// kubectl `create`) converted to JSON; anything else (CBOR, YAML) 415.
@@ -203,7 +206,7 @@ async fn read_body(req: Request) -> ApiResult<Bytes> {
         .unwrap_or_default();
     let protobuf = crate::protobuf::is_protobuf(&media);
     if !(protobuf || media.is_empty() || media == "application/json" || media == "*/*") {
-        return Err(ApiError::unsupported_media_type(&media));
+        return Err(ApiError::unsupported_media_type(&media, BODY_TYPES));
     }
     let body = axum::body::to_bytes(req.into_body(), MAX_BODY)
         .await
@@ -573,7 +576,7 @@ fn content_type(headers: &axum::http::HeaderMap) -> String {
 
 pub(crate) fn patch_error(e: skiff_api::patch::PatchError) -> ApiError {
     let mut error = match e.status_code() {
-        415 => ApiError::unsupported_media_type(&e.to_string()),
+        415 => ApiError::unsupported_media_type(&e.to_string(), skiff_api::patch::PATCH_TYPES),
         422 => ApiError::invalid_message(e.to_string()),
         _ => ApiError::bad_request(e.to_string()),
     };
@@ -601,7 +604,10 @@ async fn patch(
     let (content_type, body) = (patch.content_type, patch.bytes);
     use skiff_api::patch::{apply_patch, PatchType};
     let Some(patch_type) = PatchType::from_content_type(content_type) else {
-        return Err(ApiError::unsupported_media_type(content_type));
+        return Err(ApiError::unsupported_media_type(
+            content_type,
+            skiff_api::patch::PATCH_TYPES,
+        ));
     };
     if patch_type == PatchType::Apply {
         return crate::apply::server_side_apply(state, r, ns, name, body, opts).await;

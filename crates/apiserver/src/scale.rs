@@ -159,7 +159,9 @@ pub async fn patch(
     check(r)?;
     let patch_type = PatchType::from_content_type(content_type)
         .filter(|t| *t != PatchType::Apply)
-        .ok_or_else(|| ApiError::unsupported_media_type(content_type))?;
+        .ok_or_else(|| {
+            ApiError::unsupported_media_type(content_type, skiff_api::patch::PATCH_TYPES)
+        })?;
     let outcome = write::update(state, r, ns, name, None, opts, |workload| {
         let scale = to_scale(workload);
         // The same statuses as any other patch (400, 422, 415).

@@ -110,13 +110,15 @@ impl ApiError {
         )
     }
 
-    pub fn unsupported_media_type(content_type: &str) -> Self {
+    /// 415 for a body in `content_type`; `accepted` lists what the
+    /// endpoint takes.
+    pub fn unsupported_media_type(content_type: &str, accepted: &str) -> Self {
         Self::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "UnsupportedMediaType",
             format!(
                 "the body of the request was in an unknown format ({content_type}) - accepted \
-                 media types include: application/json"
+                 media types include: {accepted}"
             ),
         )
     }

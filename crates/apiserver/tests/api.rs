@@ -831,3 +831,21 @@ async fn a_protobuf_body_that_is_not_protobuf_is_a_400_and_writes_nothing() {
     let namespaces: Api<Namespace> = Api::all(client);
     assert!(namespaces.get_opt("x").await.unwrap().is_none());
 }
+
+#[tokio::test]
+async fn a_cbor_body_is_a_415_naming_the_accepted_types() {
+    let server = TestServer::start().await;
+    let client = client(&server).await;
+    let req = http::Request::post("/api/v1/namespaces")
+        .header("content-type", "application/cbor")
+        .body(vec![0xa0])
+        .unwrap();
+    let status = api_error(client.request_text(req).await.unwrap_err());
+    assert_eq!(status.code, 415, "{status:?}");
+    assert!(
+        status.message.ends_with(
+            "accepted media types include: application/json, application/vnd.kubernetes.protobuf"
+        ),
+        "{status:?}"
+    );
+}

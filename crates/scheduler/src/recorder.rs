@@ -181,10 +181,9 @@ impl Recorder {
             message: message.to_string(),
         };
         let ev = self.new_event(pod, type_, reason, action, message, Time(Timestamp::now()));
-        if self
-            .queue
-            .try_send(Item::Event(Box::new((key, ev))))
-            .is_err()
+        // Closed only when the runtime is going away: nothing to tell.
+        if let Err(mpsc::error::TrySendError::Full(_)) =
+            self.queue.try_send(Item::Event(Box::new((key, ev))))
         {
             let dropped = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
             if dropped.is_power_of_two() {
@@ -204,11 +203,6 @@ impl Recorder {
         if self.queue.send(Item::Flush(tx)).await.is_ok() {
             let _ = rx.await;
         }
-    }
-
-    /// How many events were dropped because the queue was full.
-    pub fn dropped(&self) -> u64 {
-        self.dropped.load(Ordering::Relaxed)
     }
 
     fn new_event(

@@ -71,6 +71,10 @@ impl PatchType {
 const CUSTOM_RESOURCE_PATCH_TYPES: &str =
     "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml";
 
+/// The patch media types built-in kinds accept, as a 415 lists them.
+pub const PATCH_TYPES: &str = "application/json-patch+json, application/merge-patch+json, \
+     application/strategic-merge-patch+json, application/apply-patch+yaml";
+
 /// Why a patch could not be applied.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PatchError {
