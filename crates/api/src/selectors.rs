@@ -18,6 +18,7 @@
 //!
 //! Objects are `serde_json::Value`s in wire form; nothing here does I/O.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::fmt;
 
@@ -369,10 +370,10 @@ fn requirement_errors(key: &str, op: LabelOp, values: &[String], key_path: &str)
 
 /// The string form of a label value (labels are strings; anything else is
 /// rendered as JSON).
-fn label_str(v: &Value) -> std::borrow::Cow<'_, str> {
+fn label_str(v: &Value) -> Cow<'_, str> {
     match v {
-        Value::String(s) => std::borrow::Cow::Borrowed(s.as_str()),
-        other => std::borrow::Cow::Owned(other.to_string()),
+        Value::String(s) => Cow::Borrowed(s.as_str()),
+        other => Cow::Owned(other.to_string()),
     }
 }
 
@@ -418,7 +419,13 @@ impl Requirement {
     /// DoesNotExist match when the key is absent; In, `=`, `==`, Exists, Gt
     /// and Lt need it present.
     pub fn matches(&self, labels: &Map<String, Value>) -> bool {
-        let got = labels.get(&self.key).map(label_str);
+        self.matches_by(|key| labels.get(key).map(label_str))
+    }
+
+    /// [`Requirement::matches`] with the labels behind a lookup: `get`
+    /// returns the value of a label key, `None` when absent.
+    pub fn matches_by<'a>(&self, get: impl Fn(&str) -> Option<Cow<'a, str>>) -> bool {
+        let got = get(&self.key);
         match self.op {
             LabelOp::In | LabelOp::Equals | LabelOp::DoubleEquals => {
                 got.is_some_and(|v| self.has_value(&v))
@@ -931,7 +938,13 @@ impl LabelSelector {
     /// Whether an object with these labels (`metadata.labels`, string
     /// values) is selected: every requirement must match.
     pub fn matches(&self, labels: &Map<String, Value>) -> bool {
-        !self.nothing && self.requirements.iter().all(|r| r.matches(labels))
+        self.matches_by(|key| labels.get(key).map(label_str))
+    }
+
+    /// [`LabelSelector::matches`] with the labels behind a lookup: `get`
+    /// returns the value of a label key, `None` when absent.
+    pub fn matches_by<'a>(&self, get: impl Fn(&str) -> Option<Cow<'a, str>>) -> bool {
+        !self.nothing && self.requirements.iter().all(|r| r.matches_by(&get))
     }
 
     /// Whether an object is selected, reading its `metadata.labels`
@@ -1153,19 +1166,19 @@ impl FieldSelector {
 
     /// Whether an object is selected; `get` returns the object's value for a
     /// field path, and a missing field compares as the empty string.
-    pub fn matches(&self, get: impl Fn(&str) -> Option<String>) -> bool {
+    pub fn matches<'a>(&self, get: impl Fn(&str) -> Option<Cow<'a, str>>) -> bool {
         self.terms.iter().all(|t| {
             let got = get(&t.field).unwrap_or_default();
             match t.op {
-                FieldOp::Equals => got == t.value,
-                FieldOp::NotEquals => got != t.value,
+                FieldOp::Equals => *got == *t.value,
+                FieldOp::NotEquals => *got != *t.value,
             }
         })
     }
 
     /// [`FieldSelector::matches`] with [`field_value`] over a JSON object.
     pub fn matches_object(&self, obj: &Value) -> bool {
-        self.matches(|path| field_value(obj, path))
+        self.matches(|path| field_value(obj, path).map(Cow::Owned))
     }
 
     /// The value `field` must equal, from its first `=`/`==` term
@@ -1848,13 +1861,13 @@ mod tests {
             let parsed = FieldSelector::parse(sel).unwrap();
             assert_eq!(parsed.matches_object(&pod), *want, "selector {sel:?}");
             assert_eq!(
-                parsed.matches(|p| field_value(&pod, p)),
+                parsed.matches(|p| field_value(&pod, p).map(Cow::Owned)),
                 *want,
                 "selector {sel:?}"
             );
         }
         let escaped = FieldSelector::parse(r"metadata.name=a\,b").unwrap();
-        assert!(escaped.matches(|p| (p == "metadata.name").then(|| "a,b".to_owned())));
+        assert!(escaped.matches(|p| (p == "metadata.name").then_some(Cow::Borrowed("a,b"))));
         assert!(!escaped.matches(|_| None));
     }
 

@@ -24,6 +24,7 @@ use skiff_store::{EventKind, ListOptions, Store};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+use crate::filter::Selectable;
 use crate::object::with_revision;
 
 /// Events kept for watchers that resume from a recent resourceVersion.
@@ -41,12 +42,55 @@ pub struct Cached {
     /// What selectors read (name, namespace, labels, selectable fields):
     /// the whole parsed tree of every object would cost several times
     /// the bytes below in memory.
-    pub selectable: Value,
-    /// The object serialized, resourceVersion included.
+    pub selectable: Selectable,
+    /// The object serialized, resourceVersion included: the middle of
+    /// `line`.
     pub json: Bytes,
+    /// The watch line of the change that wrote this version, around `json`
+    /// (one buffer for both: every write is kept once, not twice).
+    line: Bytes,
+    line_kind: EventKind,
 }
 
 impl Cached {
+    /// Wraps `json` (resourceVersion included) written by a `kind` change.
+    fn new(key: &str, revision: i64, selectable: Selectable, kind: EventKind, json: &[u8]) -> Self {
+        let mut line = line_start(kind, json.len());
+        line.extend_from_slice(json);
+        Self::from_line(key, revision, selectable, kind, line)
+    }
+
+    /// `line` is [`line_start`] + the object + [`LINE_END`].
+    fn from_line(
+        key: &str,
+        revision: i64,
+        selectable: Selectable,
+        kind: EventKind,
+        mut line: Vec<u8>,
+    ) -> Self {
+        let start = line_start(kind, 0).len();
+        line.extend_from_slice(LINE_END);
+        let line = Bytes::from(line);
+        Cached {
+            key: key.to_string(),
+            revision,
+            selectable,
+            json: line.slice(start..line.len() - LINE_END.len()),
+            line,
+            line_kind: kind,
+        }
+    }
+
+    /// `{"type":KIND,"object":…}\n` for this version; shared, not copied,
+    /// for the kind of change that wrote it.
+    pub fn line(&self, kind: EventKind) -> Bytes {
+        if kind == self.line_kind {
+            self.line.clone()
+        } else {
+            watch_line(kind, &self.json)
+        }
+    }
+
     /// The whole object (resourceVersion included), parsed from `json` for
     /// the callers that need the tree.
     pub fn object(&self) -> Value {
@@ -63,8 +107,6 @@ pub struct CachedEvent {
     /// The object before this change (for MODIFIED), so a watch with a
     /// selector can tell an object entering or leaving it.
     pub prev: Option<Arc<Cached>>,
-    /// `{"type":…,"object":…}\n`, built once for every watcher.
-    pub line: Bytes,
 }
 
 /// Why a request cannot be served from the cache.
@@ -84,15 +126,24 @@ pub fn kind_name(kind: EventKind) -> &'static str {
     }
 }
 
-/// `{"type":KIND,"object":<json>}\n` without re-serializing the object.
-pub fn watch_line(kind: EventKind, object: &[u8]) -> Bytes {
+const LINE_END: &[u8] = b"}\n";
+
+/// `{"type":KIND,"object":`, with room for an object of `len` bytes and
+/// [`LINE_END`].
+fn line_start(kind: EventKind, len: usize) -> Vec<u8> {
     let kind = kind_name(kind);
-    let mut line = Vec::with_capacity(object.len() + 32);
+    let mut line = Vec::with_capacity(len + 32);
     line.extend_from_slice(b"{\"type\":\"");
     line.extend_from_slice(kind.as_bytes());
     line.extend_from_slice(b"\",\"object\":");
+    line
+}
+
+/// `{"type":KIND,"object":<json>}\n` without re-serializing the object.
+pub fn watch_line(kind: EventKind, object: &[u8]) -> Bytes {
+    let mut line = line_start(kind, object.len());
     line.extend_from_slice(object);
-    line.extend_from_slice(b"}\n");
+    line.extend_from_slice(LINE_END);
     Bytes::from(line)
 }
 
@@ -134,36 +185,33 @@ pub struct WatchCache {
     revision: watch::Sender<i64>,
 }
 
-fn decode(key: &str, value: &[u8], revision: i64) -> Option<Arc<Cached>> {
+/// The cache's form of a stored object written by a `kind` change.
+fn decode(key: &str, value: &[u8], revision: i64, kind: EventKind) -> Option<Arc<Cached>> {
     let storage = storage_of(key).unwrap_or_default();
     // The usual case reads the bytes without building the object's tree.
-    let fast = with_revision_spliced(value, revision)
+    let fast = with_revision_spliced(line_start(kind, value.len()), value, revision)
         .zip(crate::filter::selectable_view_raw(storage, value));
-    let (json, selectable) = match fast {
-        Some(pair) => pair,
+    let cached = match fast {
+        Some((line, selectable)) => Cached::from_line(key, revision, selectable, kind, line),
         None => {
             let object: Value = serde_json::from_slice(value)
                 .map_err(|e| tracing::warn!(key, error = %e, "stored object is not JSON"))
                 .ok()?;
             let selectable = crate::filter::selectable_view(storage, &object);
             let json = serde_json::to_vec(&with_revision(object, revision)).ok()?;
-            (json, selectable)
+            Cached::new(key, revision, selectable, kind, &json)
         }
     };
-    Some(Arc::new(Cached {
-        key: key.to_string(),
-        revision,
-        selectable,
-        json: Bytes::from(json),
-    }))
+    Some(Arc::new(cached))
 }
 
-/// The stored bytes with `"resourceVersion":"R"` inserted at the start of
-/// the top-level `metadata` object, so the served form is not serialized
-/// again from a parsed tree (every write passes through here). `None`
-/// when the shape is unusual (no metadata object, a resourceVersion
-/// already stored, escaped keys); the caller then parses and serializes.
-fn with_revision_spliced(raw: &[u8], revision: i64) -> Option<Vec<u8>> {
+/// `out` followed by the stored bytes with `"resourceVersion":"R"`
+/// inserted at the start of the top-level `metadata` object, so the served
+/// form is not serialized again from a parsed tree (every write passes
+/// through here). `None` when the shape is unusual (no metadata object, a
+/// resourceVersion already stored, escaped keys); the caller then parses
+/// and serializes.
+fn with_revision_spliced(mut out: Vec<u8>, raw: &[u8], revision: i64) -> Option<Vec<u8>> {
     use serde_json::value::RawValue;
     let top: std::collections::HashMap<&str, &RawValue> = serde_json::from_slice(raw).ok()?;
     let text = top.get("metadata")?.get();
@@ -177,7 +225,7 @@ fn with_revision_spliced(raw: &[u8], revision: i64) -> Option<Vec<u8>> {
         return None;
     }
     let insert = format!("\"resourceVersion\":\"{revision}\"");
-    let mut out = Vec::with_capacity(raw.len() + insert.len() + 1);
+    out.reserve(raw.len() + insert.len() + 1 + LINE_END.len());
     out.extend_from_slice(&raw[..=start]);
     out.extend_from_slice(insert.as_bytes());
     if !meta.is_empty() {
@@ -266,7 +314,6 @@ impl WatchCache {
                     revision: item.revision,
                     item: item.clone(),
                     prev: None,
-                    line: watch_line(EventKind::Added, &item.json),
                 })
                 .collect(),
             Some(after) if after < state.history_from => {
@@ -306,13 +353,14 @@ impl WatchCache {
     fn deleted_fallback(&self, key: &str, revision: i64) -> Option<Arc<Cached>> {
         let old = self.read().objects.get(key).cloned()?;
         let object = with_revision(old.object(), revision);
-        let json = Bytes::from(serde_json::to_vec(&object).ok()?);
-        Some(Arc::new(Cached {
-            key: key.to_string(),
+        let json = serde_json::to_vec(&object).ok()?;
+        Some(Arc::new(Cached::new(
+            key,
             revision,
-            selectable: old.selectable.clone(),
-            json,
-        }))
+            old.selectable.clone(),
+            EventKind::Deleted,
+            &json,
+        )))
     }
 
     /// Replaces the contents after a (re)list at `revision`.
@@ -339,7 +387,6 @@ impl WatchCache {
         let event = CachedEvent {
             kind,
             revision,
-            line: watch_line(kind, &item.json),
             item,
             prev,
         };
@@ -434,7 +481,7 @@ impl Caches {
             let Some((name, _)) = self.by_storage.get_key_value(storage) else {
                 continue;
             };
-            if let Some(item) = decode(&kv.key, &kv.value, kv.mod_revision) {
+            if let Some(item) = decode(&kv.key, &kv.value, kv.mod_revision, EventKind::Added) {
                 loaded.entry(name).or_default().push(item);
             }
         }
@@ -460,14 +507,15 @@ impl Caches {
             let Some(cache) = storage_of(&event.kv.key).and_then(|s| self.by_storage.get(s)) else {
                 continue;
             };
-            let item = decode(&event.kv.key, &event.kv.value, event.revision).or_else(|| {
-                match event.kind {
-                    // A delete whose last value is missing (etcd without
-                    // prevKV after compaction): use what the cache holds.
-                    EventKind::Deleted => cache.deleted_fallback(&event.kv.key, event.revision),
-                    _ => None,
-                }
-            });
+            let item =
+                decode(&event.kv.key, &event.kv.value, event.revision, event.kind).or_else(|| {
+                    match event.kind {
+                        // A delete whose last value is missing (etcd without
+                        // prevKV after compaction): use what the cache holds.
+                        EventKind::Deleted => cache.deleted_fallback(&event.kv.key, event.revision),
+                        _ => None,
+                    }
+                });
             if let Some(item) = item {
                 cache.apply(event.kind, event.revision, item);
             }
@@ -490,10 +538,23 @@ mod tests {
         ];
         for (i, raw) in cases.iter().enumerate() {
             // The first three are spliced; the others take the slow path.
-            assert_eq!(with_revision_spliced(raw, 42).is_some(), i < 3);
-            let item = decode("/registry/x/a", raw, 42).expect("decodes");
+            assert_eq!(with_revision_spliced(Vec::new(), raw, 42).is_some(), i < 3);
+            let item = decode("/registry/x/a", raw, 42, EventKind::Modified).expect("decodes");
             let served: Value = serde_json::from_slice(&item.json).expect("served JSON");
             assert_eq!(served, item.object(), "{}", String::from_utf8_lossy(raw));
+            // The watch lines carry the same object, for any kind.
+            for (kind, name) in [
+                (EventKind::Modified, "MODIFIED"),
+                (EventKind::Added, "ADDED"),
+            ] {
+                let line = item.line(kind);
+                assert!(line.ends_with(b"}\n"));
+                let event: Value = serde_json::from_slice(&line).expect("line is JSON");
+                assert_eq!(
+                    event,
+                    serde_json::json!({"type": name, "object": served.clone()})
+                );
+            }
             let tree: Value = serde_json::from_slice(raw).unwrap();
             assert_eq!(
                 item.selectable,

@@ -2,10 +2,11 @@
 //! fields each resource can be selected by (upstream's field label
 //! conversion functions), and matching an object against both.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use serde_json::Value;
-use skiff_api::selectors::{field_value, FieldSelector, LabelSelector};
+use skiff_api::selectors::{FieldSelector, LabelSelector};
 
 use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult};
@@ -57,19 +58,95 @@ fn selectable_fields(r: &Resource) -> &'static [&'static str] {
     }
 }
 
-/// What selectors can read of an object of storage resource `storage`:
-/// name, namespace, labels and the resource's selectable fields, copied
-/// into a small tree of the same shape. The watch cache keeps this view,
-/// not the whole parsed object, for every item.
-pub fn selectable_view(storage: &str, obj: &Value) -> Value {
-    let mut view = Value::Object(serde_json::Map::new());
-    for path in view_paths(storage) {
-        copy_path(obj, &mut view, path);
-    }
-    view
+/// What selectors can read of one object: its name, namespace, labels and
+/// the selectable fields of its resource, as field selectors compare them
+/// (numbers and booleans as text). The watch cache keeps this for every
+/// item instead of the parsed object; a few hundred bytes, where a tree of
+/// the same paths cost a couple of kilobytes in map nodes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selectable {
+    /// The kept paths that are set to a scalar, in [`view_paths`] order.
+    fields: Box<[(&'static str, Box<str>)]>,
+    /// `metadata.labels`, sorted by key.
+    labels: Box<[(Box<str>, Box<str>)]>,
 }
 
-/// The paths [`selectable_view`] keeps for `storage`.
+impl Selectable {
+    /// The value of a kept field path (`metadata.name`, `spec.nodeName`…).
+    pub fn field(&self, path: &str) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|(p, _)| *p == path)
+            .map(|(_, v)| &**v)
+    }
+
+    /// The value of label `key`.
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.labels
+            .binary_search_by(|(k, _)| (**k).cmp(key))
+            .ok()
+            .map(|i| &*self.labels[i].1)
+    }
+
+    fn new(fields: Vec<(&'static str, Box<str>)>, mut labels: Vec<(Box<str>, Box<str>)>) -> Self {
+        labels.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        Selectable {
+            fields: fields.into_boxed_slice(),
+            labels: labels.into_boxed_slice(),
+        }
+    }
+}
+
+/// The text a field selector compares a value as; `None` for null,
+/// objects and arrays (as [`skiff_api::selectors::field_value`]).
+fn scalar_text(v: &Value) -> Option<Box<str>> {
+    match v {
+        Value::String(s) => Some(s.as_str().into()),
+        Value::Number(n) => Some(n.to_string().into()),
+        Value::Bool(b) => Some(if *b { "true" } else { "false" }.into()),
+        Value::Null | Value::Object(_) | Value::Array(_) => None,
+    }
+}
+
+/// Label values as label selectors read them (non-strings as their JSON).
+fn label_pairs(labels: &serde_json::Map<String, Value>) -> Vec<(Box<str>, Box<str>)> {
+    labels
+        .iter()
+        .map(|(k, v)| {
+            let v: Box<str> = match v {
+                Value::String(s) => s.as_str().into(),
+                other => other.to_string().into(),
+            };
+            (k.as_str().into(), v)
+        })
+        .collect()
+}
+
+const LABELS: &str = "metadata.labels";
+
+/// [`Selectable`] of a parsed object of storage resource `storage`.
+pub fn selectable_view(storage: &str, obj: &Value) -> Selectable {
+    let mut fields = Vec::new();
+    let mut labels = Vec::new();
+    for path in view_paths(storage) {
+        let mut at = Some(obj);
+        for segment in path.split('.') {
+            at = at.and_then(|v| v.as_object()).and_then(|o| o.get(segment));
+        }
+        let Some(value) = at else { continue };
+        if path == LABELS {
+            if let Some(map) = value.as_object() {
+                labels = label_pairs(map);
+            }
+        } else if let Some(text) = scalar_text(value) {
+            fields.push((path, text));
+        }
+    }
+    Selectable::new(fields, labels)
+}
+
+/// The paths [`selectable_view`] keeps for `storage`; none is more than
+/// two segments deep.
 fn view_paths(storage: &str) -> impl Iterator<Item = &'static str> {
     let fields = crate::resources::RESOURCES
         .iter()
@@ -81,91 +158,56 @@ fn view_paths(storage: &str) -> impl Iterator<Item = &'static str> {
     } else {
         &[]
     };
-    ["metadata.name", "metadata.namespace", "metadata.labels"]
+    ["metadata.name", "metadata.namespace", LABELS]
         .into_iter()
         .chain(fields.iter().copied())
         .chain(extra.iter().copied())
 }
 
 /// [`selectable_view`] read straight from the stored bytes: only the
-/// parts on the way to a kept path are looked at as maps, only the kept
-/// values are built (a pod's spec and status are skipped over, not
-/// parsed into a tree). `None` for bodies this cannot read without
+/// objects on the way to a kept path are looked at as maps and only the
+/// kept values are parsed (a pod's spec and status are skipped over, not
+/// built into a tree). `None` for bodies this cannot read without
 /// allocating (escaped keys); the caller then parses the whole object.
-pub fn selectable_view_raw(storage: &str, raw: &[u8]) -> Option<Value> {
-    let top: &serde_json::value::RawValue = serde_json::from_slice(raw).ok()?;
-    let paths: Vec<Vec<&str>> = view_paths(storage)
-        .map(|p| p.split('.').collect())
-        .collect();
-    let refs: Vec<&[&str]> = paths.iter().map(Vec::as_slice).collect();
-    extract(top, &refs)
-}
-
-/// The values at `paths` (segments, relative to `raw`) as a tree.
-fn extract(raw: &serde_json::value::RawValue, paths: &[&[&str]]) -> Option<Value> {
-    let text = raw.get().trim_start();
-    if !text.starts_with('{') {
-        return Some(Value::Object(serde_json::Map::new()));
-    }
-    let fields: HashMap<&str, &serde_json::value::RawValue> =
-        serde_json::from_str(raw.get()).ok()?;
-    let mut out = serde_json::Map::new();
-    let mut done: Vec<&str> = Vec::new();
-    for path in paths {
-        let Some((first, rest)) = path.split_first() else {
-            continue;
-        };
-        if done.contains(first) {
-            continue;
-        }
-        done.push(first);
-        let Some(value) = fields.get(first) else {
-            continue;
-        };
-        let group: Vec<&[&str]> = paths
-            .iter()
-            .filter(|p| p.first() == Some(first))
-            .map(|p| &p[1..])
-            .collect();
-        let value = if rest.is_empty() || group.iter().any(|p| p.is_empty()) {
-            serde_json::from_str(value.get()).ok()?
-        } else {
-            match extract(value, &group)? {
-                // Nothing kept below: leave the branch out, as the tree
-                // version does.
-                Value::Object(m) if m.is_empty() => continue,
-                v => v,
+pub fn selectable_view_raw(storage: &str, raw: &[u8]) -> Option<Selectable> {
+    use serde_json::value::RawValue;
+    type Fields<'a> = HashMap<&'a str, &'a RawValue>;
+    let top: Fields = serde_json::from_slice(raw).ok()?;
+    // The second-level objects read so far (metadata, spec, status…).
+    let mut nested: Vec<(&str, Option<Fields>)> = Vec::new();
+    let mut fields = Vec::new();
+    let mut labels = Vec::new();
+    for path in view_paths(storage) {
+        let value = match path.split_once('.') {
+            None => top.get(path).copied(),
+            Some((first, second)) => {
+                let i = match nested.iter().position(|(k, _)| *k == first) {
+                    Some(i) => i,
+                    None => {
+                        let map = match top.get(first) {
+                            Some(v) if v.get().trim_start().starts_with('{') => {
+                                Some(serde_json::from_str::<Fields>(v.get()).ok()?)
+                            }
+                            _ => None,
+                        };
+                        nested.push((first, map));
+                        nested.len() - 1
+                    }
+                };
+                nested[i].1.as_ref().and_then(|m| m.get(second)).copied()
             }
         };
-        out.insert((*first).to_string(), value);
-    }
-    Some(Value::Object(out))
-}
-
-/// Copies the value at dotted `path` of `from` into `to`, creating the
-/// objects on the way.
-fn copy_path(from: &Value, to: &mut Value, path: &str) {
-    let mut src = from;
-    for segment in path.split('.') {
-        match src.as_object().and_then(|o| o.get(segment)) {
-            Some(v) => src = v,
-            None => return,
+        let Some(value) = value else { continue };
+        let value: Value = serde_json::from_str(value.get()).ok()?;
+        if path == LABELS {
+            if let Value::Object(map) = &value {
+                labels = label_pairs(map);
+            }
+        } else if let Some(text) = scalar_text(&value) {
+            fields.push((path, text));
         }
     }
-    let mut dst = to;
-    let mut segments = path.split('.').peekable();
-    while let Some(segment) = segments.next() {
-        let Some(map) = dst.as_object_mut() else {
-            return;
-        };
-        if segments.peek().is_none() {
-            map.insert(segment.to_string(), src.clone());
-            return;
-        }
-        dst = map
-            .entry(segment.to_string())
-            .or_insert_with(|| Value::Object(serde_json::Map::new()));
-    }
+    Some(Selectable::new(fields, labels))
 }
 
 /// events.k8s.io selects by its own field names; objects are stored as core
@@ -247,27 +289,37 @@ impl Filter {
         self.fields.as_ref().and_then(|f| f.exact_name())
     }
 
-    pub fn matches(&self, obj: &Value) -> bool {
+    pub fn matches(&self, view: &Selectable) -> bool {
         if let Some(labels) = &self.labels {
-            if !labels.matches_object(obj) {
+            if !labels.matches_by(|key| view.label(key).map(Cow::Borrowed)) {
                 return false;
             }
         }
         if let Some(fields) = &self.fields {
-            let get = |path: &str| match path {
-                // Events select by `source` = source.component.
-                "source" => field_value(obj, "source.component"),
-                // Unset booleans select as "false", as upstream converts them.
-                "spec.hostNetwork" | "spec.unschedulable" => {
-                    Some(field_value(obj, path).unwrap_or_else(|| "false".into()))
-                }
-                _ => field_value(obj, path),
+            let get = |path: &str| {
+                let value = match path {
+                    // Events select by `source` = source.component.
+                    "source" => view.field("source.component"),
+                    // Unset booleans select as "false", as upstream
+                    // converts them.
+                    "spec.hostNetwork" | "spec.unschedulable" => {
+                        Some(view.field(path).unwrap_or("false"))
+                    }
+                    _ => view.field(path),
+                };
+                value.map(Cow::Borrowed)
             };
             if !fields.matches(get) {
                 return false;
             }
         }
         true
+    }
+
+    /// [`Filter::matches`] for a whole object of `r` (lists and deletes
+    /// that read the store rather than the watch cache).
+    pub fn matches_object(&self, r: &Resource, obj: &Value) -> bool {
+        self.is_everything() || self.matches(&selectable_view(r.storage, obj))
     }
 }
 
@@ -276,59 +328,125 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn q(key: &str, s: &str) -> HashMap<String, String> {
+        HashMap::from([(key.to_string(), s.to_string())])
+    }
+
     #[test]
     fn the_selectable_view_keeps_what_selectors_read() {
         let pod = json!({
-            "metadata": {"name": "web", "namespace": "d", "labels": {"app": "web"}, "uid": "u"},
-            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i"}]},
+            "metadata": {"name": "web", "namespace": "d", "labels": {"tier": "front", "app": "web"}, "uid": "u"},
+            "spec": {"nodeName": "n1", "hostNetwork": true, "containers": [{"name": "c", "image": "i"}]},
             "status": {"phase": "Running", "conditions": []},
         });
-        assert_eq!(
-            selectable_view("pods", &pod),
-            json!({
-                "metadata": {"name": "web", "namespace": "d", "labels": {"app": "web"}},
-                "spec": {"nodeName": "n1"},
-                "status": {"phase": "Running"},
-            })
-        );
+        let view = selectable_view("pods", &pod);
+        assert_eq!(view.field("metadata.name"), Some("web"));
+        assert_eq!(view.field("metadata.namespace"), Some("d"));
+        assert_eq!(view.field("spec.nodeName"), Some("n1"));
+        assert_eq!(view.field("spec.hostNetwork"), Some("true"));
+        assert_eq!(view.field("status.phase"), Some("Running"));
+        assert_eq!(view.field("metadata.uid"), None);
+        assert_eq!(view.field("spec.restartPolicy"), None);
+        assert_eq!(view.label("app"), Some("web"));
+        assert_eq!(view.label("tier"), Some("front"));
+        assert_eq!(view.label("uid"), None);
+
         let event = json!({
             "metadata": {"name": "e", "namespace": "d"},
             "involvedObject": {"kind": "Pod", "name": "web"},
             "source": {"component": "default-scheduler", "host": "h"},
-            "reason": "Scheduled", "message": "m",
+            "reason": "Scheduled", "message": "m", "count": 3,
         });
         let view = selectable_view("events", &event);
-        assert_eq!(view["source"]["component"], json!("default-scheduler"));
-        assert_eq!(
-            view["involvedObject"],
-            json!({"kind": "Pod", "name": "web"})
-        );
-        assert!(view.get("message").is_none());
+        assert_eq!(view.field("source.component"), Some("default-scheduler"));
+        assert_eq!(view.field("involvedObject.kind"), Some("Pod"));
+        assert_eq!(view.field("reason"), Some("Scheduled"));
+        assert_eq!(view.field("message"), None);
 
-        // Read from the bytes, the view is the same.
-        for (storage, obj) in [("pods", &pod), ("events", &event)] {
+        // Read from the bytes, the view is the same; odd shapes included.
+        let odd = json!({"metadata": "not an object", "spec": {"nodeName": null}, "status": []});
+        let numbers =
+            json!({"metadata": {"name": 7, "labels": {"n": 1}}, "status": {"phase": 2.5}});
+        for (storage, obj) in [
+            ("pods", &pod),
+            ("events", &event),
+            ("pods", &odd),
+            ("pods", &numbers),
+            ("nodes", &json!({"spec": {"unschedulable": false}})),
+        ] {
             let raw = serde_json::to_vec(obj).unwrap();
             assert_eq!(
                 selectable_view_raw(storage, &raw),
                 Some(selectable_view(storage, obj)),
-                "{storage}"
+                "{storage} {obj}"
             );
         }
+        assert_eq!(selectable_view("pods", &numbers).label("n"), Some("1"));
+        assert_eq!(
+            selectable_view("pods", &numbers).field("status.phase"),
+            Some("2.5")
+        );
+        // An escaped key is left to the tree.
+        assert_eq!(
+            selectable_view_raw("pods", br#"{"meta\u0064ata":{}}"#),
+            None
+        );
+    }
 
-        // Filters give the same answer on the view as on the object.
-        let q = |s: &str| HashMap::from([("fieldSelector".to_string(), s.to_string())]);
-        let pods = crate::resources::find("", "v1", "pods").unwrap();
-        for selector in [
-            "spec.nodeName=n1",
-            "status.phase!=Running",
-            "spec.hostNetwork=false",
-        ] {
-            let f = Filter::parse(pods, &q(selector)).unwrap();
-            assert_eq!(
-                f.matches(&selectable_view("pods", &pod)),
-                f.matches(&pod),
-                "{selector}"
-            );
+    #[test]
+    fn view_paths_are_at_most_two_segments_deep() {
+        for r in crate::resources::RESOURCES {
+            for path in view_paths(r.storage) {
+                assert!(path.split('.').count() <= 2, "{path}");
+            }
         }
+    }
+
+    #[test]
+    fn filters_answer_the_same_on_the_view_as_on_the_object() {
+        let pod = json!({
+            "metadata": {"name": "web", "namespace": "d", "labels": {"app": "web", "v": "3"}},
+            "spec": {"nodeName": "n1"},
+            "status": {"phase": "Running"},
+        });
+        let pods = crate::resources::find("", "v1", "pods").unwrap();
+        let cases = [
+            ("fieldSelector", "spec.nodeName=n1", true),
+            ("fieldSelector", "spec.nodeName!=n1", false),
+            ("fieldSelector", "spec.nodeName=", false),
+            ("fieldSelector", "status.phase!=Running", false),
+            (
+                "fieldSelector",
+                "status.phase!=Succeeded,status.phase!=Failed",
+                true,
+            ),
+            ("fieldSelector", "spec.hostNetwork=false", true),
+            ("fieldSelector", "spec.schedulerName=", true),
+            (
+                "fieldSelector",
+                "metadata.name=web,metadata.namespace=d",
+                true,
+            ),
+            ("labelSelector", "app=web", true),
+            ("labelSelector", "app in (db,cache)", false),
+            ("labelSelector", "!missing,app", true),
+            ("labelSelector", "v>2", true),
+            ("labelSelector", "v<2", false),
+        ];
+        let view = selectable_view("pods", &pod);
+        for (key, selector, want) in cases {
+            let f = Filter::parse(pods, &q(key, selector)).unwrap();
+            assert_eq!(f.matches(&view), want, "{selector}");
+            assert_eq!(f.matches_object(pods, &pod), want, "{selector}");
+            let labels = pod["metadata"]["labels"].as_object().unwrap();
+            if let Some(l) = &f.labels {
+                assert_eq!(l.matches(labels), want, "{selector}");
+            }
+        }
+        // Events select by `source` (source.component).
+        let events = crate::resources::find("", "v1", "events").unwrap();
+        let event = json!({"metadata": {"name": "e"}, "source": {"component": "kubelet"}});
+        let f = Filter::parse(events, &q("fieldSelector", "source=kubelet")).unwrap();
+        assert!(f.matches(&selectable_view("events", &event)));
     }
 }

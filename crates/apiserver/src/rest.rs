@@ -505,7 +505,7 @@ async fn list(
     let mut items = Vec::with_capacity(page.items.len());
     for kv in &page.items {
         let obj = parse_stored(&kv.value)?;
-        if filter.matches(&obj) {
+        if filter.matches_object(r, &obj) {
             items.push(with_revision(obj, kv.mod_revision));
         }
     }
@@ -662,7 +662,7 @@ async fn delete_collection(
     let mut items = Vec::new();
     for kv in page.items {
         let obj = parse_stored(&kv.value)?;
-        if !filter.matches(&obj) {
+        if !filter.matches_object(r, &obj) {
             continue;
         }
         let name = object::name_of(&obj).unwrap_or_default().to_string();
@@ -941,12 +941,9 @@ async fn watch(
             // An object leaving the selector is reported as its previous
             // state, at the revision of the change (as upstream does).
             let leaving = kind == EventKind::Deleted && e.kind == EventKind::Modified;
-            if plain && kind == e.kind {
-                // The common case: the line built once for every watcher.
-                return e.line.clone();
-            }
             if plain && !leaving {
-                return crate::cache::watch_line(kind, &e.item.json);
+                // The common case: the line built once for every watcher.
+                return e.item.line(kind);
             }
             let object = match (&e.prev, leaving) {
                 (Some(prev), true) => with_revision(prev.object(), e.revision),
