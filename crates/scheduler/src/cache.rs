@@ -40,7 +40,8 @@ pub type Result<T, E = CacheError> = std::result::Result<T, E>;
 
 #[derive(Debug)]
 struct CachedPod {
-    /// With `spec.nodeName` set; shared with the snapshot.
+    /// Shared with the snapshot; `spec.nodeName` is still empty while
+    /// assumed.
     pod: Arc<Pod>,
     node: String,
     assumed: bool,
@@ -127,14 +128,9 @@ impl Cache {
             .map(|_| ClusterEvent::NodeDelete)
     }
 
-    fn insert(&mut self, key: String, mut pod: Arc<Pod>, node: String, assumed: bool) {
-        // One copy, with the node set, shared by the cache and the snapshot.
-        if node_name(&pod) != Some(node.as_str()) {
-            Arc::make_mut(&mut pod)
-                .spec
-                .get_or_insert_with(Default::default)
-                .node_name = Some(node.clone());
-        }
+    fn insert(&mut self, key: String, pod: Arc<Pod>, node: String, assumed: bool) {
+        // One copy shared by the queue, the cache and the snapshot: an
+        // assumed pod keeps its empty spec.nodeName (its node is `node`).
         if let Err(e) = self.snapshot.assume(pod.clone(), &node) {
             tracing::debug!(pod = %key, error = %e, "pod on a node not seen yet");
         }

@@ -11,7 +11,8 @@
 //! These do no I/O; time comes from a [`clock::Clock`].
 //!
 //! The control loop around it talks to the API server through kube-rs:
-//! [`Scheduler::run`] watches pods and nodes, schedules one pod at a time,
+//! [`Scheduler::run`] watches pods and nodes (decoded without managedFields:
+//! `trimmed`), schedules one pod at a time,
 //! binds concurrently ([`binder`]), reports failures as a pod condition and
 //! events ([`report`], [`recorder`]), and acts only while it holds the
 //! leader Lease ([`leader`]); [`Config`] carries its settings. [`testing`]
@@ -35,6 +36,7 @@ pub mod recorder;
 pub mod report;
 mod run;
 mod scheduler_loop;
+mod trimmed;
 mod watch;
 
 pub use config::Config;

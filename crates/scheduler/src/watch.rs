@@ -18,6 +18,8 @@ use kube::runtime::watcher::{self, watcher, Event};
 use kube::runtime::WatchStreamExt;
 use kube::{Api, Client, Resource};
 
+use crate::trimmed::{Parts, Trimmed};
+
 /// One event from one of the watchers.
 #[derive(Debug)]
 pub(crate) enum Input {
@@ -27,10 +29,17 @@ pub(crate) enum Input {
     Node(Box<Event<Node>>),
 }
 
-fn watch<K>(api: Api<K>, fields: Option<String>, what: &'static str) -> BoxStream<'static, Event<K>>
+/// A watcher on `K`, decoded as [`Trimmed<K>`] (without managedFields).
+fn watch<K>(
+    client: Client,
+    fields: Option<String>,
+    what: &'static str,
+) -> BoxStream<'static, Event<K>>
 where
-    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    K: Parts + Send + 'static,
+    Trimmed<K>: Resource<DynamicType = ()> + Clone + std::fmt::Debug + Send,
 {
+    let api = Api::<Trimmed<K>>::all(client);
     let mut config = watcher::Config::default();
     if let Some(f) = fields {
         config = config.fields(&f);
@@ -41,18 +50,29 @@ where
             r.map_err(|e| tracing::warn!(watch = what, error = %e, "watch failed; retrying"))
                 .ok()
         })
+        .map(untrim)
         .boxed()
+}
+
+fn untrim<K>(event: Event<Trimmed<K>>) -> Event<K> {
+    match event {
+        Event::Apply(o) => Event::Apply(o.into_inner()),
+        Event::Delete(o) => Event::Delete(o.into_inner()),
+        Event::Init => Event::Init,
+        Event::InitApply(o) => Event::InitApply(o.into_inner()),
+        Event::InitDone => Event::InitDone,
+    }
 }
 
 /// The merged watch stream.
 pub(crate) fn inputs(client: Client) -> BoxStream<'static, Input> {
-    let pods = watch(
-        Api::<Pod>::all(client.clone()),
+    let pods = watch::<Pod>(
+        client.clone(),
         Some("status.phase!=Succeeded,status.phase!=Failed".into()),
         "pods",
     )
     .map(|e| Input::Pod(Box::new(e)));
-    let nodes = watch(Api::<Node>::all(client), None, "nodes").map(|e| Input::Node(Box::new(e)));
+    let nodes = watch::<Node>(client, None, "nodes").map(|e| Input::Node(Box::new(e)));
     futures::stream::select(pods, nodes).boxed()
 }
 

@@ -212,24 +212,19 @@ impl Snapshot {
     }
 
     /// Accounts `pod` on `node_name` before its binding is confirmed
-    /// (upstream `AssumePod`); sets `spec.nodeName` on the stored copy.
+    /// (upstream `AssumePod`). The pod is shared, not copied: its
+    /// `spec.nodeName` may still be empty; the node it counts on is the
+    /// one holding it.
     pub fn assume(
         &mut self,
         pod: impl Into<std::sync::Arc<Pod>>,
         node_name: &str,
     ) -> Result<(), SnapshotError> {
-        let mut pod = pod.into();
+        let pod = pod.into();
         let &i = self
             .index
             .get(node_name)
             .ok_or_else(|| SnapshotError::NodeNotFound(node_name.to_string()))?;
-        let on_node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node_name);
-        if !on_node {
-            std::sync::Arc::make_mut(&mut pod)
-                .spec
-                .get_or_insert_with(Default::default)
-                .node_name = Some(node_name.to_string());
-        }
         let before = self.nodes[i].required_anti_affinity_pods();
         self.nodes[i].add_pod(pod);
         self.required_anti_affinity_pods += self.nodes[i].required_anti_affinity_pods() - before;
