@@ -192,9 +192,13 @@ impl Cache {
         }
         let node = node_name(&pod)?.to_string();
         // The common case: the binding of a pod we assumed. Its accounting
-        // on the node is already right; only the object and flag change.
+        // on the node is already right; only the object (in the cache and
+        // the snapshot alike: the assumed version is let go) and the flag
+        // change.
         if let Some(cached) = self.pods.get_mut(&key) {
             if cached.assumed && cached.node == node && counts_the_same(&cached.pod, &pod) {
+                // The node may be unknown: then the pod was not counted.
+                self.snapshot.replace_pod(pod.clone(), &node);
                 cached.pod = pod;
                 cached.assumed = false;
                 return Some(ClusterEvent::AssignedPodAdd);

@@ -17,8 +17,11 @@ fn assumed_pods_count_at_once_and_are_confirmed_by_the_watch() {
         Some(ClusterEvent::NodeAdd)
     );
     let p = pod("a").req_cpu("1").build();
-    cache.assume(p.clone(), "n1").expect("assume");
+    let assumed = Arc::new(p.clone());
+    cache.assume(assumed.clone(), "n1").expect("assume");
     assert_eq!(cpu_on(&cache, "n1"), 1000);
+    // Shared, not copied: the cache and the snapshot hold the same object.
+    assert_eq!(Arc::strong_count(&assumed), 3);
     assert!(cache.is_assumed("default/a"));
     assert!(matches!(
         cache.assume(p.clone(), "n1"),
@@ -33,6 +36,13 @@ fn assumed_pods_count_at_once_and_are_confirmed_by_the_watch() {
     );
     assert!(!cache.is_assumed("default/a"));
     assert_eq!(cpu_on(&cache, "n1"), 1000);
+    // Both let the assumed version go and hold the bound one.
+    assert_eq!(Arc::strong_count(&assumed), 1);
+    let on_node = &cache.snapshot().get("n1").unwrap().pods()[0].pod;
+    assert_eq!(
+        on_node.spec.as_ref().unwrap().node_name.as_deref(),
+        Some("n1")
+    );
     assert!(
         !cache.forget("default/a"),
         "confirmed pods are not forgotten"

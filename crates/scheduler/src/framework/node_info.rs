@@ -349,6 +349,27 @@ impl NodeInfo {
         self.required_anti_affinity_pods
     }
 
+    /// Swaps in a newer version of a pod that counts the same (its
+    /// binding confirmed): the accounting stays, the old object is let go.
+    /// False if the pod is not here.
+    pub fn replace_pod(&mut self, pod: Arc<Pod>) -> bool {
+        let (ns, name) = (
+            pod.metadata.namespace.as_deref().unwrap_or("default"),
+            pod.metadata.name.as_deref().unwrap_or_default(),
+        );
+        match self
+            .pods
+            .iter_mut()
+            .find(|p| p.namespace() == ns && p.name() == name)
+        {
+            Some(info) => {
+                info.pod = pod;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Removes a pod by namespace and name, undoing its accounting.
     pub fn remove_pod(&mut self, namespace: &str, name: &str) -> Option<PodInfo> {
         let idx = self

@@ -231,6 +231,15 @@ impl Snapshot {
         Ok(())
     }
 
+    /// Swaps in a newer version of a pod on `node_name` that counts the
+    /// same ([`NodeInfo::replace_pod`]). False if it is not there.
+    pub fn replace_pod(&mut self, pod: std::sync::Arc<Pod>, node_name: &str) -> bool {
+        match self.index.get(node_name) {
+            Some(&i) => self.nodes[i].replace_pod(pod),
+            None => false,
+        }
+    }
+
     /// Undoes [`Snapshot::assume`] (or removes a deleted pod).
     pub fn forget(
         &mut self,
