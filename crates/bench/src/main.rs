@@ -5,6 +5,7 @@
 mod api;
 mod cluster;
 mod framework;
+mod h2;
 mod scheduler;
 mod stats;
 mod store;

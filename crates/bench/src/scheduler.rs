@@ -20,7 +20,12 @@ use kube::Client;
 use serde_json::{json, Value};
 
 use crate::cluster::{cpu_seconds, create_namespace, request, rss_kib, sibling, start_server};
+use crate::h2::H2;
 use crate::stats::print_table;
+
+/// HTTP/2 connections the pod creators share (client-go uses one per
+/// server; a few spread the server's TLS work over its threads).
+const H2_CONNECTIONS: usize = 4;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -84,21 +89,16 @@ fn pod(name: &str) -> Value {
     })
 }
 
-async fn create_all(
-    client: &Client,
-    uri: &str,
-    objects: Vec<Value>,
-    workers: usize,
-) -> anyhow::Result<()> {
+/// Creates `objects` at `uri`, `workers` requests at a time.
+async fn create_all(h2: &H2, uri: &str, objects: Vec<Value>, workers: usize) -> anyhow::Result<()> {
     let objects = std::sync::Arc::new(objects);
     let mut tasks = Vec::new();
     for w in 0..workers {
-        let (client, objects, uri) = (client.clone(), objects.clone(), uri.to_string());
+        let (h2, objects, uri) = (h2.clone(), objects.clone(), uri.to_string());
         tasks.push(tokio::spawn(async move {
             for i in (w..objects.len()).step_by(workers) {
-                client
-                    .request_text(request("POST", &uri, Some(&objects[i])))
-                    .await?;
+                let body = serde_json::to_vec(&objects[i])?;
+                h2.post(&uri, body.into()).await?;
             }
             anyhow::Ok(())
         }));
@@ -207,7 +207,8 @@ async fn one(nodes: usize, pods: usize, creators: usize, mode: Mode) -> anyhow::
     let (server, client) = start_server(flags).await?;
     let server_pid = server.child.id().to_string();
     create_namespace(&client, "sched").await?;
-    create_all(&client, "/api/v1/nodes", (0..nodes).map(node).collect(), 32).await?;
+    let h2 = H2::connect(&server.kubeconfig, H2_CONNECTIONS).await?;
+    create_all(&h2, "/api/v1/nodes", (0..nodes).map(node).collect(), 32).await?;
     eprintln!("{nodes} nodes created ({mode:?})");
 
     let scheduler = match mode {
@@ -227,13 +228,7 @@ async fn one(nodes: usize, pods: usize, creators: usize, mode: Mode) -> anyhow::
     if mode != Mode::CreateOnly {
         // A probe pod tells us the scheduler's caches have synced.
         let mut probe = watch_bindings(client.clone(), 1).await?;
-        create_all(
-            &client,
-            "/api/v1/namespaces/sched/pods",
-            vec![pod("probe")],
-            1,
-        )
-        .await?;
+        create_all(&h2, "/api/v1/namespaces/sched/pods", vec![pod("probe")], 1).await?;
         tokio::time::timeout(Duration::from_secs(120), probe.wait_for(|n| *n >= 1)).await??;
     }
 
@@ -244,7 +239,7 @@ async fn one(nodes: usize, pods: usize, creators: usize, mode: Mode) -> anyhow::
     let scheduler_cpu0 = scheduler_pid.as_deref().map(cpu_seconds);
     let start = Instant::now();
     let objects = (0..pods).map(|i| pod(&format!("pod-{i}"))).collect();
-    create_all(&client, "/api/v1/namespaces/sched/pods", objects, creators).await?;
+    create_all(&h2, "/api/v1/namespaces/sched/pods", objects, creators).await?;
     let created = start.elapsed();
     if mode != Mode::CreateOnly {
         tokio::time::timeout(Duration::from_secs(600), bound.wait_for(|n| *n >= pods)).await??;
