@@ -1,17 +1,22 @@
-//! Binding: POST pods/NAME/binding, one spawned task per pod, so the loop
-//! schedules the next pod while the API call is in flight.
+//! Binding: POST pods/NAME/binding from a pool of bind tasks, so the loop
+//! schedules the next pod while the API calls are in flight.
 //!
-//! This module owns the binding request and [`BindOutcome`], the message a
-//! bind task sends back to the scheduling loop (which then confirms or
-//! forgets the assumed pod and requeues on failure). After reporting, the
-//! task records the `Scheduled` event, or a `FailedScheduling` one for a
-//! rejected binding. It does not touch the queue or the cache itself.
+//! This module owns [`Binder`] (the queue of pods to bind and up to
+//! [`MAX_BINDS_IN_FLIGHT`] tasks working it), the binding request and
+//! [`BindOutcome`], the message a bind task sends back to the scheduling
+//! loop (which then confirms or forgets the assumed pod and requeues on
+//! failure). After reporting, the task records the `Scheduled` event, or a
+//! `FailedScheduling` one for a rejected binding. It does not touch the
+//! queue or the cache itself.
+
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::PostParams;
 use kube::{Api, Client};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Mutex};
+use tokio::task::JoinSet;
 
 use crate::framework::pod_key;
 use crate::recorder::{EventType, Recorder};
@@ -58,6 +63,55 @@ pub struct BindOutcome {
     pub result: Result<()>,
 }
 
+/// Most bindings in flight at once. A binding in flight is a task holding
+/// its request's state (kilobytes); a pod waiting for one of the tasks is
+/// only its queue entry. This many lets the store commit many bindings
+/// together, and kept a burst of 10,000 pods from holding ~90 MB of
+/// request state in a separate scheduler process.
+pub const MAX_BINDS_IN_FLIGHT: usize = 128;
+
+/// The pods waiting to be bound, worked by a pool of bind tasks.
+#[derive(Debug)]
+pub struct Binder {
+    queue: mpsc::UnboundedSender<(Arc<Pod>, String)>,
+}
+
+impl Binder {
+    /// Starts the bind tasks in `tasks` (aborted with them); each outcome
+    /// goes to `outcomes`, then the task records the event.
+    pub fn start(
+        tasks: &mut JoinSet<()>,
+        client: &Client,
+        recorder: &Recorder,
+        outcomes: &mpsc::UnboundedSender<BindOutcome>,
+    ) -> Self {
+        let (queue, rx) = mpsc::unbounded_channel::<(Arc<Pod>, String)>();
+        let rx = Arc::new(Mutex::new(rx));
+        for _ in 0..MAX_BINDS_IN_FLIGHT {
+            let (rx, client, recorder, outcomes) = (
+                rx.clone(),
+                client.clone(),
+                recorder.clone(),
+                outcomes.clone(),
+            );
+            tasks.spawn(async move {
+                loop {
+                    let next = rx.lock().await.recv().await;
+                    let Some((pod, node)) = next else { return };
+                    bind_and_report(&client, &recorder, pod, node, &outcomes).await;
+                }
+            });
+        }
+        Self { queue }
+    }
+
+    /// Queues the binding of `pod` to `node`.
+    pub fn bind(&self, pod: Arc<Pod>, node: String) {
+        // Closed only when the term's tasks are gone: nothing left to do.
+        let _ = self.queue.send((pod, node));
+    }
+}
+
 /// POSTs the binding of `pod` to `node`.
 pub async fn bind(client: Client, pod: &Pod, node: &str) -> Result<()> {
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
@@ -93,15 +147,15 @@ pub async fn bind(client: Client, pod: &Pod, node: &str) -> Result<()> {
 }
 
 /// Binds, reports the outcome on `outcomes`, then records the event.
-pub async fn bind_and_report(
-    client: Client,
-    recorder: Recorder,
-    pod: std::sync::Arc<Pod>,
+async fn bind_and_report(
+    client: &Client,
+    recorder: &Recorder,
+    pod: Arc<Pod>,
     node: String,
-    outcomes: mpsc::UnboundedSender<BindOutcome>,
+    outcomes: &mpsc::UnboundedSender<BindOutcome>,
 ) {
     let key = pod_key(&pod);
-    let result = bind(client, &pod, &node).await;
+    let result = bind(client.clone(), &pod, &node).await;
     let event = match &result {
         Ok(()) => (
             EventType::Normal,

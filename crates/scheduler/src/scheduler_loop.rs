@@ -5,8 +5,8 @@
 //! [`SchedulingQueue`], the [`Cache`] and the [`Framework`]. It applies
 //! watch events to them, starts scheduling only once all three watchers
 //! have listed (caches synced), runs the framework on the cache's snapshot,
-//! assumes the chosen node and spawns the binding; bind outcomes come back
-//! on a channel. Failures park the pod (or back it off) and spawn a task
+//! assumes the chosen node and queues the binding for the [`Binder`]'s
+//! tasks; bind outcomes come back on a channel. Failures park the pod (or back it off) and spawn a task
 //! that writes the PodScheduled condition and a FailedScheduling event.
 //! Everything it spawned is aborted when the term ends.
 
@@ -22,7 +22,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::binder::{bind_and_report, BindOutcome};
+use crate::binder::{BindOutcome, Binder};
 use crate::cache::Cache;
 use crate::clock::SystemClock;
 use crate::cluster_event::ClusterEvent;
@@ -94,6 +94,7 @@ impl SchedulerLoop {
     pub(crate) async fn run(mut self, stop: CancellationToken) {
         let mut inputs = inputs(self.client.clone());
         let (outcomes_tx, mut outcomes) = mpsc::unbounded_channel();
+        let binder = Binder::start(&mut self.tasks, &self.client, &self.recorder, &outcomes_tx);
         let mut leftover = tokio::time::interval(LEFTOVER_FLUSH);
         let mut was_synced = false;
         let mut slice_start = std::time::Instant::now();
@@ -121,7 +122,7 @@ impl SchedulerLoop {
                 }
                 self.queue.flush_backoff_completed();
                 if let Some(popped) = self.queue.pop() {
-                    self.schedule(popped, &outcomes_tx);
+                    self.schedule(popped, &binder);
                     // Yield to the bindings and watches now and then, not
                     // after every pod: consecutive cycles find the nodes'
                     // data still in the CPU caches.
@@ -272,7 +273,7 @@ impl SchedulerLoop {
         }
     }
 
-    fn schedule(&mut self, popped: PoppedPod, outcomes: &mpsc::UnboundedSender<BindOutcome>) {
+    fn schedule(&mut self, popped: PoppedPod, binder: &Binder) {
         let pod = popped.pod;
         let key = pod_key(&pod);
         // Assumed or already assigned: a stale pending event, not work.
@@ -302,13 +303,7 @@ impl SchedulerLoop {
                     return;
                 }
                 tracing::debug!(pod = %key, %node, attempts = popped.attempts, "assumed");
-                self.tasks.spawn(bind_and_report(
-                    self.client.clone(),
-                    self.recorder.clone(),
-                    pod,
-                    node,
-                    outcomes.clone(),
-                ));
+                binder.bind(pod, node);
             }
             Err(ScheduleError::Unschedulable(fit)) => {
                 let message = fit.to_string();

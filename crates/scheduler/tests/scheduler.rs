@@ -402,3 +402,44 @@ async fn a_leader_that_loses_its_lease_stops_scheduling() {
     bound(&server, "orphan").await;
     assert_eq!(lease_holder(&server).await.as_deref(), Some("a"));
 }
+
+/// More pods than there are bind tasks: the pool works through its queue
+/// and reports every binding.
+#[tokio::test]
+async fn the_binder_pool_binds_more_pods_than_it_has_tasks() {
+    use skiff_scheduler::binder::{Binder, MAX_BINDS_IN_FLIGHT};
+    use skiff_scheduler::recorder::Recorder;
+
+    let server = TestServer::start().await;
+    let count = 2 * MAX_BINDS_IN_FLIGHT + 10;
+    let mut pods = Vec::new();
+    for i in 0..count {
+        pods.push(std::sync::Arc::new(
+            server.create_pod(pod(&format!("p{i}")).build()).await,
+        ));
+    }
+    let mut tasks = tokio::task::JoinSet::new();
+    let recorder = Recorder::new(server.client.clone(), "default-scheduler", "test");
+    let (outcomes_tx, mut outcomes) = tokio::sync::mpsc::unbounded_channel();
+    let binder = Binder::start(&mut tasks, &server.client, &recorder, &outcomes_tx);
+    for p in pods {
+        binder.bind(p, "n1".into());
+    }
+    let mut bound = std::collections::BTreeSet::new();
+    while bound.len() < count {
+        let outcome = tokio::time::timeout(support::WAIT, outcomes.recv())
+            .await
+            .expect("outcomes in time")
+            .expect("an outcome");
+        assert!(outcome.result.is_ok(), "{outcome:?}");
+        assert_eq!(outcome.node, "n1");
+        assert!(bound.insert(outcome.key), "one outcome per pod");
+    }
+    let listed = server.pods().list(&Default::default()).await.expect("list");
+    assert_eq!(listed.items.len(), count);
+    assert!(listed
+        .items
+        .iter()
+        .all(|p| node_of(p).as_deref() == Some("n1")));
+    tasks.abort_all();
+}
