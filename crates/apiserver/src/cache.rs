@@ -24,7 +24,7 @@ use skiff_store::{EventKind, ListOptions, Store};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::filter::Selectable;
+use crate::filter::{RawFields, Selectable};
 use crate::object::with_revision;
 
 /// Events kept for watchers that resume from a recent resourceVersion.
@@ -188,10 +188,16 @@ pub struct WatchCache {
 /// The cache's form of a stored object written by a `kind` change.
 fn decode(key: &str, value: &[u8], revision: i64, kind: EventKind) -> Option<Arc<Cached>> {
     let storage = storage_of(key).unwrap_or_default();
-    // The usual case reads the bytes without building the object's tree.
-    let fast = with_revision_spliced(line_start(kind, value.len()), value, revision)
-        .zip(crate::filter::selectable_view_raw(storage, value));
-    let cached = match fast {
+    // The usual case reads the bytes without building the object's tree,
+    // and reads its top level and metadata once for both uses.
+    let fast = || {
+        let top: RawFields = serde_json::from_slice(value).ok()?;
+        let meta: RawFields = serde_json::from_str(top.get("metadata")?.get()).ok()?;
+        let line = spliced(line_start(kind, value.len()), value, &top, &meta, revision)?;
+        let selectable = crate::filter::selectable_view_fields(storage, &top, Some(&meta))?;
+        Some((line, selectable))
+    };
+    let cached = match fast() {
         Some((line, selectable)) => Cached::from_line(key, revision, selectable, kind, line),
         None => {
             let object: Value = serde_json::from_slice(value)
@@ -205,17 +211,29 @@ fn decode(key: &str, value: &[u8], revision: i64, kind: EventKind) -> Option<Arc
     Some(Arc::new(cached))
 }
 
-/// `out` followed by the stored bytes with `"resourceVersion":"R"`
+/// [`spliced`] reading `raw`'s top level and metadata itself.
+#[cfg(test)]
+fn with_revision_spliced(out: Vec<u8>, raw: &[u8], revision: i64) -> Option<Vec<u8>> {
+    let top: RawFields = serde_json::from_slice(raw).ok()?;
+    let meta: RawFields = serde_json::from_str(top.get("metadata")?.get()).ok()?;
+    spliced(out, raw, &top, &meta, revision)
+}
+
+/// `out` followed by the stored bytes `raw` (whose top-level fields and
+/// metadata fields are `top` and `meta`) with `"resourceVersion":"R"`
 /// inserted at the start of the top-level `metadata` object, so the served
 /// form is not serialized again from a parsed tree (every write passes
 /// through here). `None` when the shape is unusual (no metadata object, a
 /// resourceVersion already stored, escaped keys); the caller then parses
 /// and serializes.
-fn with_revision_spliced(mut out: Vec<u8>, raw: &[u8], revision: i64) -> Option<Vec<u8>> {
-    use serde_json::value::RawValue;
-    let top: std::collections::HashMap<&str, &RawValue> = serde_json::from_slice(raw).ok()?;
+fn spliced(
+    mut out: Vec<u8>,
+    raw: &[u8],
+    top: &RawFields,
+    meta: &RawFields,
+    revision: i64,
+) -> Option<Vec<u8>> {
     let text = top.get("metadata")?.get();
-    let meta: std::collections::HashMap<&str, &RawValue> = serde_json::from_str(text).ok()?;
     if meta.contains_key("resourceVersion") {
         return None;
     }

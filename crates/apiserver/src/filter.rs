@@ -164,29 +164,44 @@ fn view_paths(storage: &str) -> impl Iterator<Item = &'static str> {
         .chain(extra.iter().copied())
 }
 
+/// An object's top-level (or a nested object's) keys and their raw values,
+/// borrowed from the bytes: parsing one skips over the values.
+pub type RawFields<'a> = HashMap<&'a str, &'a serde_json::value::RawValue>;
+
 /// [`selectable_view`] read straight from the stored bytes: only the
 /// objects on the way to a kept path are looked at as maps and only the
 /// kept values are parsed (a pod's spec and status are skipped over, not
 /// built into a tree). `None` for bodies this cannot read without
 /// allocating (escaped keys); the caller then parses the whole object.
 pub fn selectable_view_raw(storage: &str, raw: &[u8]) -> Option<Selectable> {
-    use serde_json::value::RawValue;
-    type Fields<'a> = HashMap<&'a str, &'a RawValue>;
-    let top: Fields = serde_json::from_slice(raw).ok()?;
+    let top: RawFields = serde_json::from_slice(raw).ok()?;
+    selectable_view_fields(storage, &top, None)
+}
+
+/// [`selectable_view_raw`] from the object's top-level fields, and its
+/// `metadata` fields when the caller has them already.
+pub fn selectable_view_fields(
+    storage: &str,
+    top: &RawFields,
+    metadata: Option<&RawFields>,
+) -> Option<Selectable> {
     // The second-level objects read so far (metadata, spec, status…).
-    let mut nested: Vec<(&str, Option<Fields>)> = Vec::new();
+    let mut nested: Vec<(&str, Option<RawFields>)> = Vec::new();
     let mut fields = Vec::new();
     let mut labels = Vec::new();
     for path in view_paths(storage) {
         let value = match path.split_once('.') {
             None => top.get(path).copied(),
+            Some(("metadata", second)) if metadata.is_some() => {
+                metadata.and_then(|m| m.get(second)).copied()
+            }
             Some((first, second)) => {
                 let i = match nested.iter().position(|(k, _)| *k == first) {
                     Some(i) => i,
                     None => {
                         let map = match top.get(first) {
                             Some(v) if v.get().trim_start().starts_with('{') => {
-                                Some(serde_json::from_str::<Fields>(v.get()).ok()?)
+                                Some(serde_json::from_str::<RawFields>(v.get()).ok()?)
                             }
                             _ => None,
                         };

@@ -3,14 +3,15 @@
 //! (`unknown field "spec.foo"`, `duplicate field "metadata.name"`).
 //!
 //! Unknown fields are found by decoding the body into the kind's typed
-//! struct (k8s-openapi), encoding it again and listing what did not
-//! survive. A body the typed decoder cannot read is left to validation.
+//! struct (k8s-openapi) and listing the keys its decoder skipped
+//! (serde_ignored), in one pass over the bytes. A body the typed decoder
+//! cannot read is left to validation.
 
 use std::collections::HashSet;
 use std::fmt;
 
+use serde::de::DeserializeOwned;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
-use serde::{de::DeserializeOwned, Serialize};
 use serde_json::Value;
 
 /// The `fieldValidation` query parameter.
@@ -35,38 +36,104 @@ impl FieldValidation {
     }
 }
 
-/// The typed struct's view of the body: decoded straight from the raw bytes
-/// (no copy of the parsed tree); a body with duplicate keys, which the
-/// typed decoder refuses, is decoded from the parsed tree (last key wins,
-/// as upstream keeps the last duplicate).
-fn roundtrip<T: DeserializeOwned + Serialize>(raw: &[u8], obj: &Value) -> Option<Value> {
-    let typed: T = match serde_json::from_slice(raw) {
-        Ok(t) => t,
-        Err(_) => serde_json::from_value(obj.clone()).ok()?,
-    };
-    serde_json::to_value(typed).ok()
+/// The fields of the body that the kind's typed struct ignores while
+/// decoding it (serde_ignored reports them): decoded straight from the raw
+/// bytes; a body with duplicate keys, which the typed decoder refuses, is
+/// decoded from the parsed tree (last key wins, as upstream keeps the last
+/// duplicate). `None` if neither decodes (validation reports it).
+fn ignored<T: DeserializeOwned>(raw: &[u8], obj: &Value) -> Option<Vec<Vec<Segment>>> {
+    let mut found = Vec::new();
+    let mut de = serde_json::Deserializer::from_slice(raw);
+    let decoded =
+        serde_ignored::deserialize::<_, _, T>(&mut de, |path| found.push(segments(&path)));
+    if decoded.is_ok() {
+        return Some(found);
+    }
+    found.clear();
+    serde_ignored::deserialize::<_, _, T>(obj, |path| found.push(segments(&path))).ok()?;
+    Some(found)
 }
 
-/// The object as its typed struct sees it, for kinds we know.
-fn typed_view(group: &str, kind: &str, raw: &[u8], obj: &Value) -> Option<Value> {
+/// One step of a reported path.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Segment {
+    Key(String),
+    Index(usize),
+}
+
+fn segments(path: &serde_ignored::Path<'_>) -> Vec<Segment> {
+    use serde_ignored::Path;
+    let mut out = match path {
+        Path::Root => return Vec::new(),
+        Path::Seq { parent, .. }
+        | Path::Map { parent, .. }
+        | Path::Some { parent }
+        | Path::NewtypeStruct { parent }
+        | Path::NewtypeVariant { parent } => segments(parent),
+    };
+    match path {
+        Path::Seq { index, .. } => out.push(Segment::Index(*index)),
+        Path::Map { key, .. } => out.push(Segment::Key(key.clone())),
+        _ => {}
+    }
+    out
+}
+
+/// Ignored fields for kinds we know.
+fn typed_ignored(group: &str, kind: &str, raw: &[u8], obj: &Value) -> Option<Vec<Vec<Segment>>> {
     use k8s_openapi::api::{apps, batch, coordination, core, events};
     match (group, kind) {
-        ("", "Pod") => roundtrip::<core::v1::Pod>(raw, obj),
-        ("", "Node") => roundtrip::<core::v1::Node>(raw, obj),
-        ("", "Namespace") => roundtrip::<core::v1::Namespace>(raw, obj),
-        ("", "Event") => roundtrip::<core::v1::Event>(raw, obj),
-        ("", "ConfigMap") => roundtrip::<core::v1::ConfigMap>(raw, obj),
-        ("", "Secret") => roundtrip::<core::v1::Secret>(raw, obj),
-        ("", "Service") => roundtrip::<core::v1::Service>(raw, obj),
-        ("", "Endpoints") => roundtrip::<core::v1::Endpoints>(raw, obj),
-        ("", "ServiceAccount") => roundtrip::<core::v1::ServiceAccount>(raw, obj),
-        ("coordination.k8s.io", "Lease") => roundtrip::<coordination::v1::Lease>(raw, obj),
-        ("apps", "Deployment") => roundtrip::<apps::v1::Deployment>(raw, obj),
-        ("apps", "ReplicaSet") => roundtrip::<apps::v1::ReplicaSet>(raw, obj),
-        ("batch", "Job") => roundtrip::<batch::v1::Job>(raw, obj),
-        ("events.k8s.io", "Event") => roundtrip::<events::v1::Event>(raw, obj),
-        ("autoscaling", "Scale") => roundtrip::<k8s_openapi::api::autoscaling::v1::Scale>(raw, obj),
+        ("", "Pod") => ignored::<core::v1::Pod>(raw, obj),
+        ("", "Node") => ignored::<core::v1::Node>(raw, obj),
+        ("", "Namespace") => ignored::<core::v1::Namespace>(raw, obj),
+        ("", "Event") => ignored::<core::v1::Event>(raw, obj),
+        ("", "ConfigMap") => ignored::<core::v1::ConfigMap>(raw, obj),
+        ("", "Secret") => ignored::<core::v1::Secret>(raw, obj),
+        ("", "Service") => ignored::<core::v1::Service>(raw, obj),
+        ("", "Endpoints") => ignored::<core::v1::Endpoints>(raw, obj),
+        ("", "ServiceAccount") => ignored::<core::v1::ServiceAccount>(raw, obj),
+        ("coordination.k8s.io", "Lease") => ignored::<coordination::v1::Lease>(raw, obj),
+        ("apps", "Deployment") => ignored::<apps::v1::Deployment>(raw, obj),
+        ("apps", "ReplicaSet") => ignored::<apps::v1::ReplicaSet>(raw, obj),
+        ("batch", "Job") => ignored::<batch::v1::Job>(raw, obj),
+        ("events.k8s.io", "Event") => ignored::<events::v1::Event>(raw, obj),
+        ("autoscaling", "Scale") => ignored::<k8s_openapi::api::autoscaling::v1::Scale>(raw, obj),
         _ => None,
+    }
+}
+
+/// `unknown field "spec.containers[0].foo"` for each ignored field that is
+/// set: an unknown field set to null or to an empty object or list changes
+/// nothing and is not reported.
+fn unknown(obj: &Value, ignored: Vec<Vec<Segment>>, out: &mut Vec<String>) {
+    let mut paths: Vec<Vec<Segment>> = ignored
+        .into_iter()
+        .filter(|path| {
+            let mut at = Some(obj);
+            for seg in path {
+                at = match seg {
+                    Segment::Key(k) => at.and_then(|v| v.get(k.as_str())),
+                    Segment::Index(i) => at.and_then(|v| v.get(*i)),
+                };
+            }
+            at.is_some_and(|v| !v.is_null() && !is_empty(v))
+        })
+        .collect();
+    paths.sort();
+    paths.dedup();
+    for path in paths {
+        let mut rendered = String::new();
+        for seg in path {
+            match seg {
+                Segment::Key(k) if rendered.is_empty() => rendered.push_str(&k),
+                Segment::Key(k) => {
+                    rendered.push('.');
+                    rendered.push_str(&k);
+                }
+                Segment::Index(i) => rendered.push_str(&format!("[{i}]")),
+            }
+        }
+        out.push(format!("unknown field \"{rendered}\""));
     }
 }
 
@@ -90,29 +157,6 @@ impl Step<'_> {
             },
             Step::Index(parent, i) => format!("{}[{i}]", parent.render()),
         }
-    }
-}
-
-fn unknown(path: &Step<'_>, given: &Value, known: &Value, out: &mut Vec<String>) {
-    match (given, known) {
-        (Value::Object(g), Value::Object(k)) => {
-            for (key, value) in g {
-                let here = Step::Key(path, key);
-                match k.get(key) {
-                    Some(known) => unknown(&here, value, known, out),
-                    // A known field set to null or empty is dropped by the
-                    // encoder without being unknown.
-                    None if value.is_null() || is_empty(value) => {}
-                    None => out.push(format!("unknown field \"{}\"", here.render())),
-                }
-            }
-        }
-        (Value::Array(g), Value::Array(k)) => {
-            for (i, (value, known)) in g.iter().zip(k).enumerate() {
-                unknown(&Step::Index(path, i), value, known, out);
-            }
-        }
-        _ => {}
     }
 }
 
@@ -258,8 +302,8 @@ pub fn findings(group: &str, kind: &str, raw: &[u8], obj: &Value) -> Vec<String>
         out: &mut out,
     }
     .deserialize(&mut de);
-    if let Some(known) = typed_view(group, kind, raw, obj) {
-        unknown(&Step::Root, obj, &known, &mut out);
+    if let Some(ignored) = typed_ignored(group, kind, raw, obj) {
+        unknown(obj, ignored, &mut out);
     }
     out
 }
@@ -294,6 +338,17 @@ mod tests {
         assert_eq!(
             strict_message("Pod", "v1", &found[2..]),
             "Pod in version \"v1\" cannot be handled as a Pod: strict decoding error: unknown field \"spec.foo\""
+        );
+    }
+
+    #[test]
+    fn unset_unknown_fields_are_not_reported() {
+        let raw = br#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","x":null},
+            "spec":{"foo":null,"bar":{},"baz":[],"containers":[{"name":"c","image":"i"},{"name":"d","image":"i","q":[1]}]}}"#;
+        let obj: Value = serde_json::from_slice(raw).unwrap();
+        assert_eq!(
+            findings("", "Pod", raw, &obj),
+            vec!["unknown field \"spec.containers[1].q\""]
         );
     }
 
