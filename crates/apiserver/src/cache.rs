@@ -55,7 +55,7 @@ pub struct Cached {
 impl Cached {
     /// Wraps `json` (resourceVersion included) written by a `kind` change.
     fn new(key: &str, revision: i64, selectable: Selectable, kind: EventKind, json: &[u8]) -> Self {
-        let mut line = line_start(kind, json.len());
+        let mut line = line_start(kind, json.len() + LINE_END.len());
         line.extend_from_slice(json);
         Self::from_line(key, revision, selectable, kind, line)
     }
@@ -68,7 +68,7 @@ impl Cached {
         kind: EventKind,
         mut line: Vec<u8>,
     ) -> Self {
-        let start = line_start(kind, 0).len();
+        let start = line_start_len(kind);
         line.extend_from_slice(LINE_END);
         let line = Bytes::from(line);
         Cached {
@@ -128,20 +128,27 @@ pub fn kind_name(kind: EventKind) -> &'static str {
 
 const LINE_END: &[u8] = b"}\n";
 
-/// `{"type":KIND,"object":`, with room for an object of `len` bytes and
-/// [`LINE_END`].
+const LINE_TYPE: &[u8] = b"{\"type\":\"";
+const LINE_OBJECT: &[u8] = b"\",\"object\":";
+
+/// The length of `{"type":KIND,"object":`.
+fn line_start_len(kind: EventKind) -> usize {
+    LINE_TYPE.len() + kind_name(kind).len() + LINE_OBJECT.len()
+}
+
+/// `{"type":KIND,"object":`, with room for exactly `len` more bytes: the
+/// object and [`LINE_END`] (a cached buffer keeps its whole capacity).
 fn line_start(kind: EventKind, len: usize) -> Vec<u8> {
-    let kind = kind_name(kind);
-    let mut line = Vec::with_capacity(len + 32);
-    line.extend_from_slice(b"{\"type\":\"");
-    line.extend_from_slice(kind.as_bytes());
-    line.extend_from_slice(b"\",\"object\":");
+    let mut line = Vec::with_capacity(line_start_len(kind) + len);
+    line.extend_from_slice(LINE_TYPE);
+    line.extend_from_slice(kind_name(kind).as_bytes());
+    line.extend_from_slice(LINE_OBJECT);
     line
 }
 
 /// `{"type":KIND,"object":<json>}\n` without re-serializing the object.
 pub fn watch_line(kind: EventKind, object: &[u8]) -> Bytes {
-    let mut line = line_start(kind, object.len());
+    let mut line = line_start(kind, object.len() + LINE_END.len());
     line.extend_from_slice(object);
     line.extend_from_slice(LINE_END);
     Bytes::from(line)
@@ -193,7 +200,7 @@ fn decode(key: &str, value: &[u8], revision: i64, kind: EventKind) -> Option<Arc
     let fast = || {
         let top: RawFields = serde_json::from_slice(value).ok()?;
         let meta: RawFields = serde_json::from_str(top.get("metadata")?.get()).ok()?;
-        let line = spliced(line_start(kind, value.len()), value, &top, &meta, revision)?;
+        let line = spliced(line_start(kind, 0), value, &top, &meta, revision)?;
         let selectable = crate::filter::selectable_view_fields(storage, &top, Some(&meta))?;
         Some((line, selectable))
     };
@@ -243,7 +250,9 @@ fn spliced(
         return None;
     }
     let insert = format!("\"resourceVersion\":\"{revision}\"");
-    out.reserve(raw.len() + insert.len() + 1 + LINE_END.len());
+    // Exactly what is written (the comma may be spared): the buffer is
+    // kept whole by the cache.
+    out.reserve_exact(raw.len() + insert.len() + 1 + LINE_END.len());
     out.extend_from_slice(&raw[..=start]);
     out.extend_from_slice(insert.as_bytes());
     if !meta.is_empty() {
@@ -557,6 +566,12 @@ mod tests {
         for (i, raw) in cases.iter().enumerate() {
             // The first three are spliced; the others take the slow path.
             assert_eq!(with_revision_spliced(Vec::new(), raw, 42).is_some(), i < 3);
+            if let Some(mut line) = with_revision_spliced(line_start(EventKind::Added, 0), raw, 42)
+            {
+                // Sized to what it holds: the cache keeps the whole buffer.
+                line.extend_from_slice(LINE_END);
+                assert!(line.capacity() - line.len() <= 1, "{}", line.capacity());
+            }
             let item = decode("/registry/x/a", raw, 42, EventKind::Modified).expect("decodes");
             let served: Value = serde_json::from_slice(&item.json).expect("served JSON");
             assert_eq!(served, item.object(), "{}", String::from_utf8_lossy(raw));
@@ -564,6 +579,7 @@ mod tests {
             for (kind, name) in [
                 (EventKind::Modified, "MODIFIED"),
                 (EventKind::Added, "ADDED"),
+                (EventKind::Deleted, "DELETED"),
             ] {
                 let line = item.line(kind);
                 assert!(line.ends_with(b"}\n"));

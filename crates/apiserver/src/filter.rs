@@ -458,10 +458,27 @@ mod tests {
                 assert_eq!(l.matches(labels), want, "{selector}");
             }
         }
-        // Events select by `source` (source.component).
+        // Events select by `source` (source.component); events.k8s.io by
+        // its own names, rewritten to the stored core fields.
         let events = crate::resources::find("", "v1", "events").unwrap();
-        let event = json!({"metadata": {"name": "e"}, "source": {"component": "kubelet"}});
+        let event = json!({"metadata": {"name": "e"}, "source": {"component": "kubelet"},
+            "involvedObject": {"kind": "Pod", "name": "web"}, "reportingComponent": "kubelet"});
+        let view = selectable_view("events", &event);
         let f = Filter::parse(events, &q("fieldSelector", "source=kubelet")).unwrap();
-        assert!(f.matches(&selectable_view("events", &event)));
+        assert!(f.matches(&view));
+        let new_events = crate::resources::find("events.k8s.io", "v1", "events").unwrap();
+        for (selector, want) in [
+            ("regarding.name=web,reportingController=kubelet", true),
+            ("regarding.kind=Node", false),
+        ] {
+            let f = Filter::parse(new_events, &q("fieldSelector", selector)).unwrap();
+            assert_eq!(f.matches(&view), want, "{selector}");
+        }
+        // Numbers select as their text (jobs' status.successful).
+        let jobs = crate::resources::find("batch", "v1", "jobs").unwrap();
+        let job = json!({"metadata": {"name": "j"}, "status": {"successful": 2}});
+        let f = Filter::parse(jobs, &q("fieldSelector", "status.successful=2")).unwrap();
+        assert!(f.matches(&selectable_view("jobs", &job)));
+        assert!(f.matches_object(jobs, &job));
     }
 }

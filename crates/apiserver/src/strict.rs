@@ -37,10 +37,11 @@ impl FieldValidation {
 }
 
 /// The fields of the body that the kind's typed struct ignores while
-/// decoding it (serde_ignored reports them): decoded straight from the raw
-/// bytes; a body with duplicate keys, which the typed decoder refuses, is
-/// decoded from the parsed tree (last key wins, as upstream keeps the last
-/// duplicate). `None` if neither decodes (validation reports it).
+/// decoding it (serde_ignored reports them), decoded straight from the raw
+/// bytes (k8s-openapi's decoders keep the last of duplicate keys, as
+/// upstream does); a body the typed decoder refuses there is tried once
+/// more from the parsed tree. `None` if neither decodes (validation
+/// reports it).
 fn ignored<T: DeserializeOwned>(raw: &[u8], obj: &Value) -> Option<Vec<Vec<Segment>>> {
     let mut found = Vec::new();
     let mut de = serde_json::Deserializer::from_slice(raw);
@@ -102,23 +103,11 @@ fn typed_ignored(group: &str, kind: &str, raw: &[u8], obj: &Value) -> Option<Vec
     }
 }
 
-/// `unknown field "spec.containers[0].foo"` for each ignored field that is
-/// set: an unknown field set to null or to an empty object or list changes
-/// nothing and is not reported.
-fn unknown(obj: &Value, ignored: Vec<Vec<Segment>>, out: &mut Vec<String>) {
-    let mut paths: Vec<Vec<Segment>> = ignored
-        .into_iter()
-        .filter(|path| {
-            let mut at = Some(obj);
-            for seg in path {
-                at = match seg {
-                    Segment::Key(k) => at.and_then(|v| v.get(k.as_str())),
-                    Segment::Index(i) => at.and_then(|v| v.get(*i)),
-                };
-            }
-            at.is_some_and(|v| !v.is_null() && !is_empty(v))
-        })
-        .collect();
+/// `unknown field "spec.containers[0].foo"` for each ignored field, whatever
+/// its value (null included, as upstream's strict decoder reports a key
+/// before reading its value), in path order, a duplicate key once.
+fn unknown(ignored: Vec<Vec<Segment>>, out: &mut Vec<String>) {
+    let mut paths = ignored;
     paths.sort();
     paths.dedup();
     for path in paths {
@@ -157,14 +146,6 @@ impl Step<'_> {
             },
             Step::Index(parent, i) => format!("{}[{i}]", parent.render()),
         }
-    }
-}
-
-fn is_empty(v: &Value) -> bool {
-    match v {
-        Value::Object(m) => m.is_empty(),
-        Value::Array(a) => a.is_empty(),
-        _ => false,
     }
 }
 
@@ -303,7 +284,7 @@ pub fn findings(group: &str, kind: &str, raw: &[u8], obj: &Value) -> Vec<String>
     }
     .deserialize(&mut de);
     if let Some(ignored) = typed_ignored(group, kind, raw, obj) {
-        unknown(obj, ignored, &mut out);
+        unknown(ignored, &mut out);
     }
     out
 }
@@ -342,13 +323,21 @@ mod tests {
     }
 
     #[test]
-    fn unset_unknown_fields_are_not_reported() {
+    fn unknown_fields_are_reported_whatever_their_value_and_once() {
         let raw = br#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","x":null},
-            "spec":{"foo":null,"bar":{},"baz":[],"containers":[{"name":"c","image":"i"},{"name":"d","image":"i","q":[1]}]}}"#;
+            "spec":{"foo":null,"bar":{},"baz":[],"foo":1,
+            "containers":[{"name":"c","image":"i"},{"name":"d","image":"i","q":[1]}]}}"#;
         let obj: Value = serde_json::from_slice(raw).unwrap();
         assert_eq!(
             findings("", "Pod", raw, &obj),
-            vec!["unknown field \"spec.containers[1].q\""]
+            vec![
+                "duplicate field \"spec.foo\"",
+                "unknown field \"metadata.x\"",
+                "unknown field \"spec.bar\"",
+                "unknown field \"spec.baz\"",
+                "unknown field \"spec.containers[1].q\"",
+                "unknown field \"spec.foo\"",
+            ]
         );
     }
 

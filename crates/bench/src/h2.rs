@@ -3,7 +3,8 @@
 //! and concurrent requests as streams over a few connections. kube-rs'
 //! client speaks HTTP/1.1 through a pool and a buffer task; as the load
 //! generator of the scheduler benchmark it used about a sixth of the two
-//! cores the API server and scheduler are measured on.
+//! cores the API server and scheduler are measured on. It authenticates
+//! with the kubeconfig's client certificate (what `skiff server` writes).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};

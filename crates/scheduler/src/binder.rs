@@ -11,6 +11,7 @@
 
 use std::sync::Arc;
 
+use futures::FutureExt;
 use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::PostParams;
@@ -98,7 +99,17 @@ impl Binder {
                 loop {
                     let next = rx.lock().await.recv().await;
                     let Some((pod, node)) = next else { return };
-                    bind_and_report(&client, &recorder, pod, node, &outcomes).await;
+                    let key = pod_key(&pod);
+                    let job = bind_and_report(&client, &recorder, pod, node, &outcomes);
+                    // A panic loses this binding (as a task per pod did),
+                    // not the worker.
+                    if std::panic::AssertUnwindSafe(job)
+                        .catch_unwind()
+                        .await
+                        .is_err()
+                    {
+                        tracing::error!(pod = %key, "binding panicked");
+                    }
                 }
             });
         }

@@ -6,8 +6,9 @@
 //! watch events to them, starts scheduling only once all three watchers
 //! have listed (caches synced), runs the framework on the cache's snapshot,
 //! assumes the chosen node and queues the binding for the [`Binder`]'s
-//! tasks; bind outcomes come back on a channel. Failures park the pod (or back it off) and spawn a task
-//! that writes the PodScheduled condition and a FailedScheduling event.
+//! tasks; bind outcomes come back on a channel. Failures park the pod (or
+//! back it off) and spawn a task that writes the PodScheduled condition
+//! and a FailedScheduling event.
 //! Everything it spawned is aborted when the term ends.
 
 use std::collections::BTreeSet;

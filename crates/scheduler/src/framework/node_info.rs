@@ -17,7 +17,9 @@ use crate::selectors::Labels;
 /// A pod as placed on a node, with its requests precomputed.
 #[derive(Debug, Clone)]
 pub struct PodInfo {
-    /// The pod object, shared with the scheduler cache and queue.
+    /// The pod object, shared with the scheduler cache and queue. While
+    /// the pod is only assumed here its `spec.nodeName` is still empty:
+    /// the node holding this `PodInfo` is where it counts.
     pub pod: Arc<Pod>,
     /// Requests with missing values as zero.
     pub requested: Resource,
