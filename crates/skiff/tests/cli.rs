@@ -85,9 +85,18 @@ fn start_server() -> Running {
     start_server_with(&[], true)
 }
 
+/// Starts `skiff server` with extra `args`.
+fn start_server_args(args: &[&str]) -> Running {
+    start_server_full(&[], args, true)
+}
+
 /// Starts `skiff server` with `env`; `drain` keeps reading its stderr
 /// after it is up (otherwise the pipe is closed once it says so).
 fn start_server_with(env: &[(&str, &str)], drain: bool) -> Running {
+    start_server_full(env, &[], drain)
+}
+
+fn start_server_full(env: &[(&str, &str)], args: &[&str], drain: bool) -> Running {
     let dir = tempfile::tempdir().unwrap();
     let data_dir = dir.path().join("data");
     let mut child = Command::new(SKIFF)
@@ -100,6 +109,7 @@ fn start_server_with(env: &[(&str, &str)], drain: bool) -> Running {
             "--data-dir",
         ])
         .arg(&data_dir)
+        .args(args)
         .env("SKIFF_LOG", "warn")
         .envs(env.iter().copied())
         .stderr(Stdio::piped())
@@ -269,6 +279,61 @@ spec:
         None,
     );
     assert!(!holder.is_empty(), "no lease holder");
+}
+
+/// `skiff scheduler --kubeconfig FILE` on its own (HTTP/2, the
+/// kubeconfig's client certificate) schedules for a server started
+/// without its in-process scheduler.
+#[test]
+fn a_separate_scheduler_process_schedules_pods() {
+    let server = start_server_args(&["--disable-scheduler"]);
+    let mut scheduler = Command::new(SKIFF)
+        .args(["scheduler", "--leader-elect=false", "--kubeconfig"])
+        .arg(&server.kubeconfig)
+        .env("SKIFF_LOG", "warn")
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    kubectl(
+        &server,
+        &["apply", "-f", "-"],
+        Some(
+            r#"
+apiVersion: v1
+kind: Node
+metadata: {name: only, labels: {kubernetes.io/hostname: only}}
+status:
+  capacity: {cpu: "4", memory: 8Gi, pods: "110"}
+  allocatable: {cpu: "4", memory: 8Gi, pods: "110"}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: api, namespace: default}
+spec:
+  containers:
+  - name: api
+    image: registry.local/api:1
+"#,
+        ),
+    );
+    kubectl(
+        &server,
+        &[
+            "wait",
+            "--for=condition=PodScheduled",
+            "pod/api",
+            "--timeout=60s",
+        ],
+        None,
+    );
+    let node = kubectl(
+        &server,
+        &["get", "pod", "api", "-o", "jsonpath={.spec.nodeName}"],
+        None,
+    );
+    let _ = scheduler.kill();
+    let _ = scheduler.wait();
+    assert_eq!(node, "only");
 }
 
 /// With its stderr reader gone (`skiff server 2>&1 | head`), the server
