@@ -168,18 +168,13 @@ fn view_paths(storage: &str) -> impl Iterator<Item = &'static str> {
 /// borrowed from the bytes: parsing one skips over the values.
 pub type RawFields<'a> = HashMap<&'a str, &'a serde_json::value::RawValue>;
 
-/// [`selectable_view`] read straight from the stored bytes: only the
-/// objects on the way to a kept path are looked at as maps and only the
-/// kept values are parsed (a pod's spec and status are skipped over, not
-/// built into a tree). `None` for bodies this cannot read without
-/// allocating (escaped keys); the caller then parses the whole object.
-pub fn selectable_view_raw(storage: &str, raw: &[u8]) -> Option<Selectable> {
-    let top: RawFields = serde_json::from_slice(raw).ok()?;
-    selectable_view_fields(storage, &top, None)
-}
-
-/// [`selectable_view_raw`] from the object's top-level fields, and its
-/// `metadata` fields when the caller has them already.
+/// [`selectable_view`] read straight from the stored bytes, given the
+/// object's top-level fields and its `metadata` fields (`None` when
+/// metadata is not an object): only the objects on the way to a kept path
+/// are looked at as maps and only the kept values are parsed (a pod's spec
+/// and status are skipped over, not built into a tree). `None` for bodies
+/// this cannot read without allocating (escaped keys); the caller then
+/// parses the whole object.
 pub fn selectable_view_fields(
     storage: &str,
     top: &RawFields,
@@ -192,9 +187,7 @@ pub fn selectable_view_fields(
     for path in view_paths(storage) {
         let value = match path.split_once('.') {
             None => top.get(path).copied(),
-            Some(("metadata", second)) if metadata.is_some() => {
-                metadata.and_then(|m| m.get(second)).copied()
-            }
+            Some(("metadata", second)) => metadata.and_then(|m| m.get(second)).copied(),
             Some((first, second)) => {
                 let i = match nested.iter().position(|(k, _)| *k == first) {
                     Some(i) => i,
@@ -342,6 +335,19 @@ impl Filter {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// [`selectable_view_fields`] reading the bytes' top level and
+    /// metadata itself.
+    fn selectable_view_raw(storage: &str, raw: &[u8]) -> Option<Selectable> {
+        let top: RawFields = serde_json::from_slice(raw).ok()?;
+        let meta = match top.get("metadata") {
+            Some(m) if m.get().trim_start().starts_with('{') => {
+                Some(serde_json::from_str::<RawFields>(m.get()).ok()?)
+            }
+            _ => None,
+        };
+        selectable_view_fields(storage, &top, meta.as_ref())
+    }
 
     fn q(key: &str, s: &str) -> HashMap<String, String> {
         HashMap::from([(key.to_string(), s.to_string())])

@@ -115,14 +115,10 @@ impl From<Meta> for ObjectMeta {
 struct Wire<S, T> {
     #[serde(default)]
     metadata: Option<Meta>,
-    #[serde(default = "none")]
+    #[serde(default)]
     spec: Option<S>,
-    #[serde(default = "none")]
+    #[serde(default)]
     status: Option<T>,
-}
-
-fn none<X>() -> Option<X> {
-    None
 }
 
 impl<'de, K: Parts> Deserialize<'de> for Trimmed<K> {

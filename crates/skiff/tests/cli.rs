@@ -82,21 +82,13 @@ impl Drop for Running {
 }
 
 fn start_server() -> Running {
-    start_server_with(&[], true)
+    start_server_with(&[], &[], true)
 }
 
-/// Starts `skiff server` with extra `args`.
-fn start_server_args(args: &[&str]) -> Running {
-    start_server_full(&[], args, true)
-}
-
-/// Starts `skiff server` with `env`; `drain` keeps reading its stderr
-/// after it is up (otherwise the pipe is closed once it says so).
-fn start_server_with(env: &[(&str, &str)], drain: bool) -> Running {
-    start_server_full(env, &[], drain)
-}
-
-fn start_server_full(env: &[(&str, &str)], args: &[&str], drain: bool) -> Running {
+/// Starts `skiff server` with `env` and extra `args`; `drain` keeps
+/// reading its stderr after it is up (otherwise the pipe is closed once it
+/// says so).
+fn start_server_with(env: &[(&str, &str)], args: &[&str], drain: bool) -> Running {
     let dir = tempfile::tempdir().unwrap();
     let data_dir = dir.path().join("data");
     let mut child = Command::new(SKIFF)
@@ -171,6 +163,28 @@ fn kubectl(server: &Running, args: &[&str], stdin: Option<&str>) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// Applies `yaml` with kubectl, waits for pod `pod` (namespace default)
+/// to be scheduled and returns its node.
+fn apply_and_wait_scheduled(server: &Running, yaml: &str, pod: &str) -> String {
+    kubectl(server, &["apply", "-f", "-"], Some(yaml));
+    let target = format!("pod/{pod}");
+    kubectl(
+        server,
+        &[
+            "wait",
+            "--for=condition=PodScheduled",
+            &target,
+            "--timeout=60s",
+        ],
+        None,
+    );
+    kubectl(
+        server,
+        &["get", "pod", pod, "-o", "jsonpath={.spec.nodeName}"],
+        None,
+    )
+}
+
 /// `skiff server` schedules with the scheduler inside it (over the
 /// in-process loopback): a pod created with kubectl lands on the only
 /// node that fits, with the upstream event and condition, and the
@@ -178,11 +192,9 @@ fn kubectl(server: &Running, args: &[&str], stdin: Option<&str>) -> String {
 #[test]
 fn server_schedules_pods_with_its_in_process_scheduler() {
     let server = start_server();
-    kubectl(
+    let node = apply_and_wait_scheduled(
         &server,
-        &["apply", "-f", "-"],
-        Some(
-            r#"
+        r#"
 apiVersion: v1
 kind: Node
 metadata: {name: small, labels: {kubernetes.io/hostname: small}}
@@ -206,22 +218,7 @@ spec:
     image: registry.local/web:1
     resources: {requests: {cpu: "2"}}
 "#,
-        ),
-    );
-    kubectl(
-        &server,
-        &[
-            "wait",
-            "--for=condition=PodScheduled",
-            "pod/web",
-            "--timeout=60s",
-        ],
-        None,
-    );
-    let node = kubectl(
-        &server,
-        &["get", "pod", "web", "-o", "jsonpath={.spec.nodeName}"],
-        None,
+        "web",
     );
     assert_eq!(node, "big");
     // The binding is acknowledged before the event is written: watch for
@@ -286,7 +283,7 @@ spec:
 /// without its in-process scheduler.
 #[test]
 fn a_separate_scheduler_process_schedules_pods() {
-    let server = start_server_args(&["--disable-scheduler"]);
+    let server = start_server_with(&[], &["--disable-scheduler"], true);
     let mut scheduler = Command::new(SKIFF)
         .args(["scheduler", "--leader-elect=false", "--kubeconfig"])
         .arg(&server.kubeconfig)
@@ -294,11 +291,9 @@ fn a_separate_scheduler_process_schedules_pods() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    kubectl(
+    let node = apply_and_wait_scheduled(
         &server,
-        &["apply", "-f", "-"],
-        Some(
-            r#"
+        r#"
 apiVersion: v1
 kind: Node
 metadata: {name: only, labels: {kubernetes.io/hostname: only}}
@@ -314,22 +309,7 @@ spec:
   - name: api
     image: registry.local/api:1
 "#,
-        ),
-    );
-    kubectl(
-        &server,
-        &[
-            "wait",
-            "--for=condition=PodScheduled",
-            "pod/api",
-            "--timeout=60s",
-        ],
-        None,
-    );
-    let node = kubectl(
-        &server,
-        &["get", "pod", "api", "-o", "jsonpath={.spec.nodeName}"],
-        None,
+        "api",
     );
     let _ = scheduler.kill();
     let _ = scheduler.wait();
@@ -340,7 +320,7 @@ spec:
 /// keeps serving while it logs every request.
 #[test]
 fn server_keeps_serving_when_its_stderr_is_closed() {
-    let server = start_server_with(&[("SKIFF_LOG", "debug")], false);
+    let server = start_server_with(&[("SKIFF_LOG", "debug")], &[], false);
     for _ in 0..3 {
         let version = kubectl(&server, &["get", "--raw", "/version"], None);
         assert!(version.contains("gitVersion"), "{version}");
