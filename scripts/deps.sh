@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 
 packages=(
   protobuf-compiler   # protoc: etcd-client compiles etcd's .proto files
+  libprotobuf-dev     # google/protobuf/*.proto, which those files import (not a
+                      # recommends of protobuf-compiler with --no-install-recommends)
   etcd-server         # the etcd backend's tests and benchmark start their own etcd
   pkg-config
   curl                # raw HTTPS checks in the API tests

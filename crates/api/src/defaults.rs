@@ -15,6 +15,17 @@ fn object_at<'a>(value: &'a mut Value, field: &str) -> Option<&'a mut Map<String
     value.get_mut(field).and_then(Value::as_object_mut)
 }
 
+/// `value[field]` as an object, made one when absent or null; `None` when
+/// `value` is not an object or the field holds something else.
+fn object_entry<'a>(value: &'a mut Value, field: &str) -> Option<&'a mut Map<String, Value>> {
+    let map = value.as_object_mut()?;
+    let entry = map.entry(field).or_insert_with(|| json!({}));
+    if entry.is_null() {
+        *entry = json!({});
+    }
+    entry.as_object_mut()
+}
+
 /// `Always` for `:latest` or no tag, `IfNotPresent` otherwise (digests too).
 pub fn image_pull_policy(image: &str) -> &'static str {
     if image.contains('@') {
@@ -100,10 +111,14 @@ pub fn qos_class(spec: &Value) -> &'static str {
             any = true;
         }
         for resource in ["cpu", "memory"] {
-            let limit = limits.and_then(|l| l.get(resource));
-            let request = requests.and_then(|r| r.get(resource)).or(limit);
-            if limit.is_none() || request != limit {
-                guaranteed = false;
+            let limit = limits.and_then(|l| l.get(resource)).and_then(Value::as_str);
+            let request = requests
+                .and_then(|r| r.get(resource))
+                .and_then(Value::as_str)
+                .or(limit);
+            match (request, limit) {
+                (Some(r), Some(l)) if crate::quantity::equal(r, l) => {}
+                _ => guaranteed = false,
             }
         }
     }
@@ -137,9 +152,8 @@ pub fn pod_spec(spec: &mut Value) {
 pub fn pod(pod: &mut Value) {
     if let Some(spec) = pod.get_mut("spec") {
         pod_spec(spec);
-        let obj = spec
-            .as_object_mut()
-            .expect("spec is an object after pod_spec");
+    }
+    if let Some(obj) = pod.get_mut("spec").and_then(Value::as_object_mut) {
         default(obj, "priority", json!(0));
         default(obj, "preemptionPolicy", json!("PreemptLowerPriority"));
         let tolerations = obj.entry("tolerations").or_insert_with(|| json!([]));
@@ -168,12 +182,10 @@ pub fn pod(pod: &mut Value) {
         }
     }
     let qos = pod.get("spec").map(qos_class).unwrap_or("BestEffort");
-    if !pod.get("status").is_some_and(Value::is_object) {
-        pod["status"] = json!({});
+    if let Some(status) = object_entry(pod, "status") {
+        default(status, "phase", json!("Pending"));
+        default(status, "qosClass", json!(qos));
     }
-    let status = pod["status"].as_object_mut().expect("status is an object");
-    default(status, "phase", json!("Pending"));
-    default(status, "qosClass", json!(qos));
 }
 
 fn template(obj: &mut Value) {
@@ -182,20 +194,85 @@ fn template(obj: &mut Value) {
     }
 }
 
+/// `map[field]` as an object, replacing a null or non-object value.
+fn object_entry_map<'a>(
+    map: &'a mut Map<String, Value>,
+    field: &str,
+) -> &'a mut Map<String, Value> {
+    let entry = map.entry(field).or_insert_with(|| json!({}));
+    if !entry.is_object() {
+        *entry = json!({});
+    }
+    match entry {
+        Value::Object(m) => m,
+        _ => unreachable_object(),
+    }
+}
+
+#[expect(
+    clippy::panic,
+    reason = "the caller made the value an object just before"
+)]
+fn unreachable_object() -> ! {
+    panic!("value was just made an object")
+}
+
+/// What upstream's strategies set when an object is created (not on
+/// update): a Job's generated selector and the labels it selects on
+/// (unless `spec.manualSelector`).
+pub fn on_create(kind: &str, obj: &mut Value) {
+    if kind != "Job" {
+        return;
+    }
+    let manual = obj.pointer("/spec/manualSelector").and_then(Value::as_bool) == Some(true);
+    let uid = obj
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .map(String::from);
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .map(String::from);
+    let (Some(uid), Some(name)) = (uid, name) else {
+        return;
+    };
+    if manual {
+        return;
+    }
+    if let Some(spec) = object_at(obj, "spec") {
+        spec.insert(
+            "selector".into(),
+            json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}),
+        );
+    }
+    let Some(template) = obj.pointer_mut("/spec/template") else {
+        return;
+    };
+    let Some(meta) = object_entry(template, "metadata") else {
+        return;
+    };
+    let labels = object_entry_map(meta, "labels");
+    for (k, v) in [
+        ("batch.kubernetes.io/controller-uid", &uid),
+        ("batch.kubernetes.io/job-name", &name),
+        ("controller-uid", &uid),
+        ("job-name", &name),
+    ] {
+        labels.insert(k.into(), json!(v));
+    }
+}
+
 /// Defaults for every kind we know; other kinds pass through.
 pub fn apply(kind: &str, obj: &mut Value) {
     match kind {
         "Pod" => pod(obj),
         "Namespace" => {
-            if !obj.get("spec").is_some_and(Value::is_object) {
-                obj["spec"] = json!({});
+            if let Some(spec) = object_entry(obj, "spec") {
+                default(spec, "finalizers", json!(["kubernetes"]));
             }
-            default(
-                obj["spec"].as_object_mut().expect("spec"),
-                "finalizers",
-                json!(["kubernetes"]),
-            );
-            obj["status"] = json!({"phase": "Active"});
+            if let Some(o) = obj.as_object_mut() {
+                o.insert("status".into(), json!({"phase": "Active"}));
+            }
             let name = obj
                 .pointer("/metadata/name")
                 .cloned()
@@ -231,11 +308,13 @@ pub fn apply(kind: &str, obj: &mut Value) {
                 default(spec, "replicas", json!(1));
                 default(spec, "revisionHistoryLimit", json!(10));
                 default(spec, "progressDeadlineSeconds", json!(600));
-                default(
-                    spec,
-                    "strategy",
-                    json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}),
-                );
+                let strategy = object_entry_map(spec, "strategy");
+                default(strategy, "type", json!("RollingUpdate"));
+                if strategy.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
+                    let rolling = object_entry_map(strategy, "rollingUpdate");
+                    default(rolling, "maxUnavailable", json!("25%"));
+                    default(rolling, "maxSurge", json!("25%"));
+                }
             }
             template(obj);
         }

@@ -6,6 +6,7 @@ pub mod apply;
 pub mod defaults;
 mod kinds;
 pub mod patch;
+pub mod quantity;
 pub mod selectors;
 pub mod tables;
 pub mod validation;

@@ -24,6 +24,7 @@ pub mod serve;
 pub mod status;
 pub mod strict;
 pub mod table;
+pub mod typed;
 pub mod write;
 
 use std::net::SocketAddr;

@@ -42,6 +42,22 @@ pub fn decode(body: &[u8]) -> ApiResult<Value> {
 
 /// Checks that the body's kind and apiVersion match the URL.
 pub fn check_type(resource: &Resource, obj: &mut Value) -> ApiResult<()> {
+    for field in ["apiVersion", "kind"] {
+        match obj.get(field) {
+            None | Some(Value::String(_)) | Some(Value::Null) => {}
+            Some(other) => {
+                let got = match other {
+                    Value::Bool(_) => "bool",
+                    Value::Number(_) => "number",
+                    Value::Array(_) => "array",
+                    _ => "object",
+                };
+                return Err(ApiError::bad_request(format!(
+                    "couldn't get version/kind; json parse error: json: cannot unmarshal {got} into Go struct field .{field} of type string"
+                )));
+            }
+        }
+    }
     let gv = resource.group_version();
     match obj.get("apiVersion").and_then(Value::as_str) {
         None | Some("") => obj["apiVersion"] = json!(gv),
@@ -66,13 +82,34 @@ pub fn check_type(resource: &Resource, obj: &mut Value) -> ApiResult<()> {
 }
 
 /// The metadata object, created if absent.
+///
+/// `obj` must be an object (every decoded body is); anything else is
+/// replaced by one.
 pub fn meta(obj: &mut Value) -> &mut serde_json::Map<String, Value> {
-    if !obj.get("metadata").is_some_and(Value::is_object) {
-        obj["metadata"] = json!({});
+    if !obj.is_object() {
+        *obj = json!({});
     }
-    obj["metadata"]
-        .as_object_mut()
-        .expect("metadata is an object")
+    let map = match obj {
+        Value::Object(map) => map,
+        _ => unreachable_object(),
+    };
+    let entry = map
+        .entry("metadata")
+        .and_modify(|m| {
+            if !m.is_object() {
+                *m = json!({});
+            }
+        })
+        .or_insert_with(|| json!({}));
+    match entry {
+        Value::Object(m) => m,
+        _ => unreachable_object(),
+    }
+}
+
+#[expect(clippy::panic, reason = "callers made the value an object just before")]
+fn unreachable_object() -> ! {
+    panic!("value was just made an object")
 }
 
 pub fn name_of(obj: &Value) -> Option<&str> {
@@ -87,27 +124,7 @@ pub fn with_revision(mut obj: Value, revision: i64) -> Value {
 
 /// Is `name` a DNS-1123 subdomain (the rule most kinds use for names)?
 pub fn dns1123_subdomain_errors(name: &str) -> Vec<String> {
-    let mut errors = Vec::new();
-    if name.len() > 253 {
-        errors.push("must be no more than 253 characters".to_string());
-    }
-    let label_ok = |l: &str| {
-        !l.is_empty()
-            && l.bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-            && !l.starts_with('-')
-            && !l.ends_with('-')
-    };
-    if !name.split('.').all(label_ok) {
-        errors.push(
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, \
-             '-' or '.', and must start and end with an alphanumeric character (e.g. \
-             'example.com', regex used for validation is \
-             '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-                .to_string(),
-        );
-    }
-    errors
+    skiff_api::validation::names::dns1123_subdomain(name)
 }
 
 /// Fills in server-set metadata of a new object and validates its name.
@@ -161,7 +178,7 @@ pub fn prepare_create(
             }
         },
     };
-    let errors = dns1123_subdomain_errors(&name);
+    let errors = skiff_api::validation::name_errors(kind, &name);
     if !errors.is_empty() {
         return Err(ApiError::invalid(
             resource.group,

@@ -121,8 +121,13 @@ pub async fn create(
     warnings: Vec<String>,
 ) -> ApiResult<Outcome> {
     let name = object::prepare_create(r, ns, &mut obj)?;
+    let obj = crate::typed::normalize(r.group, r.kind, (r.kind, r.version), obj)?;
+    if r.group == "events.k8s.io" {
+        check_valid(r, &name, skiff_api::validation::events_v1_create(&obj))?;
+    }
     let mut obj = crate::convert::to_stored(r, obj);
     skiff_api::defaults::apply(r.kind, &mut obj);
+    skiff_api::defaults::on_create(r.kind, &mut obj);
     check_valid(r, &name, skiff_api::validation::validate(r.kind, &obj))?;
     let ns = obj
         .pointer("/metadata/namespace")
@@ -213,12 +218,17 @@ pub async fn update(
     let mut warnings = Vec::new();
     for attempt in 0..UPDATE_ATTEMPTS {
         let (old, revision, cached) = current_for_update(state, r, ns, name, attempt).await?;
-        // The current object goes to `mutate` without its resourceVersion,
-        // so only a version the client wrote (PUT body, patch) pins it.
-        let mut base = crate::convert::to_served(r, old.clone());
-        object::meta(&mut base).remove("resourceVersion");
+        // It sees the stored resourceVersion (a JSON patch may `test` it);
+        // a version the mutation leaves as it was pins nothing.
+        let base = crate::convert::to_served(r, old.clone());
         let mut candidate = mutate(&base)?;
         object::check_type(r, &mut candidate)?;
+        if candidate.pointer("/metadata/resourceVersion")
+            == base.pointer("/metadata/resourceVersion")
+        {
+            object::meta(&mut candidate).remove("resourceVersion");
+        }
+        let candidate = crate::typed::normalize(r.group, r.kind, (r.kind, r.version), candidate)?;
         let candidate = crate::convert::to_stored(r, candidate);
         let given = object::name_of(&candidate).unwrap_or_default();
         if given != name {

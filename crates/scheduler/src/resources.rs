@@ -52,141 +52,26 @@ pub enum ResourceError {
 /// Result alias for this module.
 pub type Result<T, E = ResourceError> = std::result::Result<T, E>;
 
-/// A parsed quantity: `(-1)^negative * mantissa * 10^exp10 * 2^exp2`, exact.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ParsedQuantity {
-    negative: bool,
-    mantissa: u128,
-    exp10: i32,
-    exp2: u32,
-}
-
-impl ParsedQuantity {
-    /// Parses a quantity string with the upstream grammar:
-    /// `<sign><digits>[.<digits>]<suffix>`, where the suffix is a binary SI
-    /// suffix (`Ki`..`Ei`), a decimal SI suffix (`m`, ``, `k`, `M`..`E`) or a
-    /// decimal exponent (`e3`, `E-2`).
-    pub fn parse(s: &str) -> Result<Self> {
-        let err = || ResourceError::Format(s.to_string());
-        let bytes = s.as_bytes();
-        let mut pos = 0;
-        let mut negative = false;
-        if let Some(&c) = bytes.first() {
-            if c == b'+' || c == b'-' {
-                negative = c == b'-';
-                pos = 1;
-            }
-        }
-        let mut mantissa: u128 = 0;
-        let mut exp10: i32 = 0;
-        let mut digits = 0usize;
-        let mut seen_dot = false;
-        while pos < bytes.len() {
-            match bytes[pos] {
-                c @ b'0'..=b'9' => {
-                    digits += 1;
-                    if mantissa == 0 && c == b'0' {
-                        // leading zeros add no precision
-                    } else {
-                        mantissa = mantissa
-                            .checked_mul(10)
-                            .and_then(|m| m.checked_add(u128::from(c - b'0')))
-                            .ok_or_else(|| ResourceError::Overflow(s.to_string()))?;
-                    }
-                    if seen_dot {
-                        exp10 -= 1;
-                    }
-                }
-                b'.' if !seen_dot => seen_dot = true,
-                _ => break,
-            }
-            pos += 1;
-        }
-        if digits == 0 {
-            return Err(err());
-        }
-        let (suffix_exp10, exp2) = parse_suffix(&s[pos..]).ok_or_else(err)?;
-        Ok(Self {
-            negative,
-            mantissa,
-            exp10: exp10 + suffix_exp10,
-            exp2,
-        })
-    }
-
-    /// The value times `10^scale`, rounded up to the next integer (towards
-    /// positive infinity), like upstream `ScaledValue` with ceiling rounding;
-    /// `None` when it does not fit in an `i64`.
-    pub fn scaled_ceil(&self, scale: i32) -> Option<i64> {
-        let base = self.mantissa.checked_mul(1u128 << self.exp2.min(120))?;
-        let e = self.exp10 + scale;
-        let magnitude = if e >= 0 {
-            10u128
-                .checked_pow(e.unsigned_abs())
-                .and_then(|p| base.checked_mul(p))?
-        } else {
-            let divisor = 10u128.checked_pow(e.unsigned_abs());
-            let (q, rem) = match divisor {
-                Some(d) => (base / d, base % d != 0),
-                None => (0, base != 0),
-            };
-            // ceil for positives rounds the magnitude up; for negatives down.
-            if rem && !self.negative {
-                q + 1
-            } else {
-                q
-            }
-        };
-        let magnitude = i64::try_from(magnitude).ok()?;
-        Some(if self.negative { -magnitude } else { magnitude })
-    }
-}
-
-fn parse_suffix(suffix: &str) -> Option<(i32, u32)> {
-    let binary = [
-        ("Ki", 10),
-        ("Mi", 20),
-        ("Gi", 30),
-        ("Ti", 40),
-        ("Pi", 50),
-        ("Ei", 60),
-    ];
-    if let Some((_, e)) = binary.iter().find(|(n, _)| *n == suffix) {
-        return Some((0, *e));
-    }
-    let decimal = [
-        ("m", -3),
-        ("", 0),
-        ("k", 3),
-        ("M", 6),
-        ("G", 9),
-        ("T", 12),
-        ("P", 15),
-        ("E", 18),
-    ];
-    if let Some((_, e)) = decimal.iter().find(|(n, _)| *n == suffix) {
-        return Some((*e, 0));
-    }
-    let rest = suffix.strip_prefix(['e', 'E'])?;
-    let digits = rest.strip_prefix(['+', '-']).unwrap_or(rest);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    rest.parse::<i32>().ok().map(|e| (e, 0))
-}
+pub use skiff_api::quantity::ParsedQuantity;
 
 /// Parses `s` and returns its value in milli-units, rounded up (cpu).
 pub fn parse_milli(s: &str) -> Result<i64> {
-    ParsedQuantity::parse(s)?
-        .scaled_ceil(3)
-        .ok_or_else(|| ResourceError::Overflow(s.to_string()))
+    skiff_api::quantity::parse_milli(s).map_err(ResourceError::from)
 }
 
 /// Parses `s` and returns its value in whole units, rounded up (bytes, counts).
 pub fn parse_value(s: &str) -> Result<i64> {
-    ParsedQuantity::parse(s)?
-        .scaled_ceil(0)
-        .ok_or_else(|| ResourceError::Overflow(s.to_string()))
+    skiff_api::quantity::parse_value(s).map_err(ResourceError::from)
+}
+
+impl From<skiff_api::quantity::QuantityError> for ResourceError {
+    fn from(e: skiff_api::quantity::QuantityError) -> Self {
+        use skiff_api::quantity::QuantityError;
+        match e {
+            QuantityError::Format(s) => ResourceError::Format(s),
+            QuantityError::Overflow(s) => ResourceError::Overflow(s),
+        }
+    }
 }
 
 /// A vector of resources: cpu in milli-cpu, memory and ephemeral storage in

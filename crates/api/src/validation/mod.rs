@@ -4,6 +4,12 @@
 
 use serde_json::Value;
 
+pub mod meta;
+pub mod names;
+mod workloads;
+
+pub use workloads::{bad_quantity, events_v1_create, name_errors};
+
 /// One invalid field.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldError {
@@ -14,7 +20,7 @@ pub struct FieldError {
     pub message: String,
 }
 
-fn required(field: String) -> FieldError {
+pub(crate) fn required(field: String) -> FieldError {
     FieldError {
         reason: "FieldValueRequired",
         field,
@@ -22,7 +28,7 @@ fn required(field: String) -> FieldError {
     }
 }
 
-fn invalid(field: String, value: &Value, detail: &str) -> FieldError {
+pub(crate) fn invalid(field: String, value: &Value, detail: &str) -> FieldError {
     let shown = match value {
         Value::String(s) => format!("\"{s}\""),
         other => other.to_string(),
@@ -34,7 +40,7 @@ fn invalid(field: String, value: &Value, detail: &str) -> FieldError {
     }
 }
 
-fn not_supported(field: String, value: &str, supported: &[&str]) -> FieldError {
+pub(crate) fn not_supported(field: String, value: &str, supported: &[&str]) -> FieldError {
     let list = supported
         .iter()
         .map(|s| format!("\"{s}\""))
@@ -47,27 +53,9 @@ fn not_supported(field: String, value: &str, supported: &[&str]) -> FieldError {
     }
 }
 
-/// DNS-1123 label check with upstream's message.
+/// DNS-1123 label check with upstream's message (the first, if any).
 pub fn dns1123_label(value: &str) -> Option<String> {
-    let ok = !value.is_empty()
-        && value.len() <= 63
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !value.starts_with('-')
-        && !value.ends_with('-');
-    if ok {
-        return None;
-    }
-    if value.len() > 63 {
-        return Some("must be no more than 63 characters".into());
-    }
-    Some(
-        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', \
-         and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', \
-         regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-            .into(),
-    )
+    names::dns1123_label(value).into_iter().next()
 }
 
 fn check_enum(
@@ -248,6 +236,13 @@ pub fn pod_update(old: &Value, new: &Value) -> Vec<FieldError> {
 
 /// Validates an object of `kind` on create.
 pub fn validate(kind: &str, obj: &Value) -> Vec<FieldError> {
+    let mut errors = meta::object_meta(obj.get("metadata"), "metadata");
+    errors.extend(validate_kind(kind, obj));
+    errors.extend(workloads::validate(kind, obj));
+    errors
+}
+
+fn validate_kind(kind: &str, obj: &Value) -> Vec<FieldError> {
     match kind {
         "Pod" => match obj.get("spec") {
             Some(spec) => pod_spec(spec, "spec"),
@@ -279,6 +274,7 @@ pub fn validate_update(kind: &str, old: &Value, new: &Value) -> Vec<FieldError> 
     if kind == "Pod" && errors.is_empty() {
         errors.extend(pod_update(old, new));
     }
+    errors.extend(workloads::validate_update(kind, old, new));
     if kind == "Job" && old.pointer("/spec/template") != new.pointer("/spec/template") {
         errors.push(FieldError {
             reason: "FieldValueInvalid",
