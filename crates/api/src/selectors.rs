@@ -513,6 +513,10 @@ fn is_special_symbol(b: u8) -> bool {
 
 /// Upstream `Lexer`: whitespace separates tokens; runs of non-special,
 /// non-blank bytes are identifiers (or the keywords `in` / `notin`).
+#[expect(
+    clippy::indexing_slicing,
+    reason = "every index is checked against the length first, and slices end at ASCII bytes"
+)]
 fn lex(s: &str) -> Vec<(Tok, &str)> {
     let b = s.as_bytes();
     let mut out = Vec::new();
@@ -576,7 +580,12 @@ struct Parser<'a> {
 
 impl<'a> Parser<'a> {
     fn peek(&self, ctx: Ctx) -> (Tok, &'a str) {
-        let (tok, lit) = self.items[self.pos.min(self.items.len() - 1)];
+        let (tok, lit) = self
+            .items
+            .get(self.pos)
+            .or(self.items.last())
+            .copied()
+            .unwrap_or((Tok::End, ""));
         match tok {
             Tok::In | Tok::NotIn if ctx == Ctx::Values => (Tok::Identifier, lit),
             _ => (tok, lit),

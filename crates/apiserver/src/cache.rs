@@ -253,12 +253,13 @@ fn spliced(
     // Exactly what is written (the comma may be spared): the buffer is
     // kept whole by the cache.
     out.reserve_exact(raw.len() + insert.len() + 1 + LINE_END.len());
-    out.extend_from_slice(&raw[..=start]);
+    let (head, tail) = (raw.get(..=start)?, raw.get(start + 1..)?);
+    out.extend_from_slice(head);
     out.extend_from_slice(insert.as_bytes());
     if !meta.is_empty() {
         out.push(b',');
     }
-    out.extend_from_slice(&raw[start + 1..]);
+    out.extend_from_slice(tail);
     Some(out)
 }
 

@@ -51,23 +51,34 @@ impl DeleteOptions {
             let v: Value = serde_json::from_slice(body).map_err(|e| {
                 ApiError::bad_request(format!("json: cannot decode DeleteOptions: {e}"))
             })?;
-            opts.grace_period_seconds = v.get("gracePeriodSeconds").and_then(Value::as_i64);
-            opts.propagation_policy = v
-                .get("propagationPolicy")
-                .and_then(Value::as_str)
-                .map(String::from);
-            opts.precondition_uid = v
-                .pointer("/preconditions/uid")
-                .and_then(Value::as_str)
-                .map(String::from);
-            opts.precondition_resource_version = v
-                .pointer("/preconditions/resourceVersion")
-                .and_then(Value::as_str)
-                .map(String::from);
-            opts.dry_run = v
-                .get("dryRun")
-                .and_then(Value::as_array)
-                .is_some_and(|d| d.iter().any(|x| x == "All"));
+            let typed: k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions =
+                crate::typed::decode_as(&v).map_err(ApiError::bad_request)?;
+            opts.grace_period_seconds = typed.grace_period_seconds;
+            opts.propagation_policy = typed.propagation_policy;
+            if let Some(p) = typed.preconditions {
+                opts.precondition_uid = p.uid;
+                opts.precondition_resource_version = p.resource_version;
+            }
+            for value in typed.dry_run.unwrap_or_default() {
+                if value != "All" {
+                    return Err(options_invalid(
+                        "FieldValueNotSupported",
+                        "dryRun",
+                        format!("Unsupported value: \"{value}\": supported values: \"All\""),
+                    ));
+                }
+                opts.dry_run = true;
+            }
+            if typed.orphan_dependents.is_some() && opts.propagation_policy.is_some() {
+                return Err(options_invalid(
+                    "FieldValueInvalid",
+                    "propagationPolicy",
+                    format!(
+                        "Invalid value: \"{}\": orphanDependents and deletionPropagation cannot be both set",
+                        opts.propagation_policy.as_deref().unwrap_or_default()
+                    ),
+                ));
+            }
         }
         if let Some(g) = q.get("gracePeriodSeconds") {
             opts.grace_period_seconds =
@@ -80,17 +91,12 @@ impl DeleteOptions {
         }
         if let Some(p) = &opts.propagation_policy {
             if !["Foreground", "Background", "Orphan"].contains(&p.as_str()) {
-                return Err(ApiError::invalid(
-                    "",
-                    "DeleteOptions",
-                    "",
-                    vec![Cause {
-                        reason: "FieldValueNotSupported",
-                        field: "propagationPolicy".into(),
-                        message: format!(
-                            "Unsupported value: \"{p}\": supported values: \"Foreground\", \"Background\", \"Orphan\""
-                        ),
-                    }],
+                return Err(options_invalid(
+                    "FieldValueNotSupported",
+                    "propagationPolicy",
+                    format!(
+                        "Unsupported value: \"{p}\": supported values: \"Foreground\", \"Background\", \"Orphan\""
+                    ),
                 ));
             }
         }
@@ -108,6 +114,20 @@ impl DeleteOptions {
         }
         Ok(opts)
     }
+}
+
+/// 422 for DeleteOptions, as upstream's ValidateDeleteOptions answers.
+fn options_invalid(reason: &'static str, field: &str, message: String) -> ApiError {
+    ApiError::invalid(
+        "meta.k8s.io",
+        "DeleteOptions",
+        "",
+        vec![Cause {
+            reason,
+            field: field.into(),
+            message,
+        }],
+    )
 }
 
 fn finalizers(obj: &Value) -> Vec<String> {
@@ -277,7 +297,7 @@ async fn delete_namespace(
 ) -> ApiResult<Value> {
     let key = object::key(r, None, name);
     // Terminating first: admission now refuses new content.
-    obj["status"] = json!({"phase": "Terminating"});
+    crate::object::set(&mut obj, "status", json!({"phase": "Terminating"}));
     object::meta(&mut obj).insert("deletionTimestamp".into(), json!(object::now()));
     let value = serde_json::to_vec(&obj).map_err(|e| ApiError::internal(e.to_string()))?;
     let marked = match state.store.update(&key, value.into(), revision).await {

@@ -90,13 +90,13 @@ fn aggregated_resource(r: &Resource) -> Value {
         "verbs": VERBS,
     });
     if !r.short_names.is_empty() {
-        out["shortNames"] = json!(r.short_names);
+        crate::object::set(&mut out, "shortNames", json!(r.short_names));
     }
     if !r.categories.is_empty() {
-        out["categories"] = json!(r.categories);
+        crate::object::set(&mut out, "categories", json!(r.categories));
     }
     if !subresources.is_empty() {
-        out["subresources"] = json!(subresources);
+        crate::object::set(&mut out, "subresources", json!(subresources));
     }
     out
 }
@@ -120,7 +120,7 @@ fn aggregated(core: bool, version: &str) -> Response {
                 .collect();
             let mut metadata = json!({});
             if !group.is_empty() {
-                metadata["name"] = json!(group);
+                crate::object::set(&mut metadata, "name", json!(group));
             }
             json!({
                 "metadata": metadata,
@@ -194,10 +194,10 @@ fn resource_entries(r: &Resource) -> Vec<Value> {
         "verbs": VERBS,
     });
     if !r.short_names.is_empty() {
-        main["shortNames"] = json!(r.short_names);
+        crate::object::set(&mut main, "shortNames", json!(r.short_names));
     }
     if !r.categories.is_empty() {
-        main["categories"] = json!(r.categories);
+        crate::object::set(&mut main, "categories", json!(r.categories));
     }
     let mut out = vec![main];
     for sub in r.subresources {
@@ -210,8 +210,8 @@ fn resource_entries(r: &Resource) -> Vec<Value> {
             "verbs": verbs,
         });
         if (group, version) != (r.group, r.version) {
-            entry["group"] = json!(group);
-            entry["version"] = json!(version);
+            crate::object::set(&mut entry, "group", json!(group));
+            crate::object::set(&mut entry, "version", json!(version));
         }
         out.push(entry);
     }

@@ -85,7 +85,8 @@ impl Selectable {
         self.labels
             .binary_search_by(|(k, _)| (**k).cmp(key))
             .ok()
-            .map(|i| &*self.labels[i].1)
+            .and_then(|i| self.labels.get(i))
+            .map(|(_, v)| &**v)
     }
 
     fn new(fields: Vec<(&'static str, Box<str>)>, mut labels: Vec<(Box<str>, Box<str>)>) -> Self {
@@ -202,7 +203,11 @@ pub fn selectable_view_fields(
                         nested.len() - 1
                     }
                 };
-                nested[i].1.as_ref().and_then(|m| m.get(second)).copied()
+                nested
+                    .get(i)
+                    .and_then(|(_, m)| m.as_ref())
+                    .and_then(|m| m.get(second))
+                    .copied()
             }
         };
         let Some(value) = value else { continue };

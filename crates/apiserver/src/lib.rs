@@ -3,6 +3,18 @@
 //! ([`resources`]), REST handlers ([`rest`]), discovery ([`discovery`]) and
 //! Status errors ([`status`]). It talks to storage only through the
 //! `skiff_store::Store` trait.
+// Nothing a request sends may panic here: no unwrap, expect, panic or
+// unchecked indexing outside tests (an invariant that really holds says
+// so with `#[expect(..., reason = ...)]`).
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic
+    )
+)]
 
 pub mod apply;
 pub mod auth;
@@ -14,6 +26,7 @@ pub mod filter;
 pub mod managed;
 pub mod object;
 pub mod openapi;
+pub mod params;
 pub mod pki;
 pub mod protobuf;
 mod protobuf_fields;
@@ -72,6 +85,8 @@ pub struct Config {
     pub bind: SocketAddr,
     /// How often watches that allow bookmarks get one (upstream: ~1 min).
     pub bookmark_every: std::time::Duration,
+    /// How long a client may take to send a request.
+    pub timeouts: serve::Timeouts,
 }
 
 impl Config {
@@ -80,6 +95,7 @@ impl Config {
             data_dir,
             bind,
             bookmark_every: std::time::Duration::from_secs(60),
+            timeouts: serve::Timeouts::default(),
         }
     }
 }
@@ -113,6 +129,10 @@ impl AppState {
         }
     }
 
+    #[expect(
+        clippy::expect_used,
+        reason = "the caches are made from RESOURCES, and every Resource comes from it"
+    )]
     pub fn cache(&self, resource: &resources::Resource) -> &Arc<cache::WatchCache> {
         self.caches
             .get(resource.storage)
@@ -129,6 +149,7 @@ pub struct ApiServer {
     router: Router,
     pub local_addr: SocketAddr,
     pub kubeconfig: PathBuf,
+    timeouts: serve::Timeouts,
 }
 
 /// The router for `state`.
@@ -154,11 +175,12 @@ pub fn router(state: AppState, tokens: Arc<auth::Tokens>) -> Router {
         .layer(axum::middleware::from_fn(move |req, next| {
             auth::authenticate(tokens.clone(), req, next)
         }))
+        .layer(axum::middleware::from_fn(serve::catch_panic))
         .with_state(state)
 }
 
 async fn bootstrap(store: &dyn Store) -> Result<(), Error> {
-    let ns = resources::find("", "v1", "namespaces").expect("namespaces are served");
+    let ns = resources::namespaces();
     for name in SYSTEM_NAMESPACES {
         let body = json!({
             "kind": "Namespace",
@@ -227,6 +249,7 @@ impl ApiServer {
             tls,
             local_addr,
             kubeconfig,
+            timeouts: config.timeouts,
         })
     }
 
@@ -257,6 +280,13 @@ impl ApiServer {
                 .run(self.state.store.clone(), shutdown.clone()),
         );
         tracing::info!(addr = %self.local_addr, "API server listening");
-        serve::serve(self.listener, self.tls, self.router, shutdown).await;
+        serve::serve(
+            self.listener,
+            self.tls,
+            self.router,
+            self.timeouts,
+            shutdown,
+        )
+        .await;
     }
 }

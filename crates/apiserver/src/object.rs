@@ -112,6 +112,17 @@ fn unreachable_object() -> ! {
     panic!("value was just made an object")
 }
 
+/// Sets `obj[key]` when `obj` is an object (a null becomes one); does
+/// nothing to any other value, where `obj[key] = v` would panic.
+pub fn set(obj: &mut Value, key: &str, value: Value) {
+    if obj.is_null() {
+        *obj = json!({});
+    }
+    if let Some(map) = obj.as_object_mut() {
+        map.insert(key.to_string(), value);
+    }
+}
+
 pub fn name_of(obj: &Value) -> Option<&str> {
     obj.pointer("/metadata/name").and_then(Value::as_str)
 }
@@ -240,7 +251,8 @@ fn random_suffix() -> String {
     let bytes = uuid::Uuid::new_v4().into_bytes();
     bytes[..5]
         .iter()
-        .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
+        .filter_map(|b| ALPHABET.get(*b as usize % ALPHABET.len()))
+        .map(|b| *b as char)
         .collect()
 }
 

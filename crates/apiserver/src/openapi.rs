@@ -88,7 +88,9 @@ fn operation(r: &Resource, action: &str, id: &str, kind: &str, schema: Option<&s
     });
     if let Some(schema) = schema {
         let body = json!({"schema": {"$ref": format!("#/components/schemas/{schema}")}});
-        op["responses"]["200"]["content"] = json!({"application/json": body.clone()});
+        if let Some(ok) = op.pointer_mut("/responses/200") {
+            crate::object::set(ok, "content", json!({"application/json": body.clone()}));
+        }
         if matches!(action, "put" | "post" | "patch") {
             let content = if action == "patch" {
                 json!({
@@ -100,7 +102,11 @@ fn operation(r: &Resource, action: &str, id: &str, kind: &str, schema: Option<&s
             } else {
                 json!({"*/*": body})
             };
-            op["requestBody"] = json!({"content": content, "required": true});
+            crate::object::set(
+                &mut op,
+                "requestBody",
+                json!({"content": content, "required": true}),
+            );
         }
     }
     op

@@ -93,7 +93,10 @@ pub fn serving_names() -> (Vec<String>, Vec<IpAddr>) {
             names.push(host);
         }
     }
-    let mut ips: Vec<IpAddr> = vec!["127.0.0.1".parse().expect("ip"), "::1".parse().expect("ip")];
+    let mut ips: Vec<IpAddr> = vec![
+        IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+        IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
+    ];
     if let Ok(interfaces) = if_addrs::get_if_addrs() {
         for interface in interfaces {
             let ip = interface.ip();

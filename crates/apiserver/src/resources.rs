@@ -65,17 +65,7 @@ macro_rules! r {
 
 /// Every served resource.
 pub static RESOURCES: &[Resource] = &[
-    r!(
-        "",
-        "v1",
-        "namespaces",
-        "namespace",
-        "Namespace",
-        false,
-        &["ns"],
-        NONE,
-        &["status"]
-    ),
+    NAMESPACES_ENTRY,
     r!(
         "",
         "v1",
@@ -231,6 +221,24 @@ pub fn subresource_kind(
 }
 
 /// The resource served at `group`/`version`/`plural`.
+/// The namespaces resource (always served; bootstrap and admission use it).
+pub fn namespaces() -> &'static Resource {
+    &NAMESPACES
+}
+
+const NAMESPACES_ENTRY: Resource = r!(
+    "",
+    "v1",
+    "namespaces",
+    "namespace",
+    "Namespace",
+    false,
+    &["ns"],
+    NONE,
+    &["status"]
+);
+static NAMESPACES: Resource = NAMESPACES_ENTRY;
+
 pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static Resource> {
     RESOURCES
         .iter()

@@ -146,10 +146,13 @@ fn percent_decode(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
+    while let Some(&b) = bytes.get(i) {
+        match b {
             b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+            b'%' => match (
+                bytes.get(i + 1).copied().and_then(hex),
+                bytes.get(i + 2).copied().and_then(hex),
+            ) {
                 (Some(h), Some(l)) => {
                     out.push(h * 16 + l);
                     i += 2;
@@ -186,9 +189,18 @@ pub async fn dispatch(State(state): State<AppState>, req: Request) -> Response {
 
 /// The body whatever its media type (PATCH names its own).
 async fn read_raw_body(req: Request) -> ApiResult<Bytes> {
-    axum::body::to_bytes(req.into_body(), MAX_BODY)
-        .await
-        .map_err(|_| ApiError::too_large("Request entity too large: limit is 3145728"))
+    let deadline = req
+        .extensions()
+        .get::<crate::serve::BodyTimeout>()
+        .map(|t| t.0);
+    let read = axum::body::to_bytes(req.into_body(), MAX_BODY);
+    let read = match deadline {
+        Some(d) => tokio::time::timeout(d, read)
+            .await
+            .map_err(|_| ApiError::request_timeout("the request body was not received in time"))?,
+        None => read.await,
+    };
+    read.map_err(|_| ApiError::too_large("Request entity too large: limit is 3145728"))
 }
 
 /// The media types of object bodies (create, update, binding, delete).
@@ -208,9 +220,7 @@ async fn read_body(req: Request) -> ApiResult<Bytes> {
     if !(protobuf || media.is_empty() || media == "application/json" || media == "*/*") {
         return Err(ApiError::unsupported_media_type(&media, BODY_TYPES));
     }
-    let body = axum::body::to_bytes(req.into_body(), MAX_BODY)
-        .await
-        .map_err(|_| ApiError::too_large("Request entity too large: limit is 3145728"))?;
+    let body = read_raw_body(req).await?;
     // An empty body (a DELETE without options) is no object, whatever
     // its declared type.
     if !protobuf || body.is_empty() {
@@ -226,6 +236,7 @@ async fn handle(state: AppState, req: Request) -> ApiResult<Response> {
         return Err(ApiError::not_found_path());
     };
     let q = query(&req);
+    crate::params::check(&q, req.headers())?;
     let method = req.method().clone();
     let r = target.resource;
     let ns = target.namespace.as_deref();
@@ -337,7 +348,7 @@ pub(crate) async fn namespace_admits(
     let (true, Some(ns)) = (r.namespaced, ns) else {
         return Ok(());
     };
-    let ns_resource = resources::find("", "v1", "namespaces").expect("namespaces are served");
+    let ns_resource = resources::namespaces();
     let key = object::key(ns_resource, None, ns);
     // The watch cache answers almost always; a namespace created a moment
     // ago may not be there yet, so a miss asks the store.
@@ -511,7 +522,7 @@ async fn list(
     }
     let mut metadata = json!({ "resourceVersion": page.revision.to_string() });
     if let Some(token) = page.continue_token {
-        metadata["continue"] = json!(token);
+        crate::object::set(&mut metadata, "continue", json!(token));
     }
     Ok(json_response(StatusCode::OK, &out.list(r, items, metadata)))
 }
@@ -618,8 +629,8 @@ async fn patch(
         if let Ok(patch_obj) = serde_json::from_slice::<Value>(body) {
             let mut typed = patch_obj.clone();
             if typed.is_object() {
-                typed["apiVersion"] = json!(r.group_version());
-                typed["kind"] = json!(r.kind);
+                crate::object::set(&mut typed, "apiVersion", json!(r.group_version()));
+                crate::object::set(&mut typed, "kind", json!(r.kind));
             }
             warnings = crate::write::check_fields(r, body, &typed, opts)?;
         }
@@ -733,7 +744,10 @@ async fn bind(
                 "Operation cannot be fulfilled on pods/binding \"{name}\": pod {name} is already assigned to node \"{current}\""
             )));
         }
-        pod["spec"]["nodeName"] = json!(node);
+        let Some(spec) = pod.get_mut("spec").filter(|s| s.is_object()) else {
+            return Err(ApiError::internal(format!("stored pod {name} has no spec")));
+        };
+        object::set(spec, "nodeName", json!(node));
         let conditions = pod
             .pointer_mut("/status/conditions")
             .and_then(Value::as_array_mut)
@@ -750,9 +764,11 @@ async fn bind(
             "lastTransitionTime": object::now(),
         }));
         if !pod.get("status").is_some_and(Value::is_object) {
-            pod["status"] = json!({});
+            crate::object::set(&mut pod, "status", json!({}));
         }
-        pod["status"]["conditions"] = json!(conditions);
+        if let Some(status) = pod.get_mut("status") {
+            object::set(status, "conditions", json!(conditions));
+        }
         let value = serde_json::to_vec(&pod).map_err(|e| ApiError::internal(e.to_string()))?;
         match state.store.update(&key, value.into(), revision).await {
             Ok(_) => break,
@@ -783,7 +799,11 @@ const MAX_WATCH_BATCH: usize = 64 * 1024;
 fn bookmark_line(r: &Resource, revision: i64, initial_end: bool) -> Bytes {
     let mut metadata = json!({ "resourceVersion": revision.to_string() });
     if initial_end {
-        metadata["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
+        crate::object::set(
+            &mut metadata,
+            "annotations",
+            json!({ "k8s.io/initial-events-end": "true" }),
+        );
     }
     watch_line(
         "BOOKMARK",
@@ -831,13 +851,14 @@ async fn list_from_cache(
     if let Some(limit) = limit {
         if items.len() > limit {
             items.truncate(limit);
-            let last = &items[limit - 1].key;
-            continue_token = Some(skiff_store::encode_continue(&prefix, last, revision));
+            if let Some(last) = items.last() {
+                continue_token = Some(skiff_store::encode_continue(&prefix, &last.key, revision));
+            }
         }
     }
     let mut metadata = json!({ "resourceVersion": revision.to_string() });
     if let Some(token) = &continue_token {
-        metadata["continue"] = json!(token);
+        crate::object::set(&mut metadata, "continue", json!(token));
     }
     if out.table.is_some() || crate::convert::needed(r) {
         let objects = items.iter().map(|i| i.object()).collect();
@@ -855,7 +876,8 @@ async fn list_from_cache(
     let head = serde_json::to_vec(&head).map_err(|e| ApiError::internal(e.to_string()))?;
     let mut body =
         Vec::with_capacity(items.iter().map(|i| i.json.len() + 1).sum::<usize>() + head.len() + 16);
-    body.extend_from_slice(&head[..head.len() - 1]);
+    // The head without its closing brace.
+    body.extend_from_slice(head.strip_suffix(b"}").unwrap_or(&head));
     body.extend_from_slice(b",\"items\":[");
     for (i, item) in items.iter().enumerate() {
         if i > 0 {
@@ -883,7 +905,7 @@ async fn watch(
     let filter = Filter::parse(r, q)?;
     let plain = out.table.is_none() && !crate::convert::needed(r);
     let resource: &'static Resource =
-        resources::find(r.group, r.version, r.plural).expect("served");
+        resources::find(r.group, r.version, r.plural).ok_or_else(ApiError::not_found_path)?;
     let timeout = q
         .get("timeoutSeconds")
         .and_then(|t| t.parse::<u64>().ok())

@@ -60,7 +60,7 @@ pub fn to_scale(obj: &Value) -> Value {
         "creationTimestamp",
     ] {
         if let Some(v) = meta.get(field) {
-            metadata[field] = v.clone();
+            crate::object::set(&mut metadata, field, v.clone());
         }
     }
     json!({
@@ -113,7 +113,9 @@ fn from_scale(workload: &Value, scale: &Value) -> ApiResult<Value> {
         ));
     }
     let mut next = workload.clone();
-    next["spec"]["replicas"] = json!(replicas);
+    if let Some(spec) = next.get_mut("spec") {
+        crate::object::set(spec, "replicas", json!(replicas));
+    }
     // A resourceVersion in the Scale is a precondition on the workload.
     match scale
         .pointer("/metadata/resourceVersion")

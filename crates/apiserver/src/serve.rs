@@ -49,11 +49,41 @@ pub fn tls_config(pki: &Pki) -> Result<Arc<rustls::ServerConfig>, Error> {
     Ok(Arc::new(config))
 }
 
+/// How long a client may take to send what it started (slow or stalled
+/// clients are cut off, as Go's http.Server and upstream's request
+/// timeout do).
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    /// TLS handshake.
+    pub handshake: std::time::Duration,
+    /// A request's header block (upstream's ReadHeaderTimeout: 32 s).
+    pub header_read: std::time::Duration,
+    /// A request's body, once its headers are in (upstream's default
+    /// request timeout: 60 s).
+    pub body_read: std::time::Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            handshake: std::time::Duration::from_secs(10),
+            header_read: std::time::Duration::from_secs(32),
+            body_read: std::time::Duration::from_secs(60),
+        }
+    }
+}
+
+/// The body deadline of a request that came in over the network (the
+/// loopback has none), as a request extension.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyTimeout(pub std::time::Duration);
+
 /// Accepts connections until `shutdown` is cancelled.
 pub async fn serve(
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
     app: Router,
+    timeouts: Timeouts,
     shutdown: CancellationToken,
 ) {
     let acceptor = TlsAcceptor::from(tls);
@@ -71,10 +101,15 @@ pub async fn serve(
         let (acceptor, app, shutdown) = (acceptor.clone(), app.clone(), shutdown.clone());
         tokio::spawn(async move {
             let _ = stream.set_nodelay(true);
-            let tls = match acceptor.accept(stream).await {
-                Ok(tls) => tls,
-                Err(e) => {
+            let tls = match tokio::time::timeout(timeouts.handshake, acceptor.accept(stream)).await
+            {
+                Ok(Ok(tls)) => tls,
+                Ok(Err(e)) => {
                     tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                    return;
+                }
+                Err(_) => {
+                    tracing::debug!(%peer, "TLS handshake timed out");
                     return;
                 }
             };
@@ -84,12 +119,18 @@ pub async fn serve(
                 .peer_certificates()
                 .and_then(|certs| certs.first())
                 .and_then(|cert| user_from_cert(cert.as_ref()));
-            let app = app.layer(axum::Extension(PeerUser(user)));
+            let app = app
+                .layer(axum::Extension(PeerUser(user)))
+                .layer(axum::Extension(BodyTimeout(timeouts.body_read)));
             let service = TowerToHyperService::new(app);
             let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
             // Upstream's --http2-max-streams-per-connection default: many
             // watches share one HTTP/2 connection.
             builder.http2().max_concurrent_streams(1000);
+            builder
+                .http1()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(timeouts.header_read);
             let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
             tokio::select! {
                 result = conn => if let Err(e) = result {
@@ -98,5 +139,34 @@ pub async fn serve(
                 _ = shutdown.cancelled() => {}
             }
         });
+    }
+}
+
+/// Turns a panic in a handler into a 500 Status and an error log line,
+/// so a client gets an answer, the connection lives on, and a panic never
+/// unwinds into an in-process (loopback) caller.
+pub async fn catch_panic(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use futures::FutureExt;
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    match std::panic::AssertUnwindSafe(next.run(req))
+        .catch_unwind()
+        .await
+    {
+        Ok(response) => response,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            tracing::error!(%method, %path, panic = %what, "handler panicked");
+            axum::response::IntoResponse::into_response(crate::status::ApiError::internal(format!(
+                "Internal error occurred: the server panicked while handling {method} {path}"
+            )))
+        }
     }
 }

@@ -40,7 +40,7 @@ impl ApiError {
     fn with_details(mut self, group: &str, kind: &str, name: &str) -> Self {
         let mut d = json!({ "name": name, "kind": kind });
         if !group.is_empty() {
-            d["group"] = json!(group);
+            crate::object::set(&mut d, "group", json!(group));
         }
         self.details = Some(d);
         self
@@ -140,11 +140,20 @@ impl ApiError {
     }
 
     pub fn not_found_path() -> Self {
-        Self::new(
+        let mut e = Self::new(
             StatusCode::NOT_FOUND,
             "NotFound",
             "the server could not find the requested resource",
-        )
+        );
+        // Upstream's generic server response carries empty details, and
+        // clients (`kubectl debug`) read them.
+        e.details = Some(json!({}));
+        e
+    }
+
+    /// 408 for a request whose body did not arrive in time.
+    pub fn request_timeout(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::REQUEST_TIMEOUT, "Timeout", message)
     }
 
     pub fn internal(message: impl Into<String>) -> Self {
@@ -165,10 +174,9 @@ impl ApiError {
             .iter()
             .map(|c| format!("{}: {}", c.field, c.message))
             .collect::<Vec<_>>();
-        let summary = if list.len() == 1 {
-            list[0].clone()
-        } else {
-            format!("[{}]", list.join(", "))
+        let summary = match list.as_slice() {
+            [one] => one.clone(),
+            _ => format!("[{}]", list.join(", ")),
         };
         let qualified_kind = if group.is_empty() {
             kind.to_string()
@@ -206,7 +214,7 @@ impl ApiError {
             details.get_or_insert_with(|| json!({}))["causes"] = json!(causes);
         }
         if let Some(details) = details {
-            body["details"] = details;
+            crate::object::set(&mut body, "details", details);
         }
         body
     }
@@ -220,9 +228,94 @@ fn qualified(group: &str, plural: &str) -> String {
     }
 }
 
+impl ApiError {
+    /// The Status body as upstream's encoder writes it: fields in
+    /// metav1.Status order (kind, apiVersion, metadata, status, message,
+    /// reason, details, code), details in StatusDetails order, a newline
+    /// at the end.
+    pub fn status_bytes(&self) -> Vec<u8> {
+        #[derive(serde::Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Status<'a> {
+            kind: &'a str,
+            api_version: &'a str,
+            metadata: serde_json::Map<String, serde_json::Value>,
+            status: &'a str,
+            message: &'a str,
+            reason: &'a str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            details: Option<Details<'a>>,
+            code: u16,
+        }
+        #[derive(serde::Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Details<'a> {
+            #[serde(skip_serializing_if = "Option::is_none")]
+            name: Option<&'a serde_json::Value>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            group: Option<&'a serde_json::Value>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            kind: Option<&'a serde_json::Value>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            uid: Option<&'a serde_json::Value>,
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            causes: Vec<CauseOut<'a>>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            retry_after_seconds: Option<&'a serde_json::Value>,
+        }
+        #[derive(serde::Serialize)]
+        struct CauseOut<'a> {
+            reason: &'a str,
+            message: &'a str,
+            field: &'a str,
+        }
+        let causes: Vec<CauseOut<'_>> = self
+            .causes
+            .iter()
+            .map(|c| CauseOut {
+                reason: c.reason,
+                message: &c.message,
+                field: &c.field,
+            })
+            .collect();
+        let details = match (&self.details, causes.is_empty()) {
+            (None, true) => None,
+            (d, _) => {
+                let get = |k: &str| d.as_ref().and_then(|d| d.get(k));
+                Some(Details {
+                    name: get("name"),
+                    group: get("group"),
+                    kind: get("kind"),
+                    uid: get("uid"),
+                    causes,
+                    retry_after_seconds: get("retryAfterSeconds"),
+                })
+            }
+        };
+        let status = Status {
+            kind: "Status",
+            api_version: "v1",
+            metadata: serde_json::Map::new(),
+            status: "Failure",
+            message: &self.message,
+            reason: self.reason,
+            details,
+            code: self.code.as_u16(),
+        };
+        let mut out = serde_json::to_vec(&status).unwrap_or_default();
+        out.push(b'\n');
+        out
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.code, axum::Json(self.status_body())).into_response()
+        (
+            self.code,
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            self.status_bytes(),
+        )
+            .into_response()
     }
 }
 

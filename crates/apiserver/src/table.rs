@@ -41,18 +41,19 @@ fn row(kind: &str, obj: &Value, include: Include, now: chrono::DateTime<chrono::
     let mut row = json!({ "cells": skiff_api::tables::row_cells(kind, obj, now) });
     let conditions = skiff_api::tables::row_conditions(kind, obj);
     if !conditions.is_empty() {
-        row["conditions"] = json!(conditions);
+        crate::object::set(&mut row, "conditions", json!(conditions));
     }
     match include {
         Include::None => {}
         Include::Metadata => {
-            row["object"] = json!({
+            let partial = json!({
                 "kind": "PartialObjectMetadata",
                 "apiVersion": "meta.k8s.io/v1",
                 "metadata": obj.get("metadata").cloned().unwrap_or(json!({})),
-            })
+            });
+            crate::object::set(&mut row, "object", partial);
         }
-        Include::Object => row["object"] = obj.clone(),
+        Include::Object => crate::object::set(&mut row, "object", obj.clone()),
     }
     row
 }

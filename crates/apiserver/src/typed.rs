@@ -115,15 +115,19 @@ fn round_trip<T>(obj: Value, served: (&str, &str)) -> ApiResult<Value>
 where
     T: DeserializeOwned + Serialize + schemars::JsonSchema,
 {
-    let typed: T = match serde_path_to_error::deserialize(&obj) {
-        Ok(t) => t,
-        Err(e) => {
-            let path: Vec<Step> = e.path().iter().filter_map(Step::from_segment).collect();
-            let detail = go_message::<T>(&obj, &path, &e.inner().to_string());
-            return Err(cannot_handle(served, &detail));
-        }
-    };
+    let typed: T = decode_as(&obj).map_err(|detail| cannot_handle(served, &detail))?;
     serde_json::to_value(&typed).map_err(|e| ApiError::internal(e.to_string()))
+}
+
+/// Decodes `obj` as `T`; the error is what Go's decoder would say.
+pub fn decode_as<T>(obj: &Value) -> Result<T, String>
+where
+    T: DeserializeOwned + schemars::JsonSchema,
+{
+    serde_path_to_error::deserialize(obj).map_err(|e| {
+        let path: Vec<Step> = e.path().iter().filter_map(Step::from_segment).collect();
+        go_message::<T>(obj, &path, &e.inner().to_string())
+    })
 }
 
 /// `Pod in version "v1" cannot be handled as a Pod: <detail>`.

@@ -270,13 +270,17 @@ pub async fn update(
         let mut new = match subresource {
             Some("status") => {
                 let mut merged = old.clone();
-                merged["status"] = candidate.get("status").cloned().unwrap_or(Value::Null);
+                crate::object::set(
+                    &mut merged,
+                    "status",
+                    candidate.get("status").cloned().unwrap_or(Value::Null),
+                );
                 merged
             }
             _ => {
                 let mut obj = candidate;
                 match old.get("status") {
-                    Some(status) => obj["status"] = status.clone(),
+                    Some(status) => crate::object::set(&mut obj, "status", status.clone()),
                     None => {
                         if let Some(o) = obj.as_object_mut() {
                             o.remove("status");

@@ -127,6 +127,10 @@ impl MergeWalk {
     }
 
     /// Upstream `visitListItems` of the merging walker.
+    #[expect(
+        clippy::indexing_slicing,
+        reason = "li and ri are checked against the lengths before each use"
+    )]
     fn list(&mut self, lhs: &[Value], rhs: &[Value], kind: ListKind) -> Vec<Value> {
         let (rhs, rhs_observed) = self.index(rhs, kind, false);
         let (lhs, lhs_observed) = self.index(lhs, kind, true);

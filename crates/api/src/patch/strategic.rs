@@ -184,10 +184,12 @@ fn merge_list(
         let id = patch_key(&item, key, field)?.clone();
         match original.iter().position(|o| o.get(key) == Some(&id)) {
             Some(i) => {
-                original[i] = match std::mem::take(&mut original[i]) {
-                    Value::Object(current) => Value::Object(merge_map(current, item, schema)?),
-                    other => other,
-                };
+                if let Some(slot) = original.get_mut(i) {
+                    *slot = match std::mem::take(slot) {
+                        Value::Object(current) => Value::Object(merge_map(current, item, schema)?),
+                        other => other,
+                    };
+                }
             }
             None => original.extend(checked(
                 Value::Object(item),
@@ -408,13 +410,12 @@ fn validate_order(
         }
     }
     let (mut p, mut o) = (0, 0);
-    while p < items.len() && o < order.len() {
+    while let (Some(&at_p), Some(at_o)) = (items.get(p), order.get(o)) {
         let same = match merge_key {
-            None => items[p] == &order[o],
+            None => at_p == at_o,
             Some(key) => {
-                let (Some(item), Some(ordered)) = (items[p].as_object(), order[o].as_object())
-                else {
-                    return Err(expected_map(&order[o]));
+                let (Some(item), Some(ordered)) = (at_p.as_object(), at_o.as_object()) else {
+                    return Err(expected_map(at_o));
                 };
                 patch_key(item, key, field)? == patch_key(ordered, key, field)?
             }

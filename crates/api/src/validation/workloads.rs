@@ -86,15 +86,11 @@ pub fn validate(kind: &str, obj: &Value) -> Vec<FieldError> {
     match kind {
         "Deployment" | "ReplicaSet" => errors.extend(selector_matches(obj)),
         "Node" => errors.extend(taints(obj)),
-        "ConfigMap" => {
-            if data_size(obj, &["data", "binaryData"]) > MAX_DATA_SIZE {
-                errors.push(too_long(String::new(), MAX_DATA_SIZE));
-            }
+        "ConfigMap" if data_size(obj, &["data", "binaryData"]) > MAX_DATA_SIZE => {
+            errors.push(too_long(String::new(), MAX_DATA_SIZE));
         }
-        "Secret" => {
-            if data_size(obj, &["data", "stringData"]) > MAX_DATA_SIZE {
-                errors.push(too_long("data".into(), MAX_DATA_SIZE));
-            }
+        "Secret" if data_size(obj, &["data", "stringData"]) > MAX_DATA_SIZE => {
+            errors.push(too_long("data".into(), MAX_DATA_SIZE));
         }
         _ => {}
     }

@@ -26,6 +26,11 @@ pub struct TestServer {
 
 impl TestServer {
     pub async fn start() -> TestServer {
+        Self::start_with(|c| c).await
+    }
+
+    /// Starts a server whose settings `configure` may change.
+    pub async fn start_with(configure: impl FnOnce(Config) -> Config) -> TestServer {
         // Several rustls providers may be compiled in (feature
         // unification across the workspace); pick one for kube's client.
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -38,13 +43,13 @@ impl TestServer {
         let store = SqliteStore::open(dir.path().join("db/state.db"), Default::default())
             .expect("open store");
         let server = ApiServer::bind(
-            Config {
+            configure(Config {
                 bookmark_every: std::time::Duration::from_millis(200),
                 ..Config::new(
                     dir.path().to_path_buf(),
                     "127.0.0.1:0".parse().expect("addr"),
                 )
-            },
+            }),
             Arc::new(store),
         )
         .await

@@ -1,0 +1,122 @@
+//! Hostile clients against the real server over TLS: half-sent requests
+//! are cut off by the header and body timeouts, and bad options bodies
+//! change nothing.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use support::TestServer;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// A TLS connection to the test server as its admin (client certificate).
+async fn connect(server: &TestServer) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    let pki = server.dir.path().join("pki");
+    let ca = std::fs::read(pki.join("ca.crt")).unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    use rustls::pki_types::pem::PemObject;
+    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(&ca) {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let certs: Vec<_> = rustls::pki_types::CertificateDer::pem_file_iter(pki.join("admin.crt"))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let key = rustls::pki_types::PrivateKeyDer::from_pem_file(pki.join("admin.key")).unwrap();
+    let config = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_client_auth_cert(certs, key)
+        .unwrap();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let addr = server.url.trim_start_matches("https://").to_string();
+    let tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    connector
+        .connect("127.0.0.1".try_into().unwrap(), tcp)
+        .await
+        .unwrap()
+}
+
+/// Reads until the server closes; what it sent. Bounded by `limit`.
+async fn read_until_closed(
+    stream: &mut tokio_rustls::client::TlsStream<tokio::net::TcpStream>,
+    limit: Duration,
+) -> Option<String> {
+    let mut out = Vec::new();
+    let read = tokio::time::timeout(limit, async {
+        let mut buf = [0u8; 4096];
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    read.ok()
+        .map(|_| String::from_utf8_lossy(&out).into_owned())
+}
+
+#[tokio::test]
+async fn half_sent_requests_are_cut_off() {
+    let server = TestServer::start_with(|mut c| {
+        c.timeouts.header_read = Duration::from_secs(1);
+        c.timeouts.body_read = Duration::from_secs(1);
+        c
+    })
+    .await;
+    // An unfinished header block: the connection is closed.
+    let mut s = connect(&server).await;
+    s.write_all(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    let got = read_until_closed(&mut s, Duration::from_secs(20)).await;
+    assert!(got.is_some(), "a stalled header block was not cut off");
+
+    // A body that never comes: 408 and the connection ends.
+    let mut s = connect(&server).await;
+    s.write_all(
+        b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: x\r\n\
+          Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{",
+    )
+    .await
+    .unwrap();
+    let got = read_until_closed(&mut s, Duration::from_secs(20))
+        .await
+        .expect("a stalled body was not cut off");
+    assert!(got.starts_with("HTTP/1.1 408"), "{got}");
+    assert!(got.contains("\"reason\":\"Timeout\""), "{got}");
+}
+
+#[tokio::test]
+async fn bogus_dry_run_in_delete_options_deletes_nothing() {
+    let server = TestServer::start().await;
+    let kubectl = server.kubectl(33);
+    kubectl
+        .ok(&["create", "configmap", "keep", "--from-literal=a=b"])
+        .await;
+    let mut s = connect(&server).await;
+    let body = br#"{"kind":"DeleteOptions","apiVersion":"v1","dryRun":["Bogus"]}"#;
+    let req = format!(
+        "DELETE /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: x\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    s.write_all(body).await.unwrap();
+    let got = read_until_closed(&mut s, Duration::from_secs(20))
+        .await
+        .unwrap();
+    assert!(got.starts_with("HTTP/1.1 422"), "{got}");
+    assert!(
+        got.contains(r#"DeleteOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: \"Bogus\": supported values: \"All\""#),
+        "{got}"
+    );
+    assert_eq!(
+        kubectl
+            .ok(&["get", "configmap", "keep", "-o", "name"])
+            .await
+            .trim(),
+        "configmap/keep"
+    );
+}
