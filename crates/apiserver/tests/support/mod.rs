@@ -21,6 +21,8 @@ pub struct TestServer {
     pub dir: tempfile::TempDir,
     pub kubeconfig: PathBuf,
     pub url: String,
+    /// The in-process router as `system:apiserver` (from `start_loopback`).
+    pub loopback: Option<axum::Router>,
     shutdown: CancellationToken,
 }
 
@@ -29,8 +31,17 @@ impl TestServer {
         Self::start_with(|c| c).await
     }
 
+    /// A server whose in-process loopback router is kept for the test.
+    pub async fn start_loopback() -> TestServer {
+        Self::start_inner(|c| c, true).await
+    }
+
     /// Starts a server whose settings `configure` may change.
     pub async fn start_with(configure: impl FnOnce(Config) -> Config) -> TestServer {
+        Self::start_inner(configure, false).await
+    }
+
+    async fn start_inner(configure: impl FnOnce(Config) -> Config, loopback: bool) -> TestServer {
         // Several rustls providers may be compiled in (feature
         // unification across the workspace); pick one for kube's client.
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -55,6 +66,7 @@ impl TestServer {
         .await
         .expect("bind API server");
         let kubeconfig = server.kubeconfig.clone();
+        let loopback = loopback.then(|| server.loopback());
         let url = format!("https://127.0.0.1:{}", server.local_addr.port());
         let shutdown = CancellationToken::new();
         tokio::spawn(server.run(shutdown.clone()));
@@ -62,6 +74,7 @@ impl TestServer {
             dir,
             kubeconfig,
             url,
+            loopback,
             shutdown,
         }
     }
