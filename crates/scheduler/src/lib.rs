@@ -36,7 +36,7 @@ pub mod recorder;
 pub mod report;
 mod run;
 mod scheduler_loop;
-mod trimmed;
+pub mod trimmed;
 mod watch;
 
 pub use config::Config;

@@ -15,14 +15,34 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference,
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
 
-/// A `K` decoded without `metadata.managedFields`.
+/// A `K` decoded without `metadata.managedFields`. An object whose
+/// parts do not decode as `K`'s (one stored before the API server checked
+/// types) still decodes: its name, namespace, uid and resourceVersion are
+/// kept, and [`Trimmed::broken`] says what was wrong, so a watcher skips
+/// it instead of failing its whole list or watch.
 #[derive(Clone, Debug)]
-pub struct Trimmed<K>(K);
+pub struct Trimmed<K> {
+    inner: K,
+    broken: Option<String>,
+}
+
+/// Objects that did not decode as their type, since the process started.
+static UNDECODABLE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many watched objects did not decode as their type.
+pub fn undecodable_total() -> u64 {
+    UNDECODABLE.load(std::sync::atomic::Ordering::Relaxed)
+}
 
 impl<K> Trimmed<K> {
     /// The object.
     pub fn into_inner(self) -> K {
-        self.0
+        self.inner
+    }
+
+    /// Why the object did not decode as its type, if it did not.
+    pub fn broken(&self) -> Option<&str> {
+        self.broken.as_deref()
     }
 }
 
@@ -110,25 +130,86 @@ impl From<Meta> for ObjectMeta {
     }
 }
 
+/// The parts of an object, kept raw until each is decoded on its own.
 #[derive(Deserialize)]
-#[serde(bound = "S: DeserializeOwned, T: DeserializeOwned")]
-struct Wire<S, T> {
+struct Wire {
     #[serde(default)]
-    metadata: Option<Meta>,
+    metadata: Option<Box<serde_json::value::RawValue>>,
     #[serde(default)]
-    spec: Option<S>,
+    spec: Option<Box<serde_json::value::RawValue>>,
     #[serde(default)]
-    status: Option<T>,
+    status: Option<Box<serde_json::value::RawValue>>,
+}
+
+/// What is kept of metadata that does not decode: the identity fields,
+/// when they are strings.
+#[derive(Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct Identity {
+    name: Option<serde_json::Value>,
+    namespace: Option<serde_json::Value>,
+    uid: Option<serde_json::Value>,
+    resource_version: Option<serde_json::Value>,
+}
+
+fn string(v: Option<serde_json::Value>) -> Option<String> {
+    match v {
+        Some(serde_json::Value::String(s)) => Some(s),
+        _ => None,
+    }
+}
+
+/// Decodes one raw part; `None` for an absent or null part.
+fn part<T: DeserializeOwned>(
+    raw: Option<&serde_json::value::RawValue>,
+    what: &str,
+    broken: &mut Option<String>,
+) -> Option<T> {
+    let raw = raw?;
+    match serde_json::from_str::<Option<T>>(raw.get()) {
+        Ok(v) => v,
+        Err(e) => {
+            broken.get_or_insert_with(|| format!("{what}: {e}"));
+            None
+        }
+    }
 }
 
 impl<'de, K: Parts> Deserialize<'de> for Trimmed<K> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let w = Wire::<K::Spec, K::Status>::deserialize(d)?;
-        Ok(Trimmed(K::from_parts(
-            w.metadata.unwrap_or_default().into(),
-            w.spec,
-            w.status,
-        )))
+        let w = Wire::deserialize(d)?;
+        let mut broken = None;
+        let meta: ObjectMeta = match part::<Meta>(w.metadata.as_deref(), "metadata", &mut broken) {
+            Some(m) => m.into(),
+            None if broken.is_some() => {
+                let id: Identity = w
+                    .metadata
+                    .as_deref()
+                    .and_then(|raw| serde_json::from_str(raw.get()).ok())
+                    .unwrap_or_default();
+                ObjectMeta {
+                    name: string(id.name),
+                    namespace: string(id.namespace),
+                    uid: string(id.uid),
+                    resource_version: string(id.resource_version),
+                    ..ObjectMeta::default()
+                }
+            }
+            None => ObjectMeta::default(),
+        };
+        let spec = part::<K::Spec>(w.spec.as_deref(), "spec", &mut broken);
+        let status = part::<K::Status>(w.status.as_deref(), "status", &mut broken);
+        if broken.is_some() {
+            UNDECODABLE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return Ok(Trimmed {
+                inner: K::from_parts(meta, None, None),
+                broken,
+            });
+        }
+        Ok(Trimmed {
+            inner: K::from_parts(meta, spec, status),
+            broken,
+        })
     }
 }
 
@@ -144,10 +225,10 @@ impl<K: k8s_openapi::Resource> k8s_openapi::Resource for Trimmed<K> {
 impl<K: k8s_openapi::Metadata<Ty = ObjectMeta>> k8s_openapi::Metadata for Trimmed<K> {
     type Ty = ObjectMeta;
     fn metadata(&self) -> &ObjectMeta {
-        self.0.metadata()
+        self.inner.metadata()
     }
     fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        self.0.metadata_mut()
+        self.inner.metadata_mut()
     }
 }
 
@@ -176,27 +257,63 @@ mod tests {
             "status": {"phase": "Pending"},
         });
         let full: Pod = serde_json::from_value(pod.clone()).unwrap();
-        let trimmed: Trimmed<Pod> = serde_json::from_value(pod).unwrap();
+        let trimmed: Trimmed<Pod> = decode(pod);
+        assert_eq!(trimmed.broken(), None);
         let mut want = full;
         want.metadata.managed_fields = None;
         assert_eq!(trimmed.into_inner(), want);
 
-        let node: Trimmed<Node> = serde_json::from_value(json!({
+        let node: Trimmed<Node> = decode(json!({
             "metadata": {"name": "n1", "labels": {"zone": "a"}, "managedFields": []},
             "spec": {"unschedulable": true},
             "status": {"allocatable": {"cpu": "4"}},
-        }))
-        .unwrap();
+        }));
         let node = node.into_inner();
         assert_eq!(node.metadata.name.as_deref(), Some("n1"));
         assert_eq!(node.metadata.managed_fields, None);
         assert_eq!(node.spec.and_then(|s| s.unschedulable), Some(true));
 
         // Missing and null parts decode as absent, as with the full type.
-        let bare: Trimmed<Pod> = serde_json::from_value(json!({"metadata": null})).unwrap();
+        let bare: Trimmed<Pod> = decode(json!({"metadata": null}));
         assert_eq!(bare.into_inner(), Pod::default());
-        // Wrong types are still errors.
-        assert!(serde_json::from_value::<Trimmed<Pod>>(json!({"spec": 3})).is_err());
+    }
+
+    fn decode<K: Parts>(v: serde_json::Value) -> Trimmed<K> {
+        serde_json::from_slice(&serde_json::to_vec(&v).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn objects_of_the_wrong_shape_keep_their_identity_and_say_why() {
+        let before = undecodable_total();
+        let bad: Trimmed<Pod> = decode(json!({
+            "metadata": {"name": "p", "namespace": "d", "uid": "u", "resourceVersion": "9",
+                "labels": {"v": 1}},
+            "spec": {"containers": []},
+        }));
+        assert!(
+            bad.broken().unwrap().starts_with("metadata: "),
+            "{:?}",
+            bad.broken()
+        );
+        let pod = bad.into_inner();
+        assert_eq!(pod.metadata.name.as_deref(), Some("p"));
+        assert_eq!(pod.metadata.resource_version.as_deref(), Some("9"));
+        assert_eq!(pod.spec, None);
+        let bad: Trimmed<Pod> = decode(json!({"metadata": {"name": "q"}, "spec": 3}));
+        assert!(bad.broken().unwrap().starts_with("spec: "));
+        assert!(undecodable_total() >= before + 2);
+        // Inside a list and a watch event, as kube-rs decodes them.
+        let list: kube::core::ObjectList<Trimmed<Pod>> = serde_json::from_str(
+            r#"{"metadata":{"resourceVersion":"5"},"items":[{"metadata":{"name":"a","labels":{"v":1}}},{"metadata":{"name":"b"}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(list.items.len(), 2);
+        assert!(list.items[0].broken().is_some() && list.items[1].broken().is_none());
+        let ev: kube::core::WatchEvent<Trimmed<Pod>> = serde_json::from_str(
+            r#"{"type":"ADDED","object":{"metadata":{"name":"a","labels":{"v":1}},"spec":"x"}}"#,
+        )
+        .unwrap();
+        assert!(matches!(ev, kube::core::WatchEvent::Added(p) if p.broken().is_some()));
     }
 
     #[test]

@@ -50,18 +50,39 @@ where
             r.map_err(|e| tracing::warn!(watch = what, error = %e, "watch failed; retrying"))
                 .ok()
         })
-        .map(untrim)
+        .filter_map(move |e| async move { untrim(e, what) })
         .boxed()
 }
 
-fn untrim<K>(event: Event<Trimmed<K>>) -> Event<K> {
-    match event {
+/// The event as `K`. An object that does not decode as its type is
+/// skipped with a warning (counted in `trimmed::undecodable_total`): an
+/// initial one is left out, so it counts as gone; a changed one is
+/// forgotten, as if deleted, rather than kept at an older version.
+fn untrim<K: Parts>(event: Event<Trimmed<K>>, what: &'static str) -> Option<Event<K>>
+where
+    Trimmed<K>: Resource<DynamicType = ()>,
+{
+    let skip = |o: &Trimmed<K>| {
+        let broken = o.broken()?;
+        let meta = o.meta();
+        tracing::warn!(
+            watch = what,
+            namespace = meta.namespace.as_deref().unwrap_or(""),
+            name = meta.name.as_deref().unwrap_or(""),
+            error = broken,
+            "skipping an object that does not decode as its type"
+        );
+        Some(())
+    };
+    Some(match event {
+        Event::Apply(o) if skip(&o).is_some() => Event::Delete(o.into_inner()),
+        Event::InitApply(o) if skip(&o).is_some() => return None,
         Event::Apply(o) => Event::Apply(o.into_inner()),
         Event::Delete(o) => Event::Delete(o.into_inner()),
         Event::Init => Event::Init,
         Event::InitApply(o) => Event::InitApply(o.into_inner()),
         Event::InitDone => Event::InitDone,
-    }
+    })
 }
 
 /// The merged watch stream.

@@ -443,3 +443,41 @@ async fn the_binder_pool_binds_more_pods_than_it_has_tasks() {
         .all(|p| node_of(p).as_deref() == Some("n1")));
     tasks.abort_all();
 }
+
+/// A pod stored before the API server checked types (its label value is
+/// a number): every other pod is still scheduled, whether the bad one was
+/// there when the scheduler listed or arrived on its watch.
+#[tokio::test]
+async fn a_pod_that_does_not_decode_stops_nothing() {
+    let server = TestServer::start().await;
+    server.create_node(node("n1").build()).await;
+    let bad = |name: &str| {
+        serde_json::to_vec(&serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}"),
+                "labels": {"v": 1}},
+            "spec": {"containers": [{"name": "c", "image": "i"}]},
+            "status": {"phase": "Pending"},
+        }))
+        .unwrap()
+    };
+    server
+        .store
+        .create(
+            "/registry/pods/default/bad-before",
+            bad("bad-before").into(),
+        )
+        .await
+        .unwrap();
+    server.create_pod(pod("good-before").build()).await;
+    let _scheduler = RunningScheduler::start(server.client.clone(), test_config("s1"));
+    assert_eq!(bound(&server, "good-before").await, "n1");
+    server
+        .store
+        .create("/registry/pods/default/bad-after", bad("bad-after").into())
+        .await
+        .unwrap();
+    server.create_pod(pod("good-after").build()).await;
+    assert_eq!(bound(&server, "good-after").await, "n1");
+    assert!(skiff_scheduler::trimmed::undecodable_total() >= 2);
+}

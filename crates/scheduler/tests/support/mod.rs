@@ -25,6 +25,9 @@ pub const WAIT: Duration = Duration::from_secs(30);
 pub struct TestServer {
     pub dir: tempfile::TempDir,
     pub client: Client,
+    /// The store behind the API server, for writing what the API would
+    /// refuse (objects from before a validation existed).
+    pub store: Arc<dyn skiff_store::Store>,
     shutdown: CancellationToken,
 }
 
@@ -39,8 +42,10 @@ impl TestServer {
             "admin-token-0123456789,admin,1,\"system:masters\"\n",
         )
         .expect("token file");
-        let store = SqliteStore::open(dir.path().join("db/state.db"), Default::default())
-            .expect("open store");
+        let store: Arc<dyn skiff_store::Store> = Arc::new(
+            SqliteStore::open(dir.path().join("db/state.db"), Default::default())
+                .expect("open store"),
+        );
         let server = ApiServer::bind(
             ServerConfig {
                 bookmark_every: Duration::from_millis(200),
@@ -49,7 +54,7 @@ impl TestServer {
                     "127.0.0.1:0".parse().expect("addr"),
                 )
             },
-            Arc::new(store),
+            store.clone(),
         )
         .await
         .expect("bind API server");
@@ -64,6 +69,7 @@ impl TestServer {
         TestServer {
             dir,
             client,
+            store,
             shutdown,
         }
     }
