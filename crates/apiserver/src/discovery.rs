@@ -34,14 +34,45 @@ pub async fn version() -> Json<Value> {
     }))
 }
 
-pub async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
-    match state.store.current_revision().await {
-        Ok(_) => (axum::http::StatusCode::OK, "ok"),
-        Err(_) => (
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            "store unavailable",
-        ),
+pub async fn healthz(
+    State(state): State<AppState>,
+    uri: axum::http::Uri,
+) -> axum::response::Response {
+    let endpoint = uri.path().trim_matches('/');
+    let endpoint = match endpoint {
+        "livez" | "readyz" => endpoint,
+        _ => "healthz",
+    };
+    let verbose = uri.query().is_some_and(|q| {
+        q.split('&')
+            .any(|p| p == "verbose" || p.starts_with("verbose="))
+    });
+    let store_ok = state.store.current_revision().await.is_ok();
+    // Upstream's checks, in its order (the store stands in for etcd).
+    let mut checks = vec![("ping", true), ("log", true), ("etcd", store_ok)];
+    if endpoint == "readyz" {
+        checks.push(("shutdown", true));
     }
+    let healthy = checks.iter().all(|(_, ok)| *ok);
+    let code = if healthy {
+        axum::http::StatusCode::OK
+    } else {
+        axum::http::StatusCode::INTERNAL_SERVER_ERROR
+    };
+    if !verbose && healthy {
+        return (code, "ok").into_response();
+    }
+    let mut body = String::new();
+    for (name, ok) in &checks {
+        if *ok {
+            body.push_str(&format!("[+]{name} ok\n"));
+        } else {
+            body.push_str(&format!("[-]{name} failed: reason withheld\n"));
+        }
+    }
+    let verdict = if healthy { "passed" } else { "failed" };
+    body.push_str(&format!("{endpoint} check {verdict}\n"));
+    (code, body).into_response()
 }
 
 /// The aggregated discovery version a client asked for in `Accept`, if any.

@@ -120,3 +120,20 @@ async fn bogus_dry_run_in_delete_options_deletes_nothing() {
         "configmap/keep"
     );
 }
+
+#[tokio::test]
+async fn health_endpoints_list_their_checks_when_verbose() {
+    let server = TestServer::start().await;
+    let kubectl = server.kubectl(33);
+    assert_eq!(kubectl.ok(&["get", "--raw", "/readyz"]).await, "ok");
+    let readyz = kubectl.ok(&["get", "--raw", "/readyz?verbose"]).await;
+    assert_eq!(
+        readyz,
+        "[+]ping ok\n[+]log ok\n[+]etcd ok\n[+]shutdown ok\nreadyz check passed\n"
+    );
+    let livez = kubectl.ok(&["get", "--raw", "/livez?verbose"]).await;
+    assert!(
+        livez.ends_with("[+]etcd ok\nlivez check passed\n"),
+        "{livez}"
+    );
+}

@@ -425,13 +425,22 @@ fn default_registry_order() {
 #[test]
 fn sampling_spreads_over_every_node_at_5000_nodes() {
     let nodes: Vec<_> = (0..5000)
-        .map(|i| node(&format!("n{i:04}")).cpu("32").mem("256Gi").pods(110).build())
+        .map(|i| {
+            node(&format!("n{i:04}"))
+                .cpu("32")
+                .mem("256Gi")
+                .pods(110)
+                .build()
+        })
         .collect();
     let mut snap = Snapshot::new(nodes, Vec::new());
     let mut fw = default_framework();
     let mut per_node = std::collections::BTreeMap::<String, usize>::new();
     for i in 0..2000 {
-        let p = pod(&format!("p{i}")).req_cpu("100m").req_mem("100Mi").build();
+        let p = pod(&format!("p{i}"))
+            .req_cpu("100m")
+            .req_mem("100Mi")
+            .build();
         let result = fw.schedule_one(&p, &snap).expect("fits");
         assert_eq!(result.evaluated, 500, "the adaptive sample at 5,000 nodes");
         snap.assume(p, &result.node).expect("assume");
@@ -440,17 +449,36 @@ fn sampling_spreads_over_every_node_at_5000_nodes() {
     // Scores at these sizes tie between empty nodes and nodes with a pod
     // (integer scores), so ties decide, as upstream's random pick does:
     // not one pod per node, but far more nodes than one sampled window.
-    assert!(per_node.len() > 1200, "2,000 pods on {} nodes", per_node.len());
-    assert!(per_node.values().all(|&n| n <= 3), "{:?}", per_node.values().max());
+    assert!(
+        per_node.len() > 1200,
+        "2,000 pods on {} nodes",
+        per_node.len()
+    );
+    assert!(
+        per_node.values().all(|&n| n <= 3),
+        "{:?}",
+        per_node.values().max()
+    );
     let mut more = 0;
     for i in 2000..10000 {
-        let p = pod(&format!("p{i}")).req_cpu("100m").req_mem("100Mi").build();
+        let p = pod(&format!("p{i}"))
+            .req_cpu("100m")
+            .req_mem("100Mi")
+            .build();
         let result = fw.schedule_one(&p, &snap).expect("fits");
         snap.assume(p, &result.node).expect("assume");
         *per_node.entry(result.node).or_default() += 1;
         more += 1;
     }
     assert_eq!(more, 8000);
-    assert!(per_node.len() >= 4500, "10,000 pods on {} nodes", per_node.len());
-    assert!(per_node.values().all(|&n| n <= 6), "{:?}", per_node.values().max());
+    assert!(
+        per_node.len() >= 4500,
+        "10,000 pods on {} nodes",
+        per_node.len()
+    );
+    assert!(
+        per_node.values().all(|&n| n <= 6),
+        "{:?}",
+        per_node.values().max()
+    );
 }
