@@ -70,147 +70,17 @@ fn go_quote(s: &str) -> String {
 // Validation (pkg/util/validation), with upstream wording.
 // ---------------------------------------------------------------------------
 
-const QUALIFIED_NAME_MAX_LEN: usize = 63;
-const LABEL_VALUE_MAX_LEN: usize = 63;
-const DNS1123_SUBDOMAIN_MAX_LEN: usize = 253;
-const QUALIFIED_NAME_ERR_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-const LABEL_VALUE_ERR_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
-const DNS1123_SUBDOMAIN_ERR_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
-const DNS1123_SUBDOMAIN_FMT: &str =
-    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
-
-fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
-    let mut out = String::from(msg);
-    out.push_str(" (e.g. ");
-    for (i, example) in examples.iter().enumerate() {
-        if i > 0 {
-            out.push_str(" or ");
-        }
-        out.push('\'');
-        out.push_str(example);
-        out.push_str("', ");
-    }
-    out.push_str("regex used for validation is '");
-    out.push_str(fmt);
-    out.push_str("')");
-    out
-}
-
-fn max_len_error(n: usize) -> String {
-    format!("must be no more than {n} characters")
-}
-
-/// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`, anchored.
-fn is_qualified_name_part(s: &str) -> bool {
-    let b = s.as_bytes();
-    match (b.first(), b.last()) {
-        (Some(first), Some(last)) => {
-            first.is_ascii_alphanumeric()
-                && last.is_ascii_alphanumeric()
-                && b.iter()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-        }
-        _ => false,
-    }
-}
-
-/// `[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*`, anchored.
-fn is_dns1123_subdomain_syntax(s: &str) -> bool {
-    let lower_alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    s.split('.').all(|label| {
-        let b = label.as_bytes();
-        match (b.first(), b.last()) {
-            (Some(first), Some(last)) => {
-                lower_alnum(first)
-                    && lower_alnum(last)
-                    && b.iter().all(|c| lower_alnum(c) || *c == b'-')
-            }
-            _ => false,
-        }
-    })
-}
-
-/// Upstream `IsQualifiedName`: the problems with a label key, if any.
+/// Upstream `IsQualifiedName`: the problems with a label key, if any
+/// (the one implementation lives in `validation::names`).
 fn qualified_name_errors(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    let parts: Vec<&str> = value.split('/').collect();
-    let name = match parts.as_slice() {
-        [name] => *name,
-        [prefix, name] => {
-            if prefix.is_empty() {
-                errs.push("prefix part must be non-empty".to_owned());
-            } else {
-                if prefix.len() > DNS1123_SUBDOMAIN_MAX_LEN {
-                    errs.push(format!(
-                        "prefix part {}",
-                        max_len_error(DNS1123_SUBDOMAIN_MAX_LEN)
-                    ));
-                }
-                if !is_dns1123_subdomain_syntax(prefix) {
-                    errs.push(format!(
-                        "prefix part {}",
-                        regex_error(
-                            DNS1123_SUBDOMAIN_ERR_MSG,
-                            DNS1123_SUBDOMAIN_FMT,
-                            &["example.com"]
-                        )
-                    ));
-                }
-            }
-            *name
-        }
-        _ => {
-            errs.push(format!(
-                "a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
-                regex_error(
-                    QUALIFIED_NAME_ERR_MSG,
-                    QUALIFIED_NAME_FMT,
-                    &["MyName", "my.name", "123-abc"]
-                )
-            ));
-            return errs;
-        }
-    };
-    if name.is_empty() {
-        errs.push("name part must be non-empty".to_owned());
-    } else if name.len() > QUALIFIED_NAME_MAX_LEN {
-        errs.push(format!(
-            "name part {}",
-            max_len_error(QUALIFIED_NAME_MAX_LEN)
-        ));
-    }
-    if !is_qualified_name_part(name) {
-        errs.push(format!(
-            "name part {}",
-            regex_error(
-                QUALIFIED_NAME_ERR_MSG,
-                QUALIFIED_NAME_FMT,
-                &["MyName", "my.name", "123-abc"]
-            )
-        ));
-    }
-    errs
+    crate::validation::names::qualified_name(value)
 }
 
-/// Upstream `IsValidLabelValue`: the problems with a label value, if any.
+/// Upstream `IsValidLabelValue`.
 fn label_value_errors(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if value.len() > LABEL_VALUE_MAX_LEN {
-        errs.push(max_len_error(LABEL_VALUE_MAX_LEN));
-    }
-    if !value.is_empty() && !is_qualified_name_part(value) {
-        errs.push(regex_error(
-            LABEL_VALUE_ERR_MSG,
-            LABEL_VALUE_FMT,
-            &["MyValue", "my_value", "12345"],
-        ));
-    }
-    errs
+    crate::validation::names::label_value(value)
 }
 
-/// `field.Invalid(path, value, detail).Error()`; an empty path is omitted.
 fn invalid(path: &str, bad_value: &str, detail: &str) -> String {
     if path.is_empty() {
         format!("Invalid value: {}: {detail}", go_quote(bad_value))
