@@ -46,12 +46,7 @@ pub fn check_type(resource: &Resource, obj: &mut Value) -> ApiResult<()> {
         match obj.get(field) {
             None | Some(Value::String(_)) | Some(Value::Null) => {}
             Some(other) => {
-                let got = match other {
-                    Value::Bool(_) => "bool",
-                    Value::Number(_) => "number",
-                    Value::Array(_) => "array",
-                    _ => "object",
-                };
+                let got = skiff_api::patch::go_type(other);
                 return Err(ApiError::bad_request(format!(
                     "couldn't get version/kind; json parse error: json: cannot unmarshal {got} into Go struct field .{field} of type string"
                 )));

@@ -184,18 +184,6 @@ impl Step {
     }
 }
 
-/// The JSON kind of a value as Go's decoder names it.
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
 /// What the Go decoder would say about the value at `path`, worked out
 /// from `T`'s schema: `json: cannot unmarshal number into Go struct field
 /// ObjectMeta.metadata.labels of type string`.
@@ -207,7 +195,7 @@ fn go_message<T: schemars::JsonSchema>(obj: &Value, path: &[Step], serde_msg: &s
     let defs = root.get("$defs").and_then(Value::as_object);
     let found = Walk::new(root, defs).follow(&T::schema_name(), path);
     let value = first_match(obj, path);
-    let kind = value.map(json_kind).unwrap_or("value");
+    let kind = value.map(skiff_api::patch::go_type).unwrap_or("value");
     match found {
         Some(f) if f.go_type == "v1.Time" || f.go_type == "v1.MicroTime" => {
             let shown = value.and_then(Value::as_str).unwrap_or_default();

@@ -234,6 +234,16 @@ async fn send(app: &axum::Router, case: &Case) -> (u16, Vec<u8>) {
     (code, body.to_vec())
 }
 
+async fn get(app: &axum::Router, uri: &str) -> (u16, Vec<u8>) {
+    let case = Case {
+        method: "GET",
+        uri: uri.to_string(),
+        content_type: "",
+        body: vec![],
+    };
+    send(app, &case).await
+}
+
 /// The stored object decodes as its type (`GET` then the typed decoder).
 fn decodes(kind: &str, group: &str, body: &[u8]) -> Result<(), String> {
     skiff_apiserver::with_kind_type!(group, kind, T => {
@@ -368,16 +378,7 @@ async fn hostile_writes_never_fail_the_server_or_poison_the_store() {
                 }
             }
         };
-        let before = send(
-            &app,
-            &Case {
-                method: "GET",
-                uri: item.clone(),
-                content_type: "",
-                body: vec![],
-            },
-        )
-        .await;
+        let before = get(&app, &item).await;
         let (code, body) = send(&app, &case).await;
         *counts.entry(code).or_default() += 1;
         let shown = || {
@@ -394,16 +395,7 @@ async fn hostile_writes_never_fail_the_server_or_poison_the_store() {
                 .unwrap_or_else(|_| panic!("not a Status: {}", shown()));
             assert_eq!(status["kind"], "Status", "{}", shown());
             assert_eq!(status["code"], code, "{}", shown());
-            let after = send(
-                &app,
-                &Case {
-                    method: "GET",
-                    uri: item.clone(),
-                    content_type: "",
-                    body: vec![],
-                },
-            )
-            .await;
+            let after = get(&app, &item).await;
             assert_eq!(
                 before,
                 after,
@@ -412,23 +404,12 @@ async fn hostile_writes_never_fail_the_server_or_poison_the_store() {
             );
         }
         // Whatever is stored now reads back and decodes as its type.
-        let (code, now) = send(
-            &app,
-            &Case {
-                method: "GET",
-                uri: item.clone(),
-                content_type: "",
-                body: vec![],
-            },
-        )
-        .await;
+        let (code, now) = get(&app, &item).await;
         if code == 200 {
             decodes(kind, group, &now)
                 .unwrap_or_else(|e| panic!("{item} no longer decodes ({e}) after {}", shown()));
         }
-        if case.method == "DELETE" && code == 404 {
-            // Put the victim back for the next cases.
-        }
+        // A deleted victim is put back for the next cases.
         if code == 404 {
             let restore = Case {
                 method: "POST",
@@ -441,16 +422,7 @@ async fn hostile_writes_never_fail_the_server_or_poison_the_store() {
     }
     // Every list still decodes item by item.
     for (collection, base) in &bases {
-        let (code, body) = send(
-            &app,
-            &Case {
-                method: "GET",
-                uri: collection.to_string(),
-                content_type: "",
-                body: vec![],
-            },
-        )
-        .await;
+        let (code, body) = get(&app, collection).await;
         assert_eq!(code, 200, "{collection}");
         let list: Value = serde_json::from_slice(&body).unwrap();
         for item in list["items"].as_array().unwrap() {

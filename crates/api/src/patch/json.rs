@@ -155,7 +155,7 @@ fn missing_from(kind: &str, from: &str) -> String {
 }
 
 /// The name Go's encoding/json gives a JSON value in decode errors.
-pub(crate) fn go_type(value: &Value) -> &'static str {
+pub fn go_type(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "bool",

@@ -17,6 +17,7 @@
 //! [`PatchError::status_code`]).
 
 mod json;
+pub use json::go_type;
 mod merge_keys;
 mod strategic;
 #[cfg(test)]

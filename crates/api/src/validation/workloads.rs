@@ -222,28 +222,21 @@ fn selector_matches(obj: &Value) -> Vec<FieldError> {
     let Some(selector) = obj.pointer("/spec/selector") else {
         return vec![required("spec.selector".into())];
     };
-    let mut errors = Vec::new();
     let match_labels = selector.get("matchLabels").and_then(Value::as_object);
     let exprs = selector.get("matchExpressions").and_then(Value::as_array);
     if match_labels.is_none_or(Map::is_empty) && exprs.is_none_or(Vec::is_empty) {
         let what = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
-        errors.push(invalid(
-            "spec.selector".into(),
-            &Value::Null,
-            &format!(
-                "empty selector is invalid for {}",
-                what.to_ascii_lowercase()
-            ),
-        ));
-        if let Some(e) = errors.last_mut() {
-            e.message = format!(
+        return vec![FieldError {
+            reason: "FieldValueInvalid",
+            field: "spec.selector".into(),
+            message: format!(
                 "Invalid value: {}: empty selector is invalid for {}",
                 go_label_selector(Some(selector)),
                 what.to_ascii_lowercase()
-            );
-        }
-        return errors;
+            ),
+        }];
     }
+    let mut errors = Vec::new();
     if let Some(m) = match_labels {
         errors.extend(label_map(m, "spec.selector.matchLabels"));
     }
