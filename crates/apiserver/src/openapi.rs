@@ -112,8 +112,60 @@ fn operation(r: &Resource, action: &str, id: &str, kind: &str, schema: Option<&s
     op
 }
 
+/// The definition a property's schema refers to (directly, through
+/// `allOf`, or for a list through `items`).
+fn referenced(prop: &Value) -> Option<String> {
+    let target = prop.get("items").unwrap_or(prop);
+    let target = target.get("allOf").and_then(|a| a.get(0)).unwrap_or(target);
+    let r = target.get("$ref")?.as_str()?;
+    Some(r.rsplit('/').next().unwrap_or(r).to_string())
+}
+
+/// Puts upstream's patch extensions (`x-kubernetes-patch-strategy`,
+/// `x-kubernetes-patch-merge-key`) on the properties of `root` and the
+/// definitions it leads to, so kubectl's client-side apply merges lists by
+/// key as it does against kube-apiserver.
+fn annotate(schemas: &mut Map<String, Value>, root: &str, ext: &skiff_api::patch::PatchExtension) {
+    let mut def = root.to_string();
+    let Some((last, steps)) = ext.path.split_last() else {
+        return;
+    };
+    for step in steps {
+        let Some(next) = schemas
+            .get(&def)
+            .and_then(|d| d.pointer(&format!("/properties/{step}")))
+            .and_then(referenced)
+        else {
+            return;
+        };
+        def = next;
+    }
+    let Some(prop) = schemas
+        .get_mut(&def)
+        .and_then(|d| d.pointer_mut(&format!("/properties/{last}")))
+    else {
+        return;
+    };
+    if let Some(r) = prop.get("$ref").cloned() {
+        // OpenAPI 3.0 ignores the siblings of a $ref: wrap it, as upstream.
+        if let Some(o) = prop.as_object_mut() {
+            o.remove("$ref");
+            o.insert("allOf".into(), json!([{ "$ref": r }]));
+        }
+    }
+    crate::object::set(prop, "x-kubernetes-patch-strategy", json!(ext.strategy));
+    if let Some(key) = ext.merge_key {
+        crate::object::set(prop, "x-kubernetes-patch-merge-key", json!(key));
+    }
+}
+
 fn build(group: &str, version: &str) -> Value {
     let (mut schemas, names) = schemas_for(group, version);
+    for (kind, name) in &names {
+        for ext in skiff_api::patch::extensions(kind) {
+            annotate(&mut schemas, name, &ext);
+        }
+    }
     // kubectl finds a kind's schema by this extension.
     for (kind, name) in &names {
         let (g, v) = match *kind {
@@ -262,7 +314,35 @@ mod tests {
         assert!(pod["description"]
             .as_str()
             .is_some_and(|d| d.contains("Pod")));
+        let spec = &doc["components"]["schemas"]["io.k8s.api.core.v1.PodSpec"];
+        assert_eq!(
+            spec["properties"]["containers"]["x-kubernetes-patch-merge-key"],
+            "name"
+        );
+        assert_eq!(
+            spec["properties"]["containers"]["x-kubernetes-patch-strategy"],
+            "merge"
+        );
+        let container = &doc["components"]["schemas"]["io.k8s.api.core.v1.Container"];
+        assert_eq!(
+            container["properties"]["env"]["x-kubernetes-patch-merge-key"],
+            "name"
+        );
+        assert_eq!(
+            container["properties"]["ports"]["x-kubernetes-patch-merge-key"],
+            "containerPort"
+        );
+        let meta = &doc["components"]["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"];
+        assert_eq!(
+            meta["properties"]["finalizers"]["x-kubernetes-patch-strategy"],
+            "merge"
+        );
         let apps = build("apps", "v1");
+        let rs_spec = &apps["components"]["schemas"]["io.k8s.api.core.v1.PodSpec"];
+        assert_eq!(
+            rs_spec["properties"]["containers"]["x-kubernetes-patch-merge-key"],
+            "name"
+        );
         assert!(
             apps["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}/scale"]["patch"]
                 .is_object()

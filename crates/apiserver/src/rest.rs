@@ -632,7 +632,13 @@ async fn patch(
                 crate::object::set(&mut typed, "apiVersion", json!(r.group_version()));
                 crate::object::set(&mut typed, "kind", json!(r.kind));
             }
-            warnings = crate::write::check_fields(r, body, &typed, opts)?;
+            warnings = if patch_type == PatchType::StrategicMerge {
+                let fields = skiff_api::patch::without_directives(typed);
+                let raw = serde_json::to_vec(&fields).unwrap_or_default();
+                crate::write::check_fields(r, &raw, &fields, opts)?
+            } else {
+                crate::write::check_fields(r, body, &typed, opts)?
+            };
         }
     }
     let kind = r.kind;

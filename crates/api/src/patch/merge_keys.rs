@@ -182,6 +182,46 @@ pub(crate) fn root(kind: &str) -> Option<Schema> {
 }
 
 /// The strategy of field `name` in `schema`, and the schema of its value.
+/// One field's patch strategy as OpenAPI carries it
+/// (`x-kubernetes-patch-strategy`, `x-kubernetes-patch-merge-key`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PatchExtension {
+    /// Property names from the kind's root (list elements are implicit).
+    pub path: Vec<&'static str>,
+    /// `merge` or `replace`.
+    pub strategy: &'static str,
+    pub merge_key: Option<&'static str>,
+}
+
+/// Every field of `kind` with a patch strategy, for the OpenAPI documents
+/// that kubectl's client-side apply reads.
+pub fn extensions(kind: &str) -> Vec<PatchExtension> {
+    fn walk(schema: Schema, at: &mut Vec<&'static str>, out: &mut Vec<PatchExtension>) {
+        for f in schema {
+            at.push(f.name);
+            let (strategy, merge_key) = match f.strategy {
+                Strategy::Default => (None, None),
+                Strategy::Merge(key) => (Some("merge"), key),
+                Strategy::Replace => (Some("replace"), None),
+            };
+            if let Some(strategy) = strategy {
+                out.push(PatchExtension {
+                    path: at.clone(),
+                    strategy,
+                    merge_key,
+                });
+            }
+            walk(f.schema, at, out);
+            at.pop();
+        }
+    }
+    let mut out = Vec::new();
+    if let Some(schema) = root(kind) {
+        walk(schema, &mut Vec::new(), &mut out);
+    }
+    out
+}
+
 pub(crate) fn lookup(schema: Schema, name: &str) -> (Strategy, Schema) {
     schema
         .iter()

@@ -18,7 +18,16 @@
 
 mod json;
 pub use json::go_type;
+
+/// A strategic merge patch as the fields it sets: without directives
+/// (`$patch`, `$retainKeys`, `$setElementOrder/…`,
+/// `$deleteFromPrimitiveList/…`), the elements they mark, and nulls, for
+/// field validation (directives are no fields).
+pub fn without_directives(patch: serde_json::Value) -> serde_json::Value {
+    values::clean(patch).unwrap_or_else(|| serde_json::json!({}))
+}
 mod merge_keys;
+pub use merge_keys::{extensions, PatchExtension};
 mod strategic;
 #[cfg(test)]
 mod tests;
