@@ -7,12 +7,24 @@ cd "$(dirname "$0")/.."
 
 scripts/deps.sh
 cargo fmt --all --check
-cargo clippy --workspace --all-targets -- -D warnings
 
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+trace=$(mktemp)
+trap 'rm -f "$log" "$trace"' EXIT
+# Under CI (or SKIFF_CHECK_PACKAGES=1) the build and the tests run under
+# strace (opens and execs only), and scripts/check-packages.sh fails the run
+# if they read a Debian package that neither the image nor deps.sh installs.
+traced=()
+if [ -n "${CI:-}${SKIFF_CHECK_PACKAGES:-}" ] && command -v strace >/dev/null; then
+  traced=(strace -f --seccomp-bpf -qq -e trace=openat,execve -e status=successful -A -o "$trace")
+fi
+"${traced[@]}" cargo clippy --workspace --all-targets -- -D warnings
+
 status=0
-cargo test --workspace --all-targets 2>&1 | tee "$log" || status=$?
+"${traced[@]}" cargo test --workspace --all-targets 2>&1 | tee "$log" || status=$?
+if [ ${#traced[@]} -gt 0 ]; then
+  scripts/check-packages.sh "$trace" || status=1
+fi
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      END { printf "%d passed, %d failed\n", p, f }' "$log"
 exit "$status"
