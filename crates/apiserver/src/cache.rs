@@ -159,20 +159,6 @@ pub fn watch_line(kind: EventKind, object: &[u8]) -> Bytes {
 /// (1,000 node agents each watching their own pods).
 pub type Interest = Arc<dyn Fn(&CachedEvent) -> bool + Send + Sync>;
 
-struct Watcher {
-    prefix: String,
-    interest: Option<Interest>,
-    tx: mpsc::Sender<CachedEvent>,
-}
-
-impl std::fmt::Debug for Watcher {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Watcher")
-            .field("prefix", &self.prefix)
-            .finish_non_exhaustive()
-    }
-}
-
 #[derive(Debug, Default)]
 struct State {
     ready: bool,
@@ -181,7 +167,7 @@ struct State {
     history: VecDeque<CachedEvent>,
     /// Events after this revision are all in `history`.
     history_from: i64,
-    watchers: Vec<Watcher>,
+    watchers: crate::watchers::Watchers,
 }
 
 /// The cache of one resource (one storage prefix).
@@ -327,6 +313,7 @@ impl WatchCache {
         prefix: &str,
         after: Option<i64>,
         interest: Option<Interest>,
+        index: Option<crate::watchers::IndexKey>,
     ) -> Result<Subscription, Error> {
         let mut state = self.write();
         if !state.ready {
@@ -357,13 +344,9 @@ impl WatchCache {
                 .cloned()
                 .collect(),
         };
-        state.watchers.retain(|w| !w.tx.is_closed());
+        state.watchers.remove_closed();
         let (tx, live) = mpsc::channel(WATCHER_QUEUE);
-        state.watchers.push(Watcher {
-            prefix: prefix.to_string(),
-            interest,
-            tx,
-        });
+        state.watchers.add(prefix, interest, tx, index);
         Ok(Subscription {
             initial,
             live,
@@ -405,7 +388,10 @@ impl WatchCache {
         self.revision.send_replace(revision);
     }
 
-    /// Applies one event from the store.
+    /// Applies one event from the store. The watchers that may want it are
+    /// found under the lock; their selectors run and their queues are fed
+    /// after it is released. Events stay in order per watcher because one
+    /// task applies them all.
     fn apply(&self, kind: EventKind, revision: i64, item: Arc<Cached>) {
         let mut state = self.write();
         let prev = match kind {
@@ -425,16 +411,30 @@ impl WatchCache {
             }
         }
         state.history.push_back(event.clone());
-        let key = event.item.key.clone();
-        state.watchers.retain(|w| {
-            if w.tx.is_closed() {
-                return false;
+        let candidates = state.watchers.candidates(
+            &event.item.key,
+            &event.item.selectable,
+            event.prev.as_deref().map(|p| &p.selectable),
+        );
+        drop(state);
+        let mut gone = Vec::new();
+        for (id, w) in candidates {
+            if w.interest.as_ref().is_some_and(|wants| !wants(&event)) {
+                continue;
             }
-            let wanted = key.starts_with(w.prefix.as_str())
-                && w.interest.as_ref().is_none_or(|wants| wants(&event));
             // A full queue means the watcher fell behind: drop it.
-            !wanted || w.tx.try_send(event.clone()).is_ok()
-        });
+            if w.tx.try_send(event.clone()).is_err() {
+                gone.push(id);
+            }
+        }
+        if !gone.is_empty() {
+            self.write().watchers.remove(&gone);
+        }
+    }
+
+    /// How many watchers the cache feeds.
+    pub fn watcher_count(&self) -> usize {
+        self.read().watchers.len()
     }
 
     /// Records that the store has nothing newer than `revision` for us.

@@ -297,6 +297,18 @@ impl Filter {
         self.labels.is_none() && self.fields.is_none()
     }
 
+    /// The indexed field (see `watchers::INDEXED_FIELDS`) the field
+    /// selector pins to one non-empty value, if any.
+    pub fn index_key(&self) -> Option<crate::watchers::IndexKey> {
+        let fields = self.fields.as_ref()?;
+        crate::watchers::INDEXED_FIELDS.iter().find_map(|f| {
+            fields
+                .requires_exact_match(f)
+                .filter(|v| !v.is_empty())
+                .map(|v| (*f, v.into()))
+        })
+    }
+
     /// The one object name the field selector pins, if any.
     pub fn exact_name(&self) -> Option<&str> {
         self.fields.as_ref().and_then(|f| f.exact_name())

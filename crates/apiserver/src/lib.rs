@@ -38,6 +38,7 @@ pub mod status;
 pub mod strict;
 pub mod table;
 pub mod typed;
+pub mod watchers;
 pub mod write;
 
 use std::net::SocketAddr;

@@ -950,7 +950,7 @@ async fn watch(
         }
     }
     let after = if send_initial { None } else { after };
-    let subscription = match cache.subscribe(&prefix, after, interest) {
+    let subscription = match cache.subscribe(&prefix, after, interest, filter.index_key()) {
         Ok(s) => s,
         Err(crate::cache::Error::TooOld { requested, oldest }) => {
             let status =

@@ -32,6 +32,11 @@ pub struct Args {
     /// Pods for the big LIST and the RSS measurement.
     #[arg(long, default_value_t = 10_000)]
     list_pods: usize,
+    /// Only the node-watcher phase, against this server and against the
+    /// `skiff` binary at PATH (e.g. a build of an earlier commit), side by
+    /// side: `--watchers 5000 --baseline /tmp/before/skiff`.
+    #[arg(long)]
+    baseline: Option<std::path::PathBuf>,
 }
 
 fn now_ns() -> u128 {
@@ -354,7 +359,70 @@ fn phase_rows(name: &str, args: &Args, p: &mut Phase) -> Vec<(String, String, St
     ]
 }
 
+/// The node-watcher phase on one server binary.
+async fn node_phase(binary: Option<&std::path::Path>, args: &Args) -> anyhow::Result<Phase> {
+    let (server, client) = match binary {
+        Some(b) => crate::cluster::start_server_binary(b, &[]).await?,
+        None => start_server(&[]).await?,
+    };
+    let pid = server.child.id();
+    create_namespace(&client, "churn").await?;
+    create_many(&client, "churn", args.pods, "p", args.watchers).await?;
+    let phase = churn(&client, pid, args, true, args.watchers, "a").await?;
+    drop(server);
+    Ok(phase)
+}
+
+/// This build beside a baseline binary, node watchers only, twice each,
+/// interleaved (the machine's speed drifts).
+async fn against_baseline(args: &Args, baseline: &std::path::Path) -> anyhow::Result<()> {
+    let mut ours = Vec::new();
+    let mut theirs = Vec::new();
+    for round in 0..2 {
+        eprintln!("round {round}: baseline {}", baseline.display());
+        theirs.push(node_phase(Some(baseline), args).await?);
+        eprintln!("round {round}: this build");
+        ours.push(node_phase(None, args).await?);
+    }
+    let merge = |phases: &mut Vec<Phase>| {
+        let mut all = phases.remove(0);
+        for p in phases.drain(..) {
+            all.creates.extend(p.creates);
+            all.updates.extend(p.updates);
+            all.gets.extend(p.gets);
+            all.lists.extend(p.lists);
+            all.delivery.extend(p.delivery);
+            all.server_cpu += p.server_cpu;
+            all.client_cpu += p.client_cpu;
+        }
+        all
+    };
+    let (mut a, mut b) = (merge(&mut ours), merge(&mut theirs));
+    let ra = phase_rows("node watchers", args, &mut a);
+    let rb = phase_rows("node watchers", args, &mut b);
+    let rows: Vec<_> = ra
+        .into_iter()
+        .zip(rb)
+        .map(|((m, ours, target, _), (_, base, _, _))| (m, ours, base, target))
+        .collect();
+    print_table(
+        &format!(
+            "Node-watcher fan-out: {} watchers each on spec.nodeName=<own node> (+10 on all), {} writes/s for {} s, 2 interleaved runs each, {} cores",
+            args.watchers,
+            args.writes_per_sec,
+            args.seconds,
+            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)
+        ),
+        ["metric", "this build", "baseline", "target"],
+        &rows,
+    );
+    Ok(())
+}
+
 pub async fn run(args: Args) -> anyhow::Result<()> {
+    if let Some(baseline) = args.baseline.clone() {
+        return against_baseline(&args, &baseline).await;
+    }
     let (server, client) = start_server(&[]).await?;
     let pid = server.child.id();
     create_namespace(&client, "churn").await?;

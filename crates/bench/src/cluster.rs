@@ -56,6 +56,12 @@ pub fn rss_kib(pid: u32) -> u64 {
 pub async fn start_server(extra: &[&str]) -> anyhow::Result<(Server, Client)> {
     let exe = std::env::current_exe()?;
     let skiff = exe.parent().unwrap_or(Path::new(".")).join("skiff");
+    start_server_binary(&skiff, extra).await
+}
+
+/// Starts the `skiff` binary at `skiff` (e.g. a baseline build) as
+/// [`start_server`] does.
+pub async fn start_server_binary(skiff: &Path, extra: &[&str]) -> anyhow::Result<(Server, Client)> {
     anyhow::ensure!(
         skiff.exists(),
         "{} not found: cargo build --release -p skiff",
@@ -65,7 +71,7 @@ pub async fn start_server(extra: &[&str]) -> anyhow::Result<(Server, Client)> {
         .prefix("skiff-bench-api-")
         .tempdir()?;
     let port = skiff_testkit::free_port()?;
-    let child = Command::new(&skiff)
+    let child = Command::new(skiff)
         .args([
             "server",
             "--bind-address",
