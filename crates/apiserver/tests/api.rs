@@ -849,3 +849,55 @@ async fn a_cbor_body_is_a_415_naming_the_accepted_types() {
         "{status:?}"
     );
 }
+
+/// Node-agent watches (`spec.nodeName=N`, indexed in the watch cache) see
+/// exactly their node's pods: created there, bound there (entering, as
+/// ADDED), deleted; nothing of other nodes or of unbound pods.
+#[tokio::test]
+async fn node_watches_see_only_their_own_pods() {
+    use kube::core::WatchEvent;
+    let server = TestServer::start().await;
+    let client = client(&server).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let all: Api<Pod> = Api::all(client);
+    let params = kube::api::WatchParams::default()
+        .fields("spec.nodeName=n1")
+        .timeout(10);
+    let mut stream = all.watch(&params, "0").await.unwrap().boxed();
+    let on = |name: &str, node: Option<&str>| {
+        let mut p = pod(name, json!({}));
+        p.spec.as_mut().unwrap().node_name = node.map(String::from);
+        p
+    };
+    let pp = PostParams::default();
+    pods.create(&pp, &on("a", Some("n2"))).await.unwrap();
+    pods.create(&pp, &on("b", None)).await.unwrap();
+    pods.create(&pp, &on("c", Some("n1"))).await.unwrap();
+    let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "b"},
+        "target": {"kind": "Node", "name": "n1"}});
+    let req = http::Request::post("/api/v1/namespaces/default/pods/b/binding")
+        .header("content-type", "application/json")
+        .body(serde_json::to_vec(&binding).unwrap())
+        .unwrap();
+    pods.clone().into_client().request_text(req).await.unwrap();
+    pods.delete("c", &DeleteParams::default().grace_period(0))
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    while seen.len() < 3 {
+        let ev = tokio::time::timeout(Duration::from_secs(10), stream.next())
+            .await
+            .expect("an event within 10 s")
+            .expect("stream open")
+            .unwrap();
+        let (what, p) = match ev {
+            WatchEvent::Added(p) => ("ADDED", p),
+            WatchEvent::Modified(p) => ("MODIFIED", p),
+            WatchEvent::Deleted(p) => ("DELETED", p),
+            other => panic!("unexpected {other:?}"),
+        };
+        seen.push((what, p.metadata.name.unwrap()));
+    }
+    let seen: Vec<(&str, &str)> = seen.iter().map(|(w, n)| (*w, n.as_str())).collect();
+    assert_eq!(seen, vec![("ADDED", "c"), ("ADDED", "b"), ("DELETED", "c")]);
+}
