@@ -20,7 +20,7 @@ use tokio::sync::{mpsc, Mutex};
 use tokio::task::JoinSet;
 
 use crate::framework::pod_key;
-use crate::recorder::{EventType, Recorder};
+use skiff_client::recorder::{EventType, Recorder};
 
 /// Errors binding a pod.
 #[derive(Debug, thiserror::Error)]

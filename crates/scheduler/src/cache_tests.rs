@@ -1,5 +1,5 @@
 use super::*;
-use crate::testing::{node, pod};
+use skiff_client::testing::{node, pod};
 
 fn cpu_on(cache: &Cache, node: &str) -> i64 {
     cache
@@ -29,7 +29,9 @@ fn assumed_pods_count_at_once_and_are_confirmed_by_the_watch() {
     ));
 
     // The watch shows the pod bound: confirmed, counted once.
-    let bound = crate::testing::PodBuilder::from(p).node_name("n1").build();
+    let bound = skiff_client::testing::PodBuilder::from(p)
+        .node_name("n1")
+        .build();
     assert_eq!(
         cache.add_or_update_pod(bound.clone()),
         Some(ClusterEvent::AssignedPodAdd)
@@ -137,7 +139,7 @@ fn a_confirmation_that_differs_from_the_assumption_is_recounted() {
     let p = pod("a").req_cpu("1").build();
     cache.assume(p.clone(), "n1").expect("assume");
     // Bound elsewhere (another scheduler won the race): counted there only.
-    let elsewhere = crate::testing::PodBuilder::from(p.clone())
+    let elsewhere = skiff_client::testing::PodBuilder::from(p.clone())
         .node_name("n2")
         .build();
     assert_eq!(
@@ -150,7 +152,7 @@ fn a_confirmation_that_differs_from_the_assumption_is_recounted() {
     // the new labels (pod affinity and spread read them).
     cache.remove_pod("default/a");
     cache.assume(p.clone(), "n1").expect("assume");
-    let relabelled = crate::testing::PodBuilder::from(p)
+    let relabelled = skiff_client::testing::PodBuilder::from(p)
         .label("app", "web")
         .node_name("n1")
         .build();

@@ -147,7 +147,7 @@ pub fn is_relevant(event: ClusterEvent, rejected_by: &BTreeSet<&'static str>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::node;
+    use skiff_client::testing::node;
 
     fn set(plugins: &[&'static str]) -> BTreeSet<&'static str> {
         plugins.iter().copied().collect()

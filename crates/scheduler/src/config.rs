@@ -4,8 +4,8 @@
 //! This module owns [`Config`] and its upstream defaults. It does no I/O
 //! beyond reading the host name for the default identity.
 
-use crate::leader::LeaderElectionConfig;
 use crate::queue::QueueConfig;
+use skiff_client::leader::LeaderElectionConfig;
 
 /// The scheduler's configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]

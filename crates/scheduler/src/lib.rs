@@ -8,35 +8,29 @@
 //! node selector matching), [`cluster_event`] (which events may help which
 //! rejected pod), [`queue`] (active/backoff/unschedulable sub-queues) and
 //! [`cache`] (nodes, assigned and assumed pods as a [`framework::Snapshot`]).
-//! These do no I/O; time comes from a [`clock::Clock`].
+//! These do no I/O; time comes from a `skiff_client::clock::Clock`.
 //!
 //! The control loop around it talks to the API server through kube-rs:
 //! [`Scheduler::run`] watches pods and nodes (decoded without managedFields:
-//! `trimmed`), schedules one pod at a time,
+//! `skiff_client::trimmed`), schedules one pod at a time,
 //! binds concurrently ([`binder`]), reports failures as a pod condition and
-//! events ([`report`], [`recorder`]), and acts only while it holds the
-//! leader Lease ([`leader`]); [`Config`] carries its settings. [`testing`]
-//! holds object builders.
+//! events ([`report`], with `skiff_client::recorder`), and acts only while
+//! it holds the leader Lease (`skiff_client::leader`); [`Config`] carries
+//! its settings. Object builders are in `skiff_client::testing`.
 
 pub mod cache;
-pub mod clock;
 pub mod cluster_event;
 pub mod framework;
 pub mod plugins;
 pub mod queue;
 pub mod resources;
 pub mod selectors;
-pub mod testing;
 
-mod api_error;
 pub mod binder;
 pub mod config;
-pub mod leader;
-pub mod recorder;
 pub mod report;
 mod run;
 mod scheduler_loop;
-pub mod trimmed;
 mod watch;
 
 pub use config::Config;

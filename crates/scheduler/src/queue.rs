@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::clock::Clock;
 use crate::cluster_event::{is_relevant, ClusterEvent};
 use crate::framework::pod_key;
+use skiff_client::clock::Clock;
 
 /// Queue timings (upstream defaults).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,10 +2,10 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use super::*;
-use crate::clock::FakeClock;
 use crate::cluster_event::NodeChanges;
 use crate::plugins::names;
-use crate::testing::pod;
+use skiff_client::clock::FakeClock;
+use skiff_client::testing::pod;
 
 fn queue() -> (SchedulingQueue<FakeClock>, FakeClock) {
     let clock = FakeClock::new();
@@ -165,7 +165,7 @@ fn updates_requeue_only_when_the_spec_changed() {
     q.add(status_only);
     assert_eq!(q.place("default/p"), Some(Place::Unschedulable));
 
-    let tolerating = crate::testing::PodBuilder::from(p)
+    let tolerating = skiff_client::testing::PodBuilder::from(p)
         .toleration("t", "Exists", "", "NoSchedule")
         .build();
     q.add(tolerating);

@@ -13,8 +13,8 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::PostParams;
 use kube::{Api, Client};
 
-use crate::api_error::{is_conflict, is_not_found};
 use crate::framework::pod_key;
+use skiff_client::{is_conflict, is_not_found};
 
 /// Condition reason when no node fits.
 pub const REASON_UNSCHEDULABLE: &str = "Unschedulable";
@@ -155,7 +155,7 @@ pub async fn report_unschedulable(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::pod;
+    use skiff_client::testing::pod;
 
     fn at(secs: i64) -> Time {
         Time(Timestamp::from_second(secs).expect("timestamp"))

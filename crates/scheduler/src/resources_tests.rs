@@ -1,7 +1,7 @@
 //! Tests of quantity parsing and pod request arithmetic.
 
 use super::*;
-use crate::testing::pod;
+use skiff_client::testing::pod;
 
 #[test]
 fn parses_quantities() {

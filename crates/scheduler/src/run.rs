@@ -9,8 +9,8 @@
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
-use crate::leader::{Held, LeaderElectionConfig, LeaderElector, LeaderError};
 use crate::scheduler_loop::SchedulerLoop;
+use skiff_client::leader::{Held, LeaderElectionConfig, LeaderElector, LeaderError};
 
 /// Errors that stop the scheduler.
 #[derive(Debug, thiserror::Error)]

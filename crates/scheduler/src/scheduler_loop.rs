@@ -25,17 +25,17 @@ use tokio_util::sync::CancellationToken;
 
 use crate::binder::{BindOutcome, Binder};
 use crate::cache::Cache;
-use crate::clock::SystemClock;
 use crate::cluster_event::ClusterEvent;
 use crate::config::Config;
 use crate::framework::{pod_key, CycleState, Framework, ScheduleError};
 use crate::plugins::default_registry;
 use crate::queue::{PoppedPod, SchedulingQueue};
-use crate::recorder::{EventType, Recorder};
 use crate::report::{
     has_unschedulable_condition, report_unschedulable, REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE,
 };
 use crate::watch::{inputs, Input, Relist};
+use skiff_client::clock::SystemClock;
+use skiff_client::recorder::{EventType, Recorder};
 
 /// How often pods parked too long as unschedulable are retried anyway.
 const LEFTOVER_FLUSH: Duration = Duration::from_secs(30);

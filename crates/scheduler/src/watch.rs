@@ -18,7 +18,7 @@ use kube::runtime::watcher::{self, watcher, Event};
 use kube::runtime::WatchStreamExt;
 use kube::{Api, Client, Resource};
 
-use crate::trimmed::{Parts, Trimmed};
+use skiff_client::trimmed::{Parts, Trimmed};
 
 /// One event from one of the watchers.
 #[derive(Debug)]

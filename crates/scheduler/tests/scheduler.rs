@@ -10,7 +10,7 @@ use std::time::Duration;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{DeleteParams, PostParams};
 use kube::Api;
-use skiff_scheduler::testing::{node, pod};
+use skiff_client::testing::{node, pod};
 use support::{
     node_of, pod_scheduled, test_config, wait_for, wait_for_or, RunningScheduler, TestServer,
 };
@@ -407,8 +407,8 @@ async fn a_leader_that_loses_its_lease_stops_scheduling() {
 /// and reports every binding.
 #[tokio::test]
 async fn the_binder_pool_binds_more_pods_than_it_has_tasks() {
+    use skiff_client::recorder::Recorder;
     use skiff_scheduler::binder::{Binder, MAX_BINDS_IN_FLIGHT};
-    use skiff_scheduler::recorder::Recorder;
 
     let server = TestServer::start().await;
     let count = 2 * MAX_BINDS_IN_FLIGHT + 10;
@@ -479,5 +479,5 @@ async fn a_pod_that_does_not_decode_stops_nothing() {
         .unwrap();
     server.create_pod(pod("good-after").build()).await;
     assert_eq!(bound(&server, "good-after").await, "n1");
-    assert!(skiff_scheduler::trimmed::undecodable_total() >= 2);
+    assert!(skiff_client::trimmed::undecodable_total() >= 2);
 }

@@ -399,7 +399,7 @@ impl NodeInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{node, pod};
+    use skiff_client::testing::{node, pod};
 
     #[test]
     fn aggregates_follow_add_and_remove() {

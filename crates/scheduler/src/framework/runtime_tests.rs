@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{NodeSelectorTerm, Pod};
 use super::*;
 use crate::framework::{Code, FilterPlugin, Plugin, ReservePlugin, ScorePlugin, MAX_NODE_SCORE};
 use crate::plugins::default_framework;
-use crate::testing::{node, pod, req};
+use skiff_client::testing::{node, pod, req};
 
 const CP: &str = "node-role.kubernetes.io/control-plane";
 
@@ -97,7 +97,7 @@ fn prefilter_restriction_and_rejection_messages() {
             req("metadata.name", "In", &["n2"]),
         ]),
     };
-    conflict = crate::testing::PodBuilder::from(conflict)
+    conflict = skiff_client::testing::PodBuilder::from(conflict)
         .required_node_selector_term(term)
         .build();
     assert_eq!(

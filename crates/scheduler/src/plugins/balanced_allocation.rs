@@ -128,7 +128,7 @@ impl BalancedAllocation {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{node, pod};
+    use skiff_client::testing::{node, pod};
 
     #[test]
     fn scores_like_upstream() {

@@ -72,7 +72,7 @@ impl PostFilterPlugin for DefaultPreemption {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{node, pod};
+    use skiff_client::testing::{node, pod};
 
     #[test]
     fn messages() {

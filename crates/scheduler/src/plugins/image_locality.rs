@@ -119,7 +119,7 @@ impl PreScore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{node, pod};
+    use skiff_client::testing::{node, pod};
 
     #[test]
     fn normalizes_names() {

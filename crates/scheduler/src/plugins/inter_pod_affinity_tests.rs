@@ -4,7 +4,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::*;
 use crate::framework::Code;
-use crate::testing::{affinity_term, label_selector, node, pod};
+use skiff_client::testing::{affinity_term, label_selector, node, pod};
 
 const ZONE: &str = "topology.kubernetes.io/zone";
 const HOST: &str = "kubernetes.io/hostname";

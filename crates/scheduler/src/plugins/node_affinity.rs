@@ -156,7 +156,7 @@ impl ScorePlugin for NodeAffinity {
 mod tests {
     use super::*;
     use crate::framework::Code;
-    use crate::testing::{node, pod, req};
+    use skiff_client::testing::{node, pod, req};
 
     #[test]
     fn pre_filter_results() {

@@ -36,7 +36,7 @@ impl FilterPlugin for NodeName {
 mod tests {
     use super::*;
     use crate::framework::Code;
-    use crate::testing::{node, pod};
+    use skiff_client::testing::{node, pod};
 
     #[test]
     fn filter() {

@@ -79,7 +79,7 @@ impl FilterPlugin for NodePorts {
 mod tests {
     use super::*;
     use crate::framework::Code;
-    use crate::testing::{node, pod};
+    use skiff_client::testing::{node, pod};
 
     #[test]
     fn filter() {

@@ -196,7 +196,7 @@ impl ScorePlugin for NodeResourcesFit {
 mod tests {
     use super::*;
     use crate::framework::Code;
-    use crate::testing::{node, pod};
+    use skiff_client::testing::{node, pod};
 
     fn filter(p: &Pod, n: &NodeInfo) -> Status {
         let mut state = CycleState::new();

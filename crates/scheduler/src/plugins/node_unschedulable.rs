@@ -46,7 +46,7 @@ impl FilterPlugin for NodeUnschedulable {
 mod tests {
     use super::*;
     use crate::framework::Code;
-    use crate::testing::{node, pod};
+    use skiff_client::testing::{node, pod};
 
     #[test]
     fn filter() {

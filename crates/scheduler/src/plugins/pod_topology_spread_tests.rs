@@ -4,7 +4,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::*;
 use crate::framework::Code;
-use crate::testing::{label_selector, node, pod};
+use skiff_client::testing::{label_selector, node, pod};
 
 const ZONE: &str = "zone";
 
@@ -107,7 +107,7 @@ fn filter_table() {
             "nodeAffinity policy Honor drops excluded domains from the minimum",
             // Only zones a and b are eligible: a=1, b=1 → min 1; a → 2-1=1 ok.
             spread(1)
-                .required_node_term(vec![crate::testing::req(ZONE, "In", &["a", "b"])])
+                .required_node_term(vec![skiff_client::testing::req(ZONE, "In", &["a", "b"])])
                 .build(),
             vec![web("w1", "a1"), web("w2", "b1")],
             vec![Ok, Ok, Ok, Ok, Missing],

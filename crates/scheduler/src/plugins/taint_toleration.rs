@@ -146,7 +146,7 @@ impl ScorePlugin for TaintToleration {
 mod tests {
     use super::*;
     use crate::framework::Code;
-    use crate::testing::{node, pod};
+    use skiff_client::testing::{node, pod};
 
     #[test]
     fn toleration_matching() {

@@ -12,7 +12,7 @@ use kube::api::{ListParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client};
 use skiff_apiserver::{ApiServer, Config as ServerConfig};
-use skiff_scheduler::leader::LeaderElectionConfig;
+use skiff_client::leader::LeaderElectionConfig;
 use skiff_scheduler::queue::QueueConfig;
 use skiff_scheduler::{Config, Scheduler};
 use skiff_store::sqlite::SqliteStore;

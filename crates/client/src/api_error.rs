@@ -4,7 +4,7 @@
 //! that talk to the API server; it defines no error type of its own.
 
 /// The status code of an API error response, if `e` is one.
-pub(crate) fn status_code(e: &kube::Error) -> Option<u16> {
+pub fn status_code(e: &kube::Error) -> Option<u16> {
     match e {
         kube::Error::Api(s) => Some(s.code),
         _ => None,
@@ -12,11 +12,11 @@ pub(crate) fn status_code(e: &kube::Error) -> Option<u16> {
 }
 
 /// 404 Not Found.
-pub(crate) fn is_not_found(e: &kube::Error) -> bool {
+pub fn is_not_found(e: &kube::Error) -> bool {
     status_code(e) == Some(404)
 }
 
 /// 409 Conflict (stale resourceVersion, already exists, already bound).
-pub(crate) fn is_conflict(e: &kube::Error) -> bool {
+pub fn is_conflict(e: &kube::Error) -> bool {
     status_code(e) == Some(409)
 }

@@ -1,0 +1,54 @@
+//! The kube client every component uses: HTTP/2 to an https API server,
+//! as client-go talks to API servers (one connection carries the watches,
+//! bindings and events as streams; kube-rs' own client speaks HTTP/1.1, a
+//! connection and TLS handshake per concurrent request), with kube-rs'
+//! authentication and headers; kube-rs' client for anything else.
+
+use std::path::Path;
+
+use anyhow::Context as _;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+/// A kube client from a kubeconfig file: HTTP/2 to an https server, as
+/// client-go talks to API servers (one connection carries the watches,
+/// bindings and events as streams; kube-rs' own client speaks HTTP/1.1,
+/// a connection and TLS handshake per concurrent request), with kube-rs'
+/// authentication and headers; kube-rs' client otherwise.
+pub async fn client(kubeconfig: &Path) -> anyhow::Result<kube::Client> {
+    let kc = Kubeconfig::read_from(kubeconfig)
+        .with_context(|| format!("cannot read kubeconfig {}", kubeconfig.display()))?;
+    let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
+    if config.cluster_url.scheme_str() != Some("https") || config.proxy_url.is_some() {
+        return Ok(kube::Client::try_from(config)?);
+    }
+    h2_client(config)
+}
+
+fn h2_client(config: kube::Config) -> anyhow::Result<kube::Client> {
+    use kube::client::ConfigExt;
+    use tower::{BoxError, ServiceBuilder, ServiceExt};
+
+    // The connector offers h2 by ALPN itself. No Nagle: a request's
+    // frames are small writes, and waiting for the previous one's ACK
+    // held event writes ~40 ms each (delayed ACKs).
+    let tls = config.rustls_client_config()?;
+    let mut tcp = hyper_util::client::legacy::connect::HttpConnector::new();
+    tcp.set_nodelay(true);
+    tcp.enforce_http(false);
+    tcp.set_connect_timeout(config.connect_timeout);
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_only()
+        .enable_http2()
+        .wrap_connector(tcp);
+    let http: hyper_util::client::legacy::Client<_, kube::client::Body> =
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .http2_only(true)
+            .build(connector);
+    let service = ServiceBuilder::new()
+        .layer(config.base_uri_layer())
+        .option_layer(config.auth_layer()?)
+        .layer(config.extra_headers_layer()?)
+        .service(http.map_err(BoxError::from));
+    Ok(kube::Client::new(service, config.default_namespace))
+}

@@ -1,0 +1,25 @@
+//! skiff-client: what every component that talks to the API server shares
+//! (kube-rs calls this its runtime layer) — the scheduler now, the node
+//! agent, the controllers and the simulator next. Each part talks to the
+//! API only through a kube client (HTTP, or the in-process loopback):
+//!
+//! - [`clock`]: time as a trait, with a fake for tests;
+//! - [`leader`]: Lease leader election;
+//! - [`recorder`]: an event recorder with upstream's aggregation and spam
+//!   filter;
+//! - [`trimmed`]: pods and nodes decoded without managedFields, tolerant of
+//!   objects that do not decode as their type;
+//! - [`http`]: the HTTP/2 kube client client-go's transport resembles;
+//! - [`testing`]: builders for test objects (`pod("web").node_name("n1")`).
+//!
+//! It knows no component's logic and never reaches into the API server.
+
+mod api_error;
+pub mod clock;
+pub mod http;
+pub mod leader;
+pub mod recorder;
+pub mod testing;
+pub mod trimmed;
+
+pub use api_error::{is_conflict, is_not_found, status_code};
