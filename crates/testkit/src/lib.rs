@@ -2,8 +2,10 @@
 //! ports with a private temporary directory, and stops them on drop. Tests
 //! run in parallel never share a port or a data dir.
 
+pub mod apiserver;
 pub mod etcd;
 pub mod ports;
 
+pub use apiserver::TestApiServer;
 pub use etcd::EtcdServer;
 pub use ports::free_port;

@@ -5,25 +5,27 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Arc;
 
-use skiff_apiserver::{ApiServer, Config};
-use skiff_store::sqlite::SqliteStore;
-use tokio_util::sync::CancellationToken;
+use skiff_apiserver::Config;
+use skiff_testkit::apiserver::{Options, TestApiServer};
 
 /// Where the versioned kubectl binaries live.
 pub const KUBECTL_DIR: &str = "/usr/lib/google-cloud-sdk/bin";
 
-/// A token for a user outside system:masters (authenticated, not allowed).
-pub const VIEWER_TOKEN: &str = "viewer-token-0123456789";
+#[allow(unused_imports)] // the tests that use it are in some binaries only
+pub use skiff_testkit::apiserver::VIEWER_TOKEN;
 
+/// The shared in-process server (`dir`, `kubeconfig`, `url`, `store`,
+/// `loopback`), with kubectl helpers.
 pub struct TestServer {
-    pub dir: tempfile::TempDir,
-    pub kubeconfig: PathBuf,
-    pub url: String,
-    /// The in-process router as `system:apiserver` (from `start_loopback`).
-    pub loopback: Option<axum::Router>,
-    shutdown: CancellationToken,
+    server: TestApiServer,
+}
+
+impl std::ops::Deref for TestServer {
+    type Target = TestApiServer;
+    fn deref(&self) -> &TestApiServer {
+        &self.server
+    }
 }
 
 impl TestServer {
@@ -42,40 +44,8 @@ impl TestServer {
     }
 
     async fn start_inner(configure: impl FnOnce(Config) -> Config, loopback: bool) -> TestServer {
-        // Several rustls providers may be compiled in (feature
-        // unification across the workspace); pick one for kube's client.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let dir = tempfile::tempdir().expect("temp dir");
-        std::fs::write(
-            dir.path().join("tokens.csv"),
-            format!("admin-token-0123456789,admin,1,\"system:masters\"\n{VIEWER_TOKEN},viewer,2\n"),
-        )
-        .expect("token file");
-        let store = SqliteStore::open(dir.path().join("db/state.db"), Default::default())
-            .expect("open store");
-        let server = ApiServer::bind(
-            configure(Config {
-                bookmark_every: std::time::Duration::from_millis(200),
-                ..Config::new(
-                    dir.path().to_path_buf(),
-                    "127.0.0.1:0".parse().expect("addr"),
-                )
-            }),
-            Arc::new(store),
-        )
-        .await
-        .expect("bind API server");
-        let kubeconfig = server.kubeconfig.clone();
-        let loopback = loopback.then(|| server.loopback());
-        let url = format!("https://127.0.0.1:{}", server.local_addr.port());
-        let shutdown = CancellationToken::new();
-        tokio::spawn(server.run(shutdown.clone()));
         TestServer {
-            dir,
-            kubeconfig,
-            url,
-            loopback,
-            shutdown,
+            server: TestApiServer::start(configure, Options { loopback }).await,
         }
     }
 
@@ -100,12 +70,6 @@ impl TestServer {
             kubeconfig: self.kubeconfig.clone(),
             cache,
         }
-    }
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        self.shutdown.cancel();
     }
 }
 

@@ -4,74 +4,39 @@
 #![allow(dead_code)] // each test binary uses a different part of this module
 
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::api::{ListParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client};
-use skiff_apiserver::{ApiServer, Config as ServerConfig};
 use skiff_client::leader::LeaderElectionConfig;
 use skiff_scheduler::queue::QueueConfig;
 use skiff_scheduler::{Config, Scheduler};
-use skiff_store::sqlite::SqliteStore;
+use skiff_testkit::TestApiServer;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 /// Upper bound for any wait in these tests.
 pub const WAIT: Duration = Duration::from_secs(30);
 
+/// The shared in-process server (`dir`, `store`, ...) and a kube client.
 pub struct TestServer {
-    pub dir: tempfile::TempDir,
+    server: TestApiServer,
     pub client: Client,
-    /// The store behind the API server, for writing what the API would
-    /// refuse (objects from before a validation existed).
-    pub store: Arc<dyn skiff_store::Store>,
-    shutdown: CancellationToken,
+}
+
+impl std::ops::Deref for TestServer {
+    type Target = TestApiServer;
+    fn deref(&self) -> &TestApiServer {
+        &self.server
+    }
 }
 
 impl TestServer {
     pub async fn start() -> TestServer {
-        // Several rustls providers may be compiled in (feature
-        // unification across the workspace); pick one for kube's client.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let dir = tempfile::tempdir().expect("temp dir");
-        std::fs::write(
-            dir.path().join("tokens.csv"),
-            "admin-token-0123456789,admin,1,\"system:masters\"\n",
-        )
-        .expect("token file");
-        let store: Arc<dyn skiff_store::Store> = Arc::new(
-            SqliteStore::open(dir.path().join("db/state.db"), Default::default())
-                .expect("open store"),
-        );
-        let server = ApiServer::bind(
-            ServerConfig {
-                bookmark_every: Duration::from_millis(200),
-                ..ServerConfig::new(
-                    dir.path().to_path_buf(),
-                    "127.0.0.1:0".parse().expect("addr"),
-                )
-            },
-            store.clone(),
-        )
-        .await
-        .expect("bind API server");
-        let kubeconfig = Kubeconfig::read_from(&server.kubeconfig).expect("read kubeconfig");
-        let shutdown = CancellationToken::new();
-        tokio::spawn(server.run(shutdown.clone()));
-        let config =
-            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-                .await
-                .expect("kube config");
-        let client = Client::try_from(config).expect("kube client");
-        TestServer {
-            dir,
-            client,
-            store,
-            shutdown,
-        }
+        let server = TestApiServer::start(|c| c, Default::default()).await;
+        let client = server.client().await;
+        TestServer { server, client }
     }
 
     pub fn pods(&self) -> Api<Pod> {
@@ -124,12 +89,6 @@ impl TestServer {
             .await
             .expect("list events")
             .items
-    }
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        self.shutdown.cancel();
     }
 }
 
