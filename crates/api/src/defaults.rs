@@ -147,8 +147,9 @@ pub fn pod_spec(spec: &mut Value) {
     }
 }
 
-/// Pod defaults on create, including DefaultTolerationSeconds and the
-/// initial status.
+/// Pod defaults and the initial status. (The not-ready and unreachable
+/// tolerations come from the API server's DefaultTolerationSeconds
+/// admission plugin.)
 pub fn pod(pod: &mut Value) {
     if let Some(spec) = pod.get_mut("spec") {
         pod_spec(spec);
@@ -156,30 +157,6 @@ pub fn pod(pod: &mut Value) {
     if let Some(obj) = pod.get_mut("spec").and_then(Value::as_object_mut) {
         default(obj, "priority", json!(0));
         default(obj, "preemptionPolicy", json!("PreemptLowerPriority"));
-        let tolerations = obj.entry("tolerations").or_insert_with(|| json!([]));
-        if let Some(list) = tolerations.as_array_mut() {
-            for key in [
-                "node.kubernetes.io/not-ready",
-                "node.kubernetes.io/unreachable",
-            ] {
-                let tolerated = list.iter().any(|t| {
-                    let k = t.get("key").and_then(Value::as_str);
-                    let effect = t.get("effect").and_then(Value::as_str);
-                    (k == Some(key)
-                        || k.is_none()
-                            && t.get("operator").and_then(Value::as_str) == Some("Exists"))
-                        && (effect.is_none() || effect == Some("NoExecute"))
-                });
-                if !tolerated {
-                    list.push(json!({
-                        "key": key,
-                        "operator": "Exists",
-                        "effect": "NoExecute",
-                        "tolerationSeconds": 300,
-                    }));
-                }
-            }
-        }
     }
     let qos = pod.get("spec").map(qos_class).unwrap_or("BestEffort");
     if let Some(status) = object_entry(pod, "status") {
@@ -382,9 +359,6 @@ mod tests {
         assert_eq!(c["livenessProbe"]["timeoutSeconds"], 1);
         assert_eq!(c["livenessProbe"]["failureThreshold"], 3);
         assert_eq!(c["livenessProbe"]["httpGet"]["scheme"], "HTTP");
-        let tolerations = spec["tolerations"].as_array().unwrap();
-        assert_eq!(tolerations.len(), 2);
-        assert_eq!(tolerations[0]["tolerationSeconds"], 300);
         assert_eq!(p["status"]["phase"], "Pending");
         assert_eq!(p["status"]["qosClass"], "BestEffort");
     }

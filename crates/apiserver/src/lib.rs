@@ -1,45 +1,34 @@
-//! skiff-apiserver: the Kubernetes API server. It owns TLS and the PKI
-//! ([`pki`], [`serve`]), authentication ([`auth`]), the resource table
-//! ([`resources`]), REST handlers ([`rest`]), discovery ([`discovery`]) and
-//! Status errors ([`status`]). It talks to storage only through the
-//! `skiff_store::Store` trait.
-// Nothing a request sends may panic here: no unwrap, expect, panic or
-// unchecked indexing outside tests (an invariant that really holds says
-// so with `#[expect(..., reason = ...)]`).
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::indexing_slicing,
-        clippy::panic
-    )
-)]
+//! skiff-apiserver: the Kubernetes API server, laid out as the path a
+//! request takes:
+//!
+//! - [`serve`]: TLS (with [`serve::pki`]), HTTP/1.1 and HTTP/2, timeouts,
+//!   the panic guard, and the in-process loopback ([`ApiServer::loopback`]);
+//! - [`authn`]: who is asking; [`authz`]: whether they may ([`authz::Authorizer`]);
+//! - [`handlers`]: one file per verb (get, list, watch, create, update,
+//!   patch and apply, delete, binding, scale and eviction), query checks,
+//!   Tables;
+//! - [`admission`]: mutating then validating plugins, one file each;
+//! - [`registry`]: storing objects: typed decoding, field validation, the
+//!   shared write path, deletion, managedFields, conversion;
+//! - [`watchcache`]: per-resource caches fed by one store watch, with
+//!   selectable views and indexed watchers;
+//! - [`discovery`], [`openapi`], [`protobuf`], [`resources`] (the served
+//!   table) and [`status`] (Status errors).
+//!
+//! It talks to storage only through the `skiff_store::Store` trait.
 
-pub mod apply;
-pub mod auth;
-pub mod cache;
-pub mod convert;
-pub mod delete;
+pub mod admission;
+pub mod authn;
+pub mod authz;
 pub mod discovery;
-pub mod filter;
-pub mod managed;
-pub mod object;
+pub mod handlers;
 pub mod openapi;
-pub mod params;
-pub mod pki;
 pub mod protobuf;
-mod protobuf_fields;
+pub mod registry;
 pub mod resources;
-pub mod rest;
-pub mod scale;
 pub mod serve;
 pub mod status;
-pub mod strict;
-pub mod table;
-pub mod typed;
-pub mod watchers;
-pub mod write;
+pub mod watchcache;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -60,11 +49,11 @@ pub const SYSTEM_NAMESPACES: &[&str] =
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
-    Pki(#[from] pki::Error),
+    Pki(#[from] serve::pki::Error),
     #[error(transparent)]
     Tls(#[from] serve::Error),
     #[error(transparent)]
-    Auth(#[from] auth::Error),
+    Auth(#[from] authn::Error),
     #[error("cannot listen on {addr}: {source}")]
     Listen {
         addr: SocketAddr,
@@ -110,7 +99,7 @@ pub struct AppState {
     /// How often a watch that allows bookmarks gets one.
     pub bookmark_every: std::time::Duration,
     /// One watch cache per storage resource name.
-    pub caches: Arc<cache::Caches>,
+    pub caches: Arc<watchcache::Caches>,
 }
 
 impl AppState {
@@ -119,7 +108,7 @@ impl AppState {
         advertise: String,
         bookmark_every: std::time::Duration,
     ) -> Self {
-        let caches = Arc::new(cache::Caches::new(
+        let caches = Arc::new(watchcache::Caches::new(
             resources::RESOURCES.iter().map(|r| r.storage),
         ));
         AppState {
@@ -134,7 +123,7 @@ impl AppState {
         clippy::expect_used,
         reason = "the caches are made from RESOURCES, and every Resource comes from it"
     )]
-    pub fn cache(&self, resource: &resources::Resource) -> &Arc<cache::WatchCache> {
+    pub fn cache(&self, resource: &resources::Resource) -> &Arc<watchcache::WatchCache> {
         self.caches
             .get(resource.storage)
             .expect("every served resource has a cache")
@@ -154,7 +143,9 @@ pub struct ApiServer {
 }
 
 /// The router for `state`.
-pub fn router(state: AppState, tokens: Arc<auth::Tokens>) -> Router {
+pub fn router(state: AppState, tokens: Arc<authn::Tokens>) -> Router {
+    let authorizers: Arc<Vec<Box<dyn authz::Authorizer>>> =
+        Arc::new(vec![Box::new(authz::MastersOnly)]);
     Router::new()
         .route("/version", get(discovery::version))
         .route("/version/", get(discovery::version))
@@ -172,9 +163,12 @@ pub fn router(state: AppState, tokens: Arc<auth::Tokens>) -> Router {
         .route("/openapi/v3", get(openapi::index))
         .route("/openapi/v3/", get(openapi::index))
         .route("/openapi/v3/{*path}", get(openapi::document))
-        .fallback(rest::dispatch)
+        .fallback(handlers::dispatch)
         .layer(axum::middleware::from_fn(move |req, next| {
-            auth::authenticate(tokens.clone(), req, next)
+            authz::authorize(authorizers.clone(), req, next)
+        }))
+        .layer(axum::middleware::from_fn(move |req, next| {
+            authn::authenticate(tokens.clone(), req, next)
         }))
         .layer(axum::middleware::from_fn(serve::catch_panic))
         .with_state(state)
@@ -189,7 +183,7 @@ async fn bootstrap(store: &dyn Store) -> Result<(), Error> {
             "metadata": {
                 "name": name,
                 "uid": uuid::Uuid::new_v4().to_string(),
-                "creationTimestamp": object::now(),
+                "creationTimestamp": registry::object::now(),
                 "labels": {"kubernetes.io/metadata.name": name},
             },
             "spec": {"finalizers": ["kubernetes"]},
@@ -197,7 +191,7 @@ async fn bootstrap(store: &dyn Store) -> Result<(), Error> {
         });
         match store
             .create(
-                &object::key(ns, None, name),
+                &registry::object::key(ns, None, name),
                 serde_json::to_vec(&body).unwrap_or_default().into(),
             )
             .await
@@ -218,11 +212,11 @@ impl ApiServer {
     /// Creates the PKI and token file if needed, bootstraps the system
     /// namespaces, binds the port and writes `<data-dir>/admin.kubeconfig`.
     pub async fn bind(config: Config, store: Arc<dyn Store>) -> Result<Self, Error> {
-        let pki = pki::ensure(&config.data_dir.join("pki"))?;
+        let pki = serve::pki::ensure(&config.data_dir.join("pki"))?;
         let tls = serve::tls_config(&pki)?;
         let token_path = config.data_dir.join("tokens.csv");
-        auth::ensure_token_file(&token_path)?;
-        let tokens = Arc::new(auth::Tokens::load(&token_path)?);
+        authn::ensure_token_file(&token_path)?;
+        let tokens = Arc::new(authn::Tokens::load(&token_path)?);
         bootstrap(store.as_ref()).await?;
         let listener = TcpListener::bind(config.bind)
             .await
@@ -241,7 +235,7 @@ impl ApiServer {
         };
         let advertise = format!("{host}:{}", local_addr.port());
         let kubeconfig = config.data_dir.join("admin.kubeconfig");
-        pki::write_admin_kubeconfig(&pki, &format!("https://{advertise}"), &kubeconfig)?;
+        serve::pki::write_admin_kubeconfig(&pki, &format!("https://{advertise}"), &kubeconfig)?;
         let state = AppState::new(store, advertise, config.bookmark_every);
         Ok(ApiServer {
             router: router(state.clone(), tokens),
@@ -266,7 +260,7 @@ impl ApiServer {
     pub fn loopback(&self) -> Router {
         self.router
             .clone()
-            .layer(axum::Extension(auth::PeerUser(Some(auth::User {
+            .layer(axum::Extension(authn::PeerUser(Some(authn::User {
                 name: "system:apiserver".into(),
                 groups: vec!["system:masters".into()],
             }))))

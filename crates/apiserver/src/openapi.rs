@@ -89,7 +89,7 @@ fn operation(r: &Resource, action: &str, id: &str, kind: &str, schema: Option<&s
     if let Some(schema) = schema {
         let body = json!({"schema": {"$ref": format!("#/components/schemas/{schema}")}});
         if let Some(ok) = op.pointer_mut("/responses/200") {
-            crate::object::set(ok, "content", json!({"application/json": body.clone()}));
+            crate::registry::object::set(ok, "content", json!({"application/json": body.clone()}));
         }
         if matches!(action, "put" | "post" | "patch") {
             let content = if action == "patch" {
@@ -102,7 +102,7 @@ fn operation(r: &Resource, action: &str, id: &str, kind: &str, schema: Option<&s
             } else {
                 json!({"*/*": body})
             };
-            crate::object::set(
+            crate::registry::object::set(
                 &mut op,
                 "requestBody",
                 json!({"content": content, "required": true}),
@@ -153,9 +153,9 @@ fn annotate(schemas: &mut Map<String, Value>, root: &str, ext: &skiff_api::patch
             o.insert("allOf".into(), json!([{ "$ref": r }]));
         }
     }
-    crate::object::set(prop, "x-kubernetes-patch-strategy", json!(ext.strategy));
+    crate::registry::object::set(prop, "x-kubernetes-patch-strategy", json!(ext.strategy));
     if let Some(key) = ext.merge_key {
-        crate::object::set(prop, "x-kubernetes-patch-merge-key", json!(key));
+        crate::registry::object::set(prop, "x-kubernetes-patch-merge-key", json!(key));
     }
 }
 

@@ -299,14 +299,16 @@ impl Filter {
 
     /// The indexed field (see `watchers::INDEXED_FIELDS`) the field
     /// selector pins to one non-empty value, if any.
-    pub fn index_key(&self) -> Option<crate::watchers::IndexKey> {
+    pub fn index_key(&self) -> Option<crate::watchcache::watchers::IndexKey> {
         let fields = self.fields.as_ref()?;
-        crate::watchers::INDEXED_FIELDS.iter().find_map(|f| {
-            fields
-                .requires_exact_match(f)
-                .filter(|v| !v.is_empty())
-                .map(|v| (*f, v.into()))
-        })
+        crate::watchcache::watchers::INDEXED_FIELDS
+            .iter()
+            .find_map(|f| {
+                fields
+                    .requires_exact_match(f)
+                    .filter(|v| !v.is_empty())
+                    .map(|v| (*f, v.into()))
+            })
     }
 
     /// The one object name the field selector pins, if any.

@@ -6,12 +6,12 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{json, Value};
 
-use crate::delete::DeleteOptions;
-use crate::object;
+use crate::handlers::json_response;
+use crate::registry::delete::DeleteOptions;
+use crate::registry::object;
+use crate::registry::write::{self, WriteOptions};
 use crate::resources::Resource;
-use crate::rest::json_response;
 use crate::status::{ApiError, ApiResult};
-use crate::write::{self, WriteOptions};
 use crate::AppState;
 
 /// The label selector string of a workload's spec.selector.
@@ -60,7 +60,7 @@ pub fn to_scale(obj: &Value) -> Value {
         "creationTimestamp",
     ] {
         if let Some(v) = meta.get(field) {
-            crate::object::set(&mut metadata, field, v.clone());
+            crate::registry::object::set(&mut metadata, field, v.clone());
         }
     }
     json!({
@@ -114,7 +114,7 @@ fn from_scale(workload: &Value, scale: &Value) -> ApiResult<Value> {
     }
     let mut next = workload.clone();
     if let Some(spec) = next.get_mut("spec") {
-        crate::object::set(spec, "replicas", json!(replicas));
+        crate::registry::object::set(spec, "replicas", json!(replicas));
     }
     // A resourceVersion in the Scale is a precondition on the workload.
     match scale
@@ -168,7 +168,7 @@ pub async fn patch(
         let scale = to_scale(workload);
         // The same statuses as any other patch (400, 422, 415).
         let patched =
-            apply_patch("Scale", &scale, patch_type, body).map_err(crate::rest::patch_error)?;
+            apply_patch("Scale", &scale, patch_type, body).map_err(crate::handlers::patch_error)?;
         from_scale(workload, &patched)
     })
     .await?;
@@ -206,7 +206,7 @@ pub async fn evict(
         .map(|d| serde_json::to_vec(d).unwrap_or_default())
         .unwrap_or_default();
     let opts = DeleteOptions::parse(&delete_options, &Default::default())?.dry_run(opts.dry_run);
-    crate::delete::delete_one(state, r, ns, name, &opts).await?;
+    crate::registry::delete::delete_one(state, r, ns, name, &opts).await?;
     Ok(json_response(
         StatusCode::CREATED,
         &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),

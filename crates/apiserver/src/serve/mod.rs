@@ -4,6 +4,11 @@
 
 use std::sync::Arc;
 
+mod panic;
+pub mod pki;
+
+pub use panic::catch_panic;
+
 use axum::Router;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::service::TowerToHyperService;
@@ -14,8 +19,8 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::{user_from_cert, PeerUser};
-use crate::pki::Pki;
+use crate::authn::{user_from_cert, PeerUser};
+use crate::serve::pki::Pki;
 
 /// Why TLS could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -139,34 +144,5 @@ pub async fn serve(
                 _ = shutdown.cancelled() => {}
             }
         });
-    }
-}
-
-/// Turns a panic in a handler into a 500 Status and an error log line,
-/// so a client gets an answer, the connection lives on, and a panic never
-/// unwinds into an in-process (loopback) caller.
-pub async fn catch_panic(
-    req: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    use futures::FutureExt;
-    let method = req.method().clone();
-    let path = req.uri().path().to_string();
-    match std::panic::AssertUnwindSafe(next.run(req))
-        .catch_unwind()
-        .await
-    {
-        Ok(response) => response,
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            tracing::error!(%method, %path, panic = %what, "handler panicked");
-            axum::response::IntoResponse::into_response(crate::status::ApiError::internal(format!(
-                "Internal error occurred: the server panicked while handling {method} {path}"
-            )))
-        }
     }
 }

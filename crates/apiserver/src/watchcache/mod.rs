@@ -15,6 +15,9 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, RwLock};
+
+pub mod filter;
+pub mod watchers;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -24,8 +27,8 @@ use skiff_store::{EventKind, ListOptions, Store};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::filter::{RawFields, Selectable};
-use crate::object::with_revision;
+use crate::registry::object::with_revision;
+use crate::watchcache::filter::{RawFields, Selectable};
 
 /// Events kept for watchers that resume from a recent resourceVersion.
 const HISTORY: usize = 10_000;
@@ -167,7 +170,7 @@ struct State {
     history: VecDeque<CachedEvent>,
     /// Events after this revision are all in `history`.
     history_from: i64,
-    watchers: crate::watchers::Watchers,
+    watchers: crate::watchcache::watchers::Watchers,
 }
 
 /// The cache of one resource (one storage prefix).
@@ -187,7 +190,8 @@ fn decode(key: &str, value: &[u8], revision: i64, kind: EventKind) -> Option<Arc
         let top: RawFields = serde_json::from_slice(value).ok()?;
         let meta: RawFields = serde_json::from_str(top.get("metadata")?.get()).ok()?;
         let line = spliced(line_start(kind, 0), value, &top, &meta, revision)?;
-        let selectable = crate::filter::selectable_view_fields(storage, &top, Some(&meta))?;
+        let selectable =
+            crate::watchcache::filter::selectable_view_fields(storage, &top, Some(&meta))?;
         Some((line, selectable))
     };
     let cached = match fast() {
@@ -196,7 +200,7 @@ fn decode(key: &str, value: &[u8], revision: i64, kind: EventKind) -> Option<Arc
             let object: Value = serde_json::from_slice(value)
                 .map_err(|e| tracing::warn!(key, error = %e, "stored object is not JSON"))
                 .ok()?;
-            let selectable = crate::filter::selectable_view(storage, &object);
+            let selectable = crate::watchcache::filter::selectable_view(storage, &object);
             let json = serde_json::to_vec(&with_revision(object, revision)).ok()?;
             Cached::new(key, revision, selectable, kind, &json)
         }
@@ -313,7 +317,7 @@ impl WatchCache {
         prefix: &str,
         after: Option<i64>,
         interest: Option<Interest>,
-        index: Option<crate::watchers::IndexKey>,
+        index: Option<crate::watchcache::watchers::IndexKey>,
     ) -> Result<Subscription, Error> {
         let mut state = self.write();
         if !state.ready {
@@ -593,7 +597,7 @@ mod tests {
             let tree: Value = serde_json::from_slice(raw).unwrap();
             assert_eq!(
                 item.selectable,
-                crate::filter::selectable_view("x", &tree),
+                crate::watchcache::filter::selectable_view("x", &tree),
                 "{}",
                 String::from_utf8_lossy(raw)
             );

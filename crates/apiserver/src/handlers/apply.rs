@@ -7,10 +7,10 @@
 use axum::response::Response;
 use serde_json::Value;
 
-use crate::object;
+use crate::registry::object;
+use crate::registry::write::{self, WriteOptions};
 use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult, Cause};
-use crate::write::{self, WriteOptions};
 use crate::AppState;
 
 fn apply_error(e: skiff_api::apply::ApplyError) -> ApiError {
@@ -104,5 +104,5 @@ pub async fn server_side_apply(
         }
     };
     outcome.warnings = warnings;
-    Ok(crate::rest::written(r, outcome))
+    Ok(crate::handlers::written(r, outcome))
 }

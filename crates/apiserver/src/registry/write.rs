@@ -10,10 +10,11 @@ use std::collections::HashMap;
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 
-use crate::object::{self, with_revision};
+use crate::admission;
+use crate::registry::object::{self, with_revision};
+use crate::registry::strict::{self, FieldValidation};
 use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult, Cause};
-use crate::strict::{self, FieldValidation};
 use crate::AppState;
 
 /// Attempts of an update before a conflict is returned to the client.
@@ -121,21 +122,31 @@ pub async fn create(
     warnings: Vec<String>,
 ) -> ApiResult<Outcome> {
     let name = object::prepare_create(r, ns, &mut obj)?;
-    let obj = crate::typed::normalize(r.group, r.kind, (r.kind, r.version), obj)?;
+    let obj = crate::registry::typed::normalize(r.group, r.kind, (r.kind, r.version), obj)?;
     if r.group == "events.k8s.io" {
         check_valid(r, &name, skiff_api::validation::events_v1_create(&obj))?;
     }
-    let mut obj = crate::convert::to_stored(r, obj);
+    let mut obj = crate::registry::convert::to_stored(r, obj);
     skiff_api::defaults::apply(r.kind, &mut obj);
     skiff_api::defaults::on_create(r.kind, &mut obj);
-    check_valid(r, &name, skiff_api::validation::validate(r.kind, &obj))?;
     let ns = obj
         .pointer("/metadata/namespace")
         .and_then(Value::as_str)
         .map(String::from);
-    crate::rest::namespace_admits(state, r, ns.as_deref(), &name).await?;
+    let attrs = admission::Attributes {
+        state,
+        resource: r,
+        namespace: ns.as_deref(),
+        name: &name,
+        operation: admission::Operation::Create,
+        subresource: None,
+        old: None,
+    };
+    admission::mutate(&attrs, &mut obj).await?;
+    check_valid(r, &name, skiff_api::validation::validate(r.kind, &obj))?;
+    admission::validate(&attrs, &obj).await?;
     if let Some(manager) = &opts.field_manager {
-        obj = crate::managed::record_update(r, None, obj, manager);
+        obj = crate::registry::managed::record_update(r, None, obj, manager);
     }
     if opts.dry_run {
         return Ok(Outcome {
@@ -220,7 +231,7 @@ pub async fn update(
         let (old, revision, cached) = current_for_update(state, r, ns, name, attempt).await?;
         // It sees the stored resourceVersion (a JSON patch may `test` it);
         // a version the mutation leaves as it was pins nothing.
-        let base = crate::convert::to_served(r, old.clone());
+        let base = crate::registry::convert::to_served(r, old.clone());
         let mut candidate = mutate(&base)?;
         object::check_type(r, &mut candidate)?;
         if candidate.pointer("/metadata/resourceVersion")
@@ -228,8 +239,9 @@ pub async fn update(
         {
             object::meta(&mut candidate).remove("resourceVersion");
         }
-        let candidate = crate::typed::normalize(r.group, r.kind, (r.kind, r.version), candidate)?;
-        let candidate = crate::convert::to_stored(r, candidate);
+        let candidate =
+            crate::registry::typed::normalize(r.group, r.kind, (r.kind, r.version), candidate)?;
+        let candidate = crate::registry::convert::to_stored(r, candidate);
         let given = object::name_of(&candidate).unwrap_or_default();
         if given != name {
             return Err(ApiError::bad_request(format!(
@@ -270,7 +282,7 @@ pub async fn update(
         let mut new = match subresource {
             Some("status") => {
                 let mut merged = old.clone();
-                crate::object::set(
+                crate::registry::object::set(
                     &mut merged,
                     "status",
                     candidate.get("status").cloned().unwrap_or(Value::Null),
@@ -280,7 +292,9 @@ pub async fn update(
             _ => {
                 let mut obj = candidate;
                 match old.get("status") {
-                    Some(status) => crate::object::set(&mut obj, "status", status.clone()),
+                    Some(status) => {
+                        crate::registry::object::set(&mut obj, "status", status.clone())
+                    }
                     None => {
                         if let Some(o) = obj.as_object_mut() {
                             o.remove("status");
@@ -291,17 +305,28 @@ pub async fn update(
                 obj
             }
         };
+        let attrs = admission::Attributes {
+            state,
+            resource: r,
+            namespace: ns,
+            name,
+            operation: admission::Operation::Update,
+            subresource,
+            old: Some(&old),
+        };
+        admission::mutate(&attrs, &mut new).await?;
         check_valid(
             r,
             name,
             skiff_api::validation::validate_update(r.kind, &old, &new),
         )?;
+        admission::validate(&attrs, &new).await?;
         object::prepare_update(&old, &mut new);
         if let Some(ns) = ns {
             object::meta(&mut new).insert("namespace".into(), json!(ns));
         }
         if let Some(manager) = &opts.field_manager {
-            new = crate::managed::record_update(r, Some(&old), new, manager);
+            new = crate::registry::managed::record_update(r, Some(&old), new, manager);
         }
         if opts.dry_run {
             return Ok(Outcome {
@@ -313,7 +338,8 @@ pub async fn update(
         let value = serde_json::to_vec(&new).map_err(|e| ApiError::internal(e.to_string()))?;
         match state.store.update(&key, value.into(), revision).await {
             Ok(kv) => {
-                crate::delete::finish_if_done(state, r, &key, &new, kv.mod_revision).await?;
+                crate::registry::delete::finish_if_done(state, r, &key, &new, kv.mod_revision)
+                    .await?;
                 return Ok(Outcome {
                     object: with_revision(new, kv.mod_revision),
                     status: StatusCode::OK,

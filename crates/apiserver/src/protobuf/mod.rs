@@ -30,7 +30,9 @@ use prost_reflect::{
 };
 use serde_json::{Map, Value};
 
-use crate::protobuf_fields::{INLINE_FIELDS, KEEP_ZERO_FIELDS};
+mod fields;
+
+use fields::{INLINE_FIELDS, KEEP_ZERO_FIELDS};
 
 /// The media type of protobuf bodies.
 pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
@@ -366,5 +368,5 @@ fn trim_fraction(n: u64, unit: u64) -> String {
 }
 
 #[cfg(test)]
-#[path = "protobuf_tests.rs"]
+#[path = "tests.rs"]
 mod tests;

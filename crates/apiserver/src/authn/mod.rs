@@ -1,12 +1,11 @@
-//! Authentication and authorization.
+//! Authentication: who is asking.
 //!
 //! A client is identified by its TLS client certificate (CN = user, each O
 //! = a group, as upstream) or by a bearer token from the static token file
 //! `<data-dir>/tokens.csv` (upstream's `token,user,uid,"group1,group2"`
-//! format). No credentials → 401. For now members of `system:masters` may
-//! do everything and everyone else is refused with 403; node identities get
-//! their own rules in a later issue. `/version` and the health endpoints
-//! are open to anyone, as upstream's `system:public-info-viewer` allows.
+//! format). No credentials → 401, except on the paths anyone may read
+//! (`/version` and the health endpoints, as upstream's
+//! `system:public-info-viewer` allows). What a user may do is `authz`'s.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -146,18 +145,9 @@ pub fn user_from_cert(der: &[u8]) -> Option<User> {
     Some(User { name, groups })
 }
 
-/// Paths anyone may read.
-fn is_public(path: &str) -> bool {
-    matches!(
-        path,
-        "/version" | "/version/" | "/healthz" | "/livez" | "/readyz"
-    ) || path.starts_with("/healthz/")
-        || path.starts_with("/livez/")
-        || path.starts_with("/readyz/")
-}
-
-/// Middleware: authenticate, authorize, and put the [`User`] in the
-/// request's extensions.
+/// Middleware: authenticate and put the [`User`] in the request's
+/// extensions; no credentials is a 401 except on public paths.
+/// Authorization is the next layer's (`crate::authz`).
 pub async fn authenticate(
     tokens: std::sync::Arc<Tokens>,
     mut req: Request,
@@ -173,23 +163,11 @@ pub async fn authenticate(
     let path = req.uri().path().to_string();
     let user = match from_token.or(from_cert) {
         Some(user) => user,
-        None if is_public(&path) => {
+        None if crate::authz::is_public(&path) => {
             return next.run(req).await;
         }
         None => return ApiError::unauthorized().into_response(),
     };
-    if !user.groups.iter().any(|g| g == "system:masters") && !is_public(&path) {
-        let message =
-            crate::rest::forbidden_message(&user.name, req.method(), &path, req.uri().query())
-                .unwrap_or_else(|| {
-                    let verb = req.method().as_str().to_lowercase();
-                    format!(
-                        "forbidden: User \"{}\" cannot {verb} path \"{path}\"",
-                        user.name
-                    )
-                });
-        return ApiError::forbidden(message).into_response();
-    }
     req.extensions_mut().insert(user);
     next.run(req).await
 }

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
-use crate::cache::{CachedEvent, Interest};
-use crate::filter::Selectable;
+use crate::watchcache::filter::Selectable;
+use crate::watchcache::{CachedEvent, Interest};
 
 /// The fields watchers are indexed by, in order of preference.
 pub const INDEXED_FIELDS: &[&str] = &["spec.nodeName", "metadata.name", "metadata.namespace"];
@@ -163,7 +163,7 @@ mod tests {
         if let Some(n) = node {
             spec["nodeName"] = json!(n);
         }
-        crate::filter::selectable_view(
+        crate::watchcache::filter::selectable_view(
             "pods",
             &json!({"metadata": {"name": name, "namespace": "d"}, "spec": spec}),
         )

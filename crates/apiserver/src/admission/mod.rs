@@ -1,0 +1,75 @@
+//! Admission: the plugins a write passes after defaulting, mutating ones
+//! first (they may change the object), then validating ones (they may
+//! only refuse), as upstream's admission chain runs them. One plugin per
+//! file, registered in [`PLUGINS`]; today NamespaceLifecycle and
+//! DefaultTolerationSeconds, later ServiceAccount, NodeRestriction,
+//! LimitRanger, ResourceQuota and Priority.
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::resources::Resource;
+use crate::status::ApiResult;
+use crate::AppState;
+
+mod default_toleration_seconds;
+mod namespace_lifecycle;
+
+pub use default_toleration_seconds::DefaultTolerationSeconds;
+pub use namespace_lifecycle::NamespaceLifecycle;
+
+/// What the write does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    Create,
+    Update,
+}
+
+/// One write as the plugins see it.
+#[derive(Debug)]
+pub struct Attributes<'a> {
+    pub state: &'a AppState,
+    pub resource: &'a Resource,
+    pub namespace: Option<&'a str>,
+    pub name: &'a str,
+    pub operation: Operation,
+    /// "status", "scale"... or none.
+    pub subresource: Option<&'a str>,
+    /// The stored object before the write (updates).
+    pub old: Option<&'a Value>,
+}
+
+/// One admission plugin. Both steps default to doing nothing.
+#[async_trait]
+pub trait Plugin: Send + Sync {
+    fn name(&self) -> &'static str;
+
+    /// May change `object`.
+    async fn mutate(&self, _attrs: &Attributes<'_>, _object: &mut Value) -> ApiResult<()> {
+        Ok(())
+    }
+
+    /// May refuse the write.
+    async fn validate(&self, _attrs: &Attributes<'_>, _object: &Value) -> ApiResult<()> {
+        Ok(())
+    }
+}
+
+/// The chain, in upstream's order.
+pub static PLUGINS: &[&dyn Plugin] = &[&NamespaceLifecycle, &DefaultTolerationSeconds];
+
+/// Runs every plugin's mutating step.
+pub async fn mutate(attrs: &Attributes<'_>, object: &mut Value) -> ApiResult<()> {
+    for plugin in PLUGINS {
+        plugin.mutate(attrs, object).await?;
+    }
+    Ok(())
+}
+
+/// Runs every plugin's validating step.
+pub async fn validate(attrs: &Attributes<'_>, object: &Value) -> ApiResult<()> {
+    for plugin in PLUGINS {
+        plugin.validate(attrs, object).await?;
+    }
+    Ok(())
+}

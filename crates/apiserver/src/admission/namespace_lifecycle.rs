@@ -1,0 +1,69 @@
+//! NamespaceLifecycle: an object is only created in a namespace that
+//! exists and is not terminating (upstream's plugin of the same name,
+//! which also keeps the system namespaces; their deletion is refused
+//! elsewhere).
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use super::{Attributes, Operation, Plugin};
+use crate::registry::object;
+use crate::resources::{self, Resource};
+use crate::status::{ApiError, ApiResult};
+use crate::AppState;
+
+#[derive(Debug)]
+pub struct NamespaceLifecycle;
+
+#[async_trait]
+impl Plugin for NamespaceLifecycle {
+    fn name(&self) -> &'static str {
+        "NamespaceLifecycle"
+    }
+
+    async fn validate(&self, attrs: &Attributes<'_>, _object: &Value) -> ApiResult<()> {
+        if attrs.operation != Operation::Create {
+            return Ok(());
+        }
+        namespace_admits(attrs.state, attrs.resource, attrs.namespace, attrs.name).await
+    }
+}
+
+/// Admission: a namespaced object needs its namespace to exist and not be
+/// terminating (upstream NamespaceLifecycle).
+async fn namespace_admits(
+    state: &AppState,
+    r: &Resource,
+    ns: Option<&str>,
+    name: &str,
+) -> ApiResult<()> {
+    let (true, Some(ns)) = (r.namespaced, ns) else {
+        return Ok(());
+    };
+    let ns_resource = resources::namespaces();
+    let key = object::key(ns_resource, None, ns);
+    // The watch cache answers almost always; a namespace created a moment
+    // ago may not be there yet, so a miss asks the store.
+    let namespace = match state.cache(ns_resource).get(&key) {
+        Some(cached) => cached.object(),
+        None => match state.store.get(&key).await {
+            Ok(kv) => serde_json::from_slice(&kv.value)
+                .map_err(|e| ApiError::internal(format!("stored object is not JSON: {e}")))?,
+            Err(skiff_store::Error::NotFound { .. }) => {
+                return Err(ApiError::not_found("", "namespaces", ns))
+            }
+            Err(e) => return Err(e.into()),
+        },
+    };
+    let terminating = namespace.pointer("/status/phase").and_then(Value::as_str)
+        == Some("Terminating")
+        || namespace.pointer("/metadata/deletionTimestamp").is_some();
+    if terminating {
+        return Err(ApiError::forbidden(format!(
+            "{} \"{}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+            r.qualified(),
+            name,
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,42 @@
+//! The first policy: members of `system:masters` may do everything, and
+//! nobody else anything (RBAC will replace it).
+
+use super::{Attributes, Authorizer, Decision};
+
+#[derive(Debug, Default)]
+pub struct MastersOnly;
+
+impl Authorizer for MastersOnly {
+    fn authorize(&self, attrs: &Attributes<'_>) -> Decision {
+        if attrs.user.groups.iter().any(|g| g == "system:masters") {
+            Decision::Allow
+        } else {
+            Decision::NoOpinion
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::authn::User;
+
+    #[test]
+    fn masters_may_others_have_no_opinion() {
+        let method = axum::http::Method::GET;
+        let ask = |groups: &[&str]| {
+            let user = User {
+                name: "u".into(),
+                groups: groups.iter().map(|g| g.to_string()).collect(),
+            };
+            MastersOnly.authorize(&Attributes {
+                user: &user,
+                method: &method,
+                path: "/api/v1/pods",
+                query: None,
+            })
+        };
+        assert_eq!(ask(&["system:masters"]), Decision::Allow);
+        assert_eq!(ask(&["devs"]), Decision::NoOpinion);
+    }
+}

@@ -1,0 +1,92 @@
+//! Authorization: after authentication put a [`User`] on the request, an
+//! [`Authorizer`] decides whether it may do what it asks. A denial is a 403
+//! in upstream's words (`pods "web" is forbidden: User "u" cannot get
+//! resource "pods" in API group "" in the namespace "default"`). Today's
+//! policy is [`MastersOnly`]; RBAC and the Node authorizer come later as
+//! more implementations, tried in order.
+
+use std::sync::Arc;
+
+use axum::extract::Request;
+use axum::http::Method;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::authn::User;
+use crate::status::ApiError;
+
+mod masters;
+
+pub use masters::MastersOnly;
+
+/// What a request asks to do.
+#[derive(Debug)]
+pub struct Attributes<'a> {
+    pub user: &'a User,
+    pub method: &'a Method,
+    pub path: &'a str,
+    pub query: Option<&'a str>,
+}
+
+/// An authorizer's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    Deny,
+    /// Let the next authorizer decide (denied if none allows).
+    NoOpinion,
+}
+
+/// One authorization policy.
+pub trait Authorizer: Send + Sync + std::fmt::Debug {
+    fn authorize(&self, attrs: &Attributes<'_>) -> Decision;
+}
+
+/// Paths anyone may read, signed in or not.
+pub fn is_public(path: &str) -> bool {
+    matches!(
+        path,
+        "/version" | "/version/" | "/healthz" | "/livez" | "/readyz"
+    ) || path.starts_with("/healthz/")
+        || path.starts_with("/livez/")
+        || path.starts_with("/readyz/")
+}
+
+/// Middleware: asks each authorizer in turn; the first Allow or Deny
+/// decides, and no Allow is a 403. Public paths pass.
+pub async fn authorize(
+    authorizers: Arc<Vec<Box<dyn Authorizer>>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let path = req.uri().path().to_string();
+    if is_public(&path) {
+        return next.run(req).await;
+    }
+    let Some(user) = req.extensions().get::<User>().cloned() else {
+        return ApiError::unauthorized().into_response();
+    };
+    let attrs = Attributes {
+        user: &user,
+        method: req.method(),
+        path: &path,
+        query: req.uri().query(),
+    };
+    let decision = authorizers
+        .iter()
+        .map(|a| a.authorize(&attrs))
+        .find(|d| *d != Decision::NoOpinion)
+        .unwrap_or(Decision::Deny);
+    if decision == Decision::Allow {
+        return next.run(req).await;
+    }
+    let message = crate::handlers::forbidden_message(&user.name, attrs.method, &path, attrs.query)
+        .unwrap_or_else(|| {
+            let verb = attrs.method.as_str().to_lowercase();
+            format!(
+                "forbidden: User \"{}\" cannot {verb} path \"{path}\"",
+                user.name
+            )
+        });
+    ApiError::forbidden(message).into_response()
+}

@@ -1,0 +1,96 @@
+//! POST pods/NAME/binding: the scheduler's assignment of a pod to a node.
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde_json::{json, Value};
+
+use crate::registry::object::{self};
+use crate::resources::Resource;
+use crate::status::{ApiError, ApiResult};
+use crate::AppState;
+
+use super::json_response;
+
+/// POST pods/NAME/binding: sets spec.nodeName once, and PodScheduled.
+pub(super) async fn bind(
+    state: &AppState,
+    r: &Resource,
+    ns: Option<&str>,
+    name: &str,
+    body: &[u8],
+) -> ApiResult<Response> {
+    let binding = object::decode(body)?;
+    let node = binding
+        .pointer("/target/name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| {
+            ApiError::invalid(
+                "",
+                "Binding",
+                name,
+                vec![crate::status::Cause {
+                    reason: "FieldValueRequired",
+                    field: "target.name".into(),
+                    message: "Required value".into(),
+                }],
+            )
+        })?
+        .to_string();
+    let key = object::key(r, ns, name);
+    for attempt in 0.. {
+        let (mut pod, revision, _) =
+            crate::registry::write::current_for_update(state, r, ns, name, attempt).await?;
+        // Stored form: no resourceVersion.
+        object::meta(&mut pod).remove("resourceVersion");
+        if pod.pointer("/metadata/deletionTimestamp").is_some() {
+            return Err(ApiError::conflict_message(format!(
+                "Operation cannot be fulfilled on pods/binding \"{name}\": pod {name} is being deleted, cannot be assigned to a host"
+            )));
+        }
+        if let Some(current) = pod
+            .pointer("/spec/nodeName")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+        {
+            return Err(ApiError::conflict_message(format!(
+                "Operation cannot be fulfilled on pods/binding \"{name}\": pod {name} is already assigned to node \"{current}\""
+            )));
+        }
+        let Some(spec) = pod.get_mut("spec").filter(|s| s.is_object()) else {
+            return Err(ApiError::internal(format!("stored pod {name} has no spec")));
+        };
+        object::set(spec, "nodeName", json!(node));
+        let conditions = pod
+            .pointer_mut("/status/conditions")
+            .and_then(Value::as_array_mut)
+            .map(std::mem::take)
+            .unwrap_or_default();
+        let mut conditions: Vec<Value> = conditions
+            .into_iter()
+            .filter(|c| c.get("type").and_then(Value::as_str) != Some("PodScheduled"))
+            .collect();
+        conditions.push(json!({
+            "type": "PodScheduled",
+            "status": "True",
+            "lastProbeTime": null,
+            "lastTransitionTime": object::now(),
+        }));
+        if !pod.get("status").is_some_and(Value::is_object) {
+            crate::registry::object::set(&mut pod, "status", json!({}));
+        }
+        if let Some(status) = pod.get_mut("status") {
+            object::set(status, "conditions", json!(conditions));
+        }
+        let value = serde_json::to_vec(&pod).map_err(|e| ApiError::internal(e.to_string()))?;
+        match state.store.update(&key, value.into(), revision).await {
+            Ok(_) => break,
+            Err(skiff_store::Error::Conflict { .. }) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(json_response(
+        StatusCode::CREATED,
+        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
+    ))
+}

@@ -1,0 +1,24 @@
+//! POST of a new object.
+
+use axum::response::Response;
+
+use crate::registry::object::{self};
+use crate::registry::write::WriteOptions;
+use crate::resources::Resource;
+use crate::status::ApiResult;
+use crate::AppState;
+
+use super::written;
+
+pub(super) async fn create(
+    state: &AppState,
+    r: &Resource,
+    ns: Option<&str>,
+    body: &[u8],
+    opts: &WriteOptions,
+) -> ApiResult<Response> {
+    let obj = object::decode(body)?;
+    let warnings = crate::registry::write::check_fields(r, body, &obj, opts)?;
+    let outcome = crate::registry::write::create(state, r, ns, obj, opts, warnings).await?;
+    Ok(written(r, outcome))
+}

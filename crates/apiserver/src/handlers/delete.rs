@@ -1,0 +1,71 @@
+//! DELETE of one object and of a collection.
+
+use std::collections::HashMap;
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde_json::{json, Value};
+use skiff_store::ListOptions;
+
+use crate::registry::delete::DeleteOptions;
+use crate::registry::object::{self};
+use crate::resources::Resource;
+use crate::status::ApiResult;
+use crate::watchcache::filter::Filter;
+use crate::AppState;
+
+use super::{json_response, parse_stored};
+
+pub(super) async fn delete(
+    state: &AppState,
+    r: &Resource,
+    ns: Option<&str>,
+    name: &str,
+    opts: &DeleteOptions,
+) -> ApiResult<Response> {
+    let obj = crate::registry::delete::delete_one(state, r, ns, name, opts).await?;
+    Ok(json_response(
+        StatusCode::OK,
+        &crate::registry::convert::to_served(r, obj),
+    ))
+}
+
+pub(super) async fn delete_collection(
+    state: &AppState,
+    r: &Resource,
+    ns: Option<&str>,
+    q: &HashMap<String, String>,
+    opts: &DeleteOptions,
+) -> ApiResult<Response> {
+    let filter = Filter::parse(r, q)?;
+    let page = state
+        .store
+        .list(&object::prefix(r, ns), ListOptions::default())
+        .await?;
+    let mut items = Vec::new();
+    for kv in page.items {
+        let obj = parse_stored(&kv.value)?;
+        if !filter.matches_object(r, &obj) {
+            continue;
+        }
+        let name = object::name_of(&obj).unwrap_or_default().to_string();
+        let obj_ns = obj
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .map(String::from);
+        match crate::registry::delete::delete_one(state, r, obj_ns.as_deref(), &name, opts).await {
+            Ok(obj) => items.push(obj),
+            Err(e) if e.code == StatusCode::NOT_FOUND => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(json_response(
+        StatusCode::OK,
+        &json!({
+            "kind": format!("{}List", r.kind),
+            "apiVersion": r.group_version(),
+            "metadata": {},
+            "items": items,
+        }),
+    ))
+}

@@ -1,0 +1,459 @@
+//! REST handlers for every resource in the table: get, list, watch,
+//! create, update, delete and deletecollection, routed from the URL by
+//! hand (upstream's paths overlap in ways a route table cannot express:
+//! `/api/v1/namespaces/NAME` vs `/api/v1/namespaces/NS/PLURAL`).
+
+use std::collections::HashMap;
+
+use axum::body::Bytes;
+use axum::extract::{Request, State};
+use axum::http::{header, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+
+use crate::registry::delete::DeleteOptions;
+use crate::registry::write::WriteOptions;
+use crate::resources::{self, Resource};
+use crate::status::{ApiError, ApiResult};
+use crate::AppState;
+
+pub mod apply;
+mod binding;
+mod create;
+mod delete;
+mod get;
+mod list;
+pub mod params;
+mod patch;
+pub mod scale;
+pub mod table;
+mod update;
+mod watch;
+
+use binding::bind;
+use create::create;
+use delete::{delete, delete_collection};
+use get::get;
+use list::{list, list_from_cache, list_mode, ListMode, CONSISTENT_WAIT};
+pub(crate) use patch::patch_error;
+use patch::{content_type, patch, PatchBody};
+use update::update;
+use watch::watch;
+
+/// Largest request body accepted (upstream's 3 MiB).
+pub const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// A parsed resource URL.
+#[derive(Debug)]
+struct Target {
+    resource: &'static Resource,
+    namespace: Option<String>,
+    name: Option<String>,
+    subresource: Option<String>,
+}
+
+fn parse_target(path: &str) -> Option<Target> {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let (group, version, rest) = match segs.as_slice() {
+        ["api", version, rest @ ..] => ("", *version, rest),
+        ["apis", group, version, rest @ ..] => (*group, *version, rest),
+        _ => return None,
+    };
+    let lookup = |plural: &str| resources::find(group, version, plural);
+    let (namespace, plural, name, sub) = match rest {
+        ["namespaces", ns, plural, tail @ ..]
+            if !(tail.is_empty() && matches!(*plural, "status" | "finalize")) =>
+        {
+            (Some(ns.to_string()), *plural, tail.first(), tail.get(1))
+        }
+        [plural, tail @ ..] => (None, *plural, tail.first(), tail.get(1)),
+        [] => return None,
+    };
+    if rest.len() > 5 || (namespace.is_none() && rest.len() > 3) {
+        return None;
+    }
+    let resource = lookup(plural)?;
+    if namespace.is_some() && !resource.namespaced {
+        return None;
+    }
+    if let Some(sub) = sub {
+        if !resource.subresources.contains(sub) {
+            return None;
+        }
+    }
+    Some(Target {
+        resource,
+        namespace,
+        name: name.map(|s| s.to_string()),
+        subresource: sub.map(|s| s.to_string()),
+    })
+}
+
+/// The upstream Forbidden message for a resource request, when `path` is
+/// one: `pods "web" is forbidden: User "u" cannot get resource "pods" in
+/// API group "" in the namespace "default"`.
+pub fn forbidden_message(
+    user: &str,
+    method: &Method,
+    path: &str,
+    query: Option<&str>,
+) -> Option<String> {
+    let target = parse_target(path)?;
+    let q: HashMap<String, String> = query
+        .map(|q| url_pairs(q).into_iter().collect())
+        .unwrap_or_default();
+    let verb = match (method, target.name.is_some()) {
+        (&Method::GET, true) => "get",
+        (&Method::GET, false) if is_true(q.get("watch")) => "watch",
+        (&Method::GET, false) => "list",
+        (&Method::POST, _) => "create",
+        (&Method::PUT, _) => "update",
+        (&Method::PATCH, _) => "patch",
+        (&Method::DELETE, true) => "delete",
+        (&Method::DELETE, false) => "deletecollection",
+        _ => return None,
+    };
+    let r = target.resource;
+    let resource = match &target.subresource {
+        Some(sub) => format!("{}/{sub}", r.plural),
+        None => r.plural.to_string(),
+    };
+    let subject = match &target.name {
+        Some(name) => format!("{} \"{name}\"", r.qualified()),
+        None => r.qualified(),
+    };
+    let scope = match &target.namespace {
+        Some(ns) => format!("in the namespace \"{ns}\""),
+        None => "at the cluster scope".to_string(),
+    };
+    Some(format!(
+        "{subject} is forbidden: User \"{user}\" cannot {verb} resource \"{resource}\" in API group \"{}\" {scope}",
+        r.group
+    ))
+}
+
+fn query(req: &Request) -> HashMap<String, String> {
+    req.uri()
+        .query()
+        .map(|q| {
+            url_pairs(q)
+                .into_iter()
+                .collect::<HashMap<String, String>>()
+        })
+        .unwrap_or_default()
+}
+
+/// Decodes `a=b&c=d` with percent-decoding.
+fn url_pairs(q: &str) -> Vec<(String, String)> {
+    q.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (percent_decode(k), percent_decode(v))
+        })
+        .collect()
+}
+
+fn percent_decode(s: &str) -> String {
+    fn hex(b: u8) -> Option<u8> {
+        (b as char).to_digit(16).map(|d| d as u8)
+    }
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'+' => out.push(b' '),
+            b'%' => match (
+                bytes.get(i + 1).copied().and_then(hex),
+                bytes.get(i + 2).copied().and_then(hex),
+            ) {
+                (Some(h), Some(l)) => {
+                    out.push(h * 16 + l);
+                    i += 2;
+                }
+                _ => out.push(b'%'),
+            },
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn is_true(v: Option<&String>) -> bool {
+    v.is_some_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
+}
+
+pub(crate) fn json_response(status: StatusCode, body: &Value) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        serde_json::to_vec(body).unwrap_or_default(),
+    )
+        .into_response()
+}
+
+/// The fallback handler: every resource request lands here.
+pub async fn dispatch(State(state): State<AppState>, req: Request) -> Response {
+    match handle(state, req).await {
+        Ok(response) => response,
+        Err(e) => e.into_response(),
+    }
+}
+
+/// The body whatever its media type (PATCH names its own).
+async fn read_raw_body(req: Request) -> ApiResult<Bytes> {
+    let deadline = req
+        .extensions()
+        .get::<crate::serve::BodyTimeout>()
+        .map(|t| t.0);
+    let read = axum::body::to_bytes(req.into_body(), MAX_BODY);
+    let read = match deadline {
+        Some(d) => tokio::time::timeout(d, read)
+            .await
+            .map_err(|_| ApiError::request_timeout("the request body was not received in time"))?,
+        None => read.await,
+    };
+    read.map_err(|_| ApiError::too_large("Request entity too large: limit is 3145728"))
+}
+
+/// The media types of object bodies (create, update, binding, delete).
+const BODY_TYPES: &str = "application/json, application/vnd.kubernetes.protobuf";
+
+/// A request body as JSON: JSON as sent (a missing Content-Type is JSON,
+/// as the Python client sends it), protobuf (client-go's typed clients,
+/// kubectl `create`) converted to JSON; anything else (CBOR, YAML) 415.
+async fn read_body(req: Request) -> ApiResult<Bytes> {
+    let media = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|ct| ct.split(';').next().unwrap_or("").trim().to_string())
+        .unwrap_or_default();
+    let protobuf = crate::protobuf::is_protobuf(&media);
+    if !(protobuf || media.is_empty() || media == "application/json" || media == "*/*") {
+        return Err(ApiError::unsupported_media_type(&media, BODY_TYPES));
+    }
+    let body = read_raw_body(req).await?;
+    // An empty body (a DELETE without options) is no object, whatever
+    // its declared type.
+    if !protobuf || body.is_empty() {
+        return Ok(body);
+    }
+    let object =
+        crate::protobuf::to_json(&body).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    Ok(Bytes::from(serde_json::to_vec(&object).unwrap_or_default()))
+}
+
+async fn handle(state: AppState, req: Request) -> ApiResult<Response> {
+    let Some(target) = parse_target(req.uri().path()) else {
+        return Err(ApiError::not_found_path());
+    };
+    let q = query(&req);
+    crate::handlers::params::check(&q, req.headers())?;
+    let method = req.method().clone();
+    let r = target.resource;
+    let ns = target.namespace.as_deref();
+    let out = Output {
+        table: table::wanted(req.headers()).then(|| table::Include::parse(q.get("includeObject"))),
+    };
+    match (
+        method,
+        target.name.as_deref(),
+        target.subresource.as_deref(),
+    ) {
+        (Method::GET, Some(name), None | Some("status")) => get(&state, r, ns, name, out).await,
+        (Method::GET, None, None) if is_true(q.get("watch")) => watch(&state, r, ns, &q, out).await,
+        (Method::GET, None, None) => match list_mode(&q)? {
+            ListMode::Any => list_from_cache(&state, r, ns, &q, out, None).await,
+            ListMode::Consistent => {
+                // Consistent read from the cache once it has caught up with
+                // the store; the store itself if it does not in time.
+                let current = state.store.current_revision().await?;
+                if state.cache(r).wait_for(current, CONSISTENT_WAIT).await {
+                    list_from_cache(&state, r, ns, &q, out, Some(current)).await
+                } else {
+                    list(&state, r, ns, &q, out).await
+                }
+            }
+            ListMode::NotOlderThan(revision) => {
+                if state.cache(r).wait_for(revision, CONSISTENT_WAIT).await {
+                    list_from_cache(&state, r, ns, &q, out, Some(revision)).await
+                } else {
+                    Err(ApiError::timeout(format!(
+                        "Too large resource version: {revision}, current: {}",
+                        state.store.current_revision().await?
+                    )))
+                }
+            }
+            ListMode::Exact => list(&state, r, ns, &q, out).await,
+        },
+        (Method::GET, Some(name), Some("scale")) => {
+            crate::handlers::scale::get(&state, r, ns, name).await
+        }
+        (Method::POST, Some(name), Some("binding")) => {
+            let body = read_body(req).await?;
+            bind(&state, r, ns, name, &body).await
+        }
+        (Method::POST, Some(name), Some("eviction")) => {
+            let opts = WriteOptions::parse(&q)?;
+            let body = read_body(req).await?;
+            crate::handlers::scale::evict(&state, r, ns, name, &body, &opts).await
+        }
+        (Method::POST, None, None) => {
+            let opts = WriteOptions::parse(&q)?;
+            let body = read_body(req).await?;
+            create(&state, r, ns, &body, &opts).await
+        }
+        (Method::PUT, Some(name), Some("scale")) => {
+            let opts = WriteOptions::parse(&q)?;
+            let body = read_body(req).await?;
+            crate::handlers::scale::update(&state, r, ns, name, &body, &opts).await
+        }
+        (Method::PUT, Some(name), sub @ (None | Some("status"))) => {
+            let opts = WriteOptions::parse(&q)?;
+            let body = read_body(req).await?;
+            update(&state, r, ns, name, sub, &body, &opts).await
+        }
+        (Method::PATCH, Some(name), Some("scale")) => {
+            let opts = WriteOptions::parse(&q)?;
+            let ct = content_type(req.headers());
+            let body = read_raw_body(req).await?;
+            crate::handlers::scale::patch(&state, r, ns, name, &ct, &body, &opts).await
+        }
+        (Method::PATCH, Some(name), sub @ (None | Some("status"))) => {
+            let opts = WriteOptions::parse(&q)?;
+            let ct = content_type(req.headers());
+            let body = read_raw_body(req).await?;
+            let body = PatchBody {
+                content_type: &ct,
+                bytes: &body,
+            };
+            patch(&state, r, ns, name, sub, body, &opts).await
+        }
+        (Method::DELETE, Some(name), None) => {
+            let dry_run = WriteOptions::parse(&q)?.dry_run;
+            let body = read_body(req).await?;
+            delete(
+                &state,
+                r,
+                ns,
+                name,
+                &DeleteOptions::parse(&body, &q)?.dry_run(dry_run),
+            )
+            .await
+        }
+        (Method::DELETE, None, None) => {
+            let dry_run = WriteOptions::parse(&q)?.dry_run;
+            let body = read_body(req).await?;
+            let opts = DeleteOptions::parse(&body, &q)?.dry_run(dry_run);
+            delete_collection(&state, r, ns, &q, &opts).await
+        }
+        _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+fn parse_stored(value: &[u8]) -> ApiResult<Value> {
+    serde_json::from_slice(value)
+        .map_err(|e| ApiError::internal(format!("stored object is not JSON: {e}")))
+}
+
+/// How a read answers: plain objects, or Tables.
+#[derive(Debug, Clone, Copy)]
+struct Output {
+    table: Option<table::Include>,
+}
+
+impl Output {
+    /// One object (converted to the served version), as itself or a Table.
+    fn object(&self, r: &Resource, obj: Value) -> Value {
+        let obj = crate::registry::convert::to_served(r, obj);
+        match self.table {
+            Some(include) => table::table(r.kind, &[&obj], json!({}), include),
+            None => obj,
+        }
+    }
+
+    /// A list response from objects in stored form.
+    fn list(&self, r: &Resource, items: Vec<Value>, metadata: Value) -> Value {
+        let items: Vec<Value> = items
+            .into_iter()
+            .map(|o| crate::registry::convert::to_served(r, o))
+            .collect();
+        match self.table {
+            Some(include) => {
+                let refs: Vec<&Value> = items.iter().collect();
+                table::table(r.kind, &refs, metadata, include)
+            }
+            None => json!({
+                "kind": format!("{}List", r.kind),
+                "apiVersion": r.group_version(),
+                "metadata": metadata,
+                "items": items,
+            }),
+        }
+    }
+}
+
+/// A write's answer: the object (served form), with any field-validation
+/// warnings as `Warning: 299` headers.
+pub(crate) fn written(r: &Resource, outcome: crate::registry::write::Outcome) -> Response {
+    let mut response = json_response(
+        outcome.status,
+        &crate::registry::convert::to_served(r, outcome.object),
+    );
+    for warning in outcome.warnings {
+        let value = format!(
+            "299 - {}",
+            serde_json::to_string(&warning).unwrap_or_default()
+        );
+        if let Ok(v) = header::HeaderValue::from_str(&value) {
+            response.headers_mut().append(header::WARNING, v);
+        }
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes() {
+        let t = parse_target("/api/v1/namespaces/default/pods/web/status").unwrap();
+        assert_eq!(
+            (
+                t.resource.plural,
+                t.namespace.as_deref(),
+                t.name.as_deref(),
+                t.subresource.as_deref()
+            ),
+            ("pods", Some("default"), Some("web"), Some("status"))
+        );
+        let t = parse_target("/api/v1/namespaces/kube-system").unwrap();
+        assert_eq!(
+            (t.resource.plural, t.name.as_deref()),
+            ("namespaces", Some("kube-system"))
+        );
+        let t = parse_target("/api/v1/namespaces/foo/status").unwrap();
+        assert_eq!(
+            (
+                t.resource.plural,
+                t.name.as_deref(),
+                t.subresource.as_deref()
+            ),
+            ("namespaces", Some("foo"), Some("status"))
+        );
+        let t = parse_target("/apis/apps/v1/deployments").unwrap();
+        assert_eq!((t.resource.kind, t.namespace), ("Deployment", None));
+        assert!(parse_target("/api/v1/namespaces/default/nodes").is_none());
+        assert!(parse_target("/api/v1/widgets").is_none());
+    }
+
+    #[test]
+    fn decode_query() {
+        assert_eq!(percent_decode("metadata.name%3Dweb"), "metadata.name=web");
+        assert_eq!(percent_decode("a+b%2"), "a b%2");
+    }
+}

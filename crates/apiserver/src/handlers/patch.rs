@@ -1,0 +1,89 @@
+//! PATCH of every type (JSON, merge, strategic merge, apply).
+
+use axum::http::header;
+use axum::response::Response;
+use serde_json::{json, Value};
+
+use crate::registry::write::WriteOptions;
+use crate::resources::Resource;
+use crate::status::{ApiError, ApiResult};
+use crate::AppState;
+
+use super::written;
+
+/// The media type of a request body.
+pub(super) fn content_type(headers: &axum::http::HeaderMap) -> String {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string()
+}
+
+pub(crate) fn patch_error(e: skiff_api::patch::PatchError) -> ApiError {
+    let mut error = match e.status_code() {
+        415 => ApiError::unsupported_media_type(&e.to_string(), skiff_api::patch::PATCH_TYPES),
+        422 => ApiError::invalid_message(e.to_string()),
+        _ => ApiError::bad_request(e.to_string()),
+    };
+    if e.status_code() == 415 {
+        error.message = e.to_string();
+    }
+    error
+}
+
+/// A PATCH request body with its media type.
+pub(super) struct PatchBody<'a> {
+    pub(super) content_type: &'a str,
+    pub(super) bytes: &'a [u8],
+}
+
+pub(super) async fn patch(
+    state: &AppState,
+    r: &'static Resource,
+    ns: Option<&str>,
+    name: &str,
+    subresource: Option<&str>,
+    patch: PatchBody<'_>,
+    opts: &WriteOptions,
+) -> ApiResult<Response> {
+    let (content_type, body) = (patch.content_type, patch.bytes);
+    use skiff_api::patch::{apply_patch, PatchType};
+    let Some(patch_type) = PatchType::from_content_type(content_type) else {
+        return Err(ApiError::unsupported_media_type(
+            content_type,
+            skiff_api::patch::PATCH_TYPES,
+        ));
+    };
+    if patch_type == PatchType::Apply {
+        return crate::handlers::apply::server_side_apply(state, r, ns, name, body, opts).await;
+    }
+    let mut warnings = Vec::new();
+    if patch_type != PatchType::Json
+        && opts.validation != crate::registry::strict::FieldValidation::Ignore
+    {
+        // Unknown or duplicate fields in the patch itself.
+        if let Ok(patch_obj) = serde_json::from_slice::<Value>(body) {
+            let mut typed = patch_obj.clone();
+            if typed.is_object() {
+                crate::registry::object::set(&mut typed, "apiVersion", json!(r.group_version()));
+                crate::registry::object::set(&mut typed, "kind", json!(r.kind));
+            }
+            warnings = if patch_type == PatchType::StrategicMerge {
+                let fields = skiff_api::patch::without_directives(typed);
+                let raw = serde_json::to_vec(&fields).unwrap_or_default();
+                crate::registry::write::check_fields(r, &raw, &fields, opts)?
+            } else {
+                crate::registry::write::check_fields(r, body, &typed, opts)?
+            };
+        }
+    }
+    let kind = r.kind;
+    let mut outcome =
+        crate::registry::write::update(state, r, ns, name, subresource, opts, |current| {
+            apply_patch(kind, current, patch_type, body).map_err(patch_error)
+        })
+        .await?;
+    outcome.warnings = warnings;
+    Ok(written(r, outcome))
+}
