@@ -26,46 +26,41 @@ struct Documents {
 
 static DOCUMENTS: OnceLock<Documents> = OnceLock::new();
 
-/// The schema name and definitions for the kinds of one group-version.
+/// The schema name and definitions for the kinds of one group-version:
+/// its resources' kinds and their subresources' (Binding, Eviction, Scale),
+/// with the types `with_kind_type!` names.
 fn schemas_for(group: &str, version: &str) -> (Map<String, Value>, BTreeMap<&'static str, String>) {
-    use k8s_openapi::api::{apps, autoscaling, batch, coordination, core, events, policy};
+    fn add<T: schemars::JsonSchema>(
+        generator: &mut schemars::SchemaGenerator,
+        names: &mut BTreeMap<&'static str, String>,
+        kind: &'static str,
+    ) {
+        let schema = generator.subschema_for::<T>();
+        let name = schema
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|r| r.rsplit('/').next())
+            .map(String::from)
+            .unwrap_or_else(|| T::schema_name().to_string());
+        names.insert(kind, name);
+    }
     let mut generator = SchemaSettings::openapi3().into_generator();
     let mut names = BTreeMap::new();
-    macro_rules! add {
-        ($kind:expr, $t:ty) => {{
-            let schema = generator.subschema_for::<$t>();
-            let name = schema
-                .get("$ref")
-                .and_then(Value::as_str)
-                .and_then(|r| r.rsplit('/').next())
-                .unwrap_or(<$t as schemars::JsonSchema>::schema_name().as_ref())
-                .to_string();
-            names.insert($kind, name);
-        }};
+    let mut kinds: Vec<(&'static str, &'static str)> = Vec::new();
+    for r in RESOURCES
+        .iter()
+        .filter(|r| r.group == group && r.version == version)
+    {
+        kinds.push((r.group, r.kind));
+        for sub in r.subresources {
+            let (g, _, kind, _) = resources::subresource_kind(r, sub);
+            kinds.push((g, kind));
+        }
     }
-    match (group, version) {
-        ("", "v1") => {
-            add!("Namespace", core::v1::Namespace);
-            add!("Pod", core::v1::Pod);
-            add!("Node", core::v1::Node);
-            add!("Event", core::v1::Event);
-            add!("ConfigMap", core::v1::ConfigMap);
-            add!("Secret", core::v1::Secret);
-            add!("Service", core::v1::Service);
-            add!("Endpoints", core::v1::Endpoints);
-            add!("ServiceAccount", core::v1::ServiceAccount);
-            add!("Binding", core::v1::Binding);
-            add!("Eviction", policy::v1::Eviction);
-        }
-        ("apps", "v1") => {
-            add!("Deployment", apps::v1::Deployment);
-            add!("ReplicaSet", apps::v1::ReplicaSet);
-            add!("Scale", autoscaling::v1::Scale);
-        }
-        ("batch", "v1") => add!("Job", batch::v1::Job),
-        ("coordination.k8s.io", "v1") => add!("Lease", coordination::v1::Lease),
-        ("events.k8s.io", "v1") => add!("Event", events::v1::Event),
-        _ => {}
+    kinds.sort_unstable();
+    kinds.dedup();
+    for (g, kind) in kinds {
+        crate::with_kind_type!(g, kind, T => add::<T>(&mut generator, &mut names, kind), _ => {});
     }
     (generator.take_definitions(true), names)
 }

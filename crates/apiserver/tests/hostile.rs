@@ -137,3 +137,88 @@ async fn health_endpoints_list_their_checks_when_verbose() {
         "{livez}"
     );
 }
+
+/// Sends one HTTP/1.1 request over TLS and returns the whole answer.
+async fn exchange(server: &TestServer, head: &str, body: &[u8]) -> String {
+    let mut s = connect(server).await;
+    s.write_all(head.as_bytes()).await.unwrap();
+    s.write_all(body).await.unwrap();
+    read_until_closed(&mut s, Duration::from_secs(20))
+        .await
+        .expect("an answer")
+}
+
+#[tokio::test]
+async fn yaml_apply_encoded_names_and_transfer_codings() {
+    let server = TestServer::start().await;
+    // Server-side apply with a YAML body.
+    let yaml = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a-b\ndata:\n  k: v\n";
+    let head = format!(
+        "PATCH /api/v1/namespaces/default/configmaps/a-b?fieldManager=curl HTTP/1.1\r\nHost: x\r\n\
+         Content-Type: application/apply-patch+yaml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        yaml.len()
+    );
+    let got = exchange(&server, &head, yaml).await;
+    assert!(got.starts_with("HTTP/1.1 201"), "{got}");
+    // A percent-encoded name is the name.
+    let got = exchange(
+        &server,
+        "GET /api/v1/namespaces/default/configmaps/a%2Db HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        b"",
+    )
+    .await;
+    assert!(got.starts_with("HTTP/1.1 200"), "{got}");
+    assert!(got.contains("\"name\":\"a-b\""), "{got}");
+    // gzip is no transfer coding we take.
+    let got = exchange(
+        &server,
+        "POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: x\r\n\
+         Content-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n0\r\n\r\n",
+        b"",
+    )
+    .await;
+    assert!(got.starts_with("HTTP/1.1 501"), "{got}");
+}
+
+/// Over HTTP/2 a POST with a body to an unserved path gets its 404, not a
+/// reset stream, every time.
+#[tokio::test]
+async fn http2_posts_to_unserved_paths_get_their_404() {
+    let server = TestServer::start().await;
+    let pki = server.dir.path().join("pki");
+    let body = server.dir.path().join("body.json");
+    // Large enough that it is still being sent when the answer comes.
+    std::fs::write(&body, "x".repeat(3 * 1024 * 1024 - 100)).unwrap();
+    for _ in 0..20 {
+        let out = tokio::process::Command::new("curl")
+            .args([
+                "-s",
+                "--http2",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+                "-X",
+                "POST",
+            ])
+            .arg("--cacert")
+            .arg(pki.join("ca.crt"))
+            .arg("--cert")
+            .arg(pki.join("admin.crt"))
+            .arg("--key")
+            .arg(pki.join("admin.key"))
+            .args(["-H", "Content-Type: application/json", "--data-binary"])
+            .arg(format!("@{}", body.display()))
+            .arg(format!("{}/apis/nope.example.com/v1/things", server.url))
+            .output()
+            .await
+            .expect("run curl");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "404",
+            "curl exit {:?}: {}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

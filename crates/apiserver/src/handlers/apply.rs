@@ -53,9 +53,22 @@ pub async fn server_side_apply(
         ));
     };
     // kubectl and the client libraries send the configuration as JSON
-    // (which is YAML too).
-    let applied: Value = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+    // (which is YAML too); people with curl send YAML.
+    let yaml;
+    let (applied, body): (Value, &[u8]) = match serde_json::from_slice(body) {
+        Ok(v) => (v, body),
+        Err(_) => {
+            let v: Value = serde_saphyr::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+            if !v.is_object() {
+                return Err(ApiError::bad_request(
+                    "error decoding YAML: the applied configuration is not an object",
+                ));
+            }
+            yaml = serde_json::to_vec(&v).unwrap_or_default();
+            (v, &yaml)
+        }
+    };
     if let Some(given) = object::name_of(&applied) {
         if given != name {
             return Err(ApiError::bad_request(format!(

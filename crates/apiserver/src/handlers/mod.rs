@@ -4,8 +4,9 @@
 //! `/api/v1/namespaces/NAME` vs `/api/v1/namespaces/NS/PLURAL`).
 
 use std::collections::HashMap;
+use std::time::Duration;
 
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{header, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -53,7 +54,13 @@ struct Target {
 }
 
 fn parse_target(path: &str) -> Option<Target> {
-    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    // Segments are percent-decoded, as Go's URL.Path is (`a%2Db` is `a-b`).
+    let decoded: Vec<String> = path
+        .trim_matches('/')
+        .split('/')
+        .map(|s| percent_decode(s, false))
+        .collect();
+    let segs: Vec<&str> = decoded.iter().map(String::as_str).collect();
     let (group, version, rest) = match segs.as_slice() {
         ["api", version, rest @ ..] => ("", *version, rest),
         ["apis", group, version, rest @ ..] => (*group, *version, rest),
@@ -149,12 +156,13 @@ fn url_pairs(q: &str) -> Vec<(String, String)> {
         .filter(|p| !p.is_empty())
         .map(|p| {
             let (k, v) = p.split_once('=').unwrap_or((p, ""));
-            (percent_decode(k), percent_decode(v))
+            (percent_decode(k, true), percent_decode(v, true))
         })
         .collect()
 }
 
-fn percent_decode(s: &str) -> String {
+/// `%XX` decoded; `+` is a space in queries (`plus_is_space`), itself in paths.
+fn percent_decode(s: &str, plus_is_space: bool) -> String {
     fn hex(b: u8) -> Option<u8> {
         (b as char).to_digit(16).map(|d| d as u8)
     }
@@ -163,7 +171,7 @@ fn percent_decode(s: &str) -> String {
     let mut i = 0;
     while let Some(&b) = bytes.get(i) {
         match b {
-            b'+' => out.push(b' '),
+            b'+' if plus_is_space => out.push(b' '),
             b'%' => match (
                 bytes.get(i + 1).copied().and_then(hex),
                 bytes.get(i + 2).copied().and_then(hex),
@@ -196,10 +204,45 @@ pub(crate) fn json_response(status: StatusCode, body: &Value) -> Response {
 
 /// The fallback handler: every resource request lands here.
 pub async fn dispatch(State(state): State<AppState>, req: Request) -> Response {
+    let req = match buffered(req).await {
+        Ok(req) => req,
+        Err(response) => return response,
+    };
     match handle(state, req).await {
         Ok(response) => response,
         Err(e) => e.into_response(),
     }
+}
+
+/// The whole body of a request that may carry one, read before anything
+/// else answers: a reply that leaves a body unread makes HTTP/2 reset the
+/// stream (curl: `Stream error in the HTTP/2 framing layer`) instead of
+/// delivering, say, a 404. A transfer coding other than chunked is a 501,
+/// as Go's server answers.
+async fn buffered(req: Request) -> Result<Request, Response> {
+    if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
+        return Ok(req);
+    }
+    if let Some(te) = req.headers().get(header::TRANSFER_ENCODING) {
+        let te = te.to_str().unwrap_or("").trim().to_ascii_lowercase();
+        if te != "chunked" {
+            return Err((
+                StatusCode::NOT_IMPLEMENTED,
+                [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+                "Unsupported transfer encoding",
+            )
+                .into_response());
+        }
+    }
+    let (parts, body) = req.into_parts();
+    let deadline = parts
+        .extensions
+        .get::<crate::serve::BodyTimeout>()
+        .map(|t| t.0);
+    let bytes = read_limited(body, deadline)
+        .await
+        .map_err(IntoResponse::into_response)?;
+    Ok(Request::from_parts(parts, Body::from(bytes)))
 }
 
 /// The body whatever its media type (PATCH names its own).
@@ -208,7 +251,12 @@ async fn read_raw_body(req: Request) -> ApiResult<Bytes> {
         .extensions()
         .get::<crate::serve::BodyTimeout>()
         .map(|t| t.0);
-    let read = axum::body::to_bytes(req.into_body(), MAX_BODY);
+    read_limited(req.into_body(), deadline).await
+}
+
+/// A body of at most [`MAX_BODY`] bytes, within `deadline`.
+async fn read_limited(body: Body, deadline: Option<Duration>) -> ApiResult<Bytes> {
+    let read = axum::body::to_bytes(body, MAX_BODY);
     let read = match deadline {
         Some(d) => tokio::time::timeout(d, read)
             .await
@@ -453,7 +501,11 @@ mod tests {
 
     #[test]
     fn decode_query() {
-        assert_eq!(percent_decode("metadata.name%3Dweb"), "metadata.name=web");
-        assert_eq!(percent_decode("a+b%2"), "a b%2");
+        assert_eq!(
+            percent_decode("metadata.name%3Dweb", true),
+            "metadata.name=web"
+        );
+        assert_eq!(percent_decode("a+b%2", true), "a b%2");
+        assert_eq!(percent_decode("a+b%2Dc", false), "a+b-c");
     }
 }

@@ -80,27 +80,9 @@ fn segments(path: &serde_ignored::Path<'_>) -> Vec<Segment> {
     out
 }
 
-/// Ignored fields for kinds we know.
+/// Ignored fields for kinds we know (their types: `with_kind_type!`).
 fn typed_ignored(group: &str, kind: &str, raw: &[u8], obj: &Value) -> Option<Vec<Vec<Segment>>> {
-    use k8s_openapi::api::{apps, batch, coordination, core, events};
-    match (group, kind) {
-        ("", "Pod") => ignored::<core::v1::Pod>(raw, obj),
-        ("", "Node") => ignored::<core::v1::Node>(raw, obj),
-        ("", "Namespace") => ignored::<core::v1::Namespace>(raw, obj),
-        ("", "Event") => ignored::<core::v1::Event>(raw, obj),
-        ("", "ConfigMap") => ignored::<core::v1::ConfigMap>(raw, obj),
-        ("", "Secret") => ignored::<core::v1::Secret>(raw, obj),
-        ("", "Service") => ignored::<core::v1::Service>(raw, obj),
-        ("", "Endpoints") => ignored::<core::v1::Endpoints>(raw, obj),
-        ("", "ServiceAccount") => ignored::<core::v1::ServiceAccount>(raw, obj),
-        ("coordination.k8s.io", "Lease") => ignored::<coordination::v1::Lease>(raw, obj),
-        ("apps", "Deployment") => ignored::<apps::v1::Deployment>(raw, obj),
-        ("apps", "ReplicaSet") => ignored::<apps::v1::ReplicaSet>(raw, obj),
-        ("batch", "Job") => ignored::<batch::v1::Job>(raw, obj),
-        ("events.k8s.io", "Event") => ignored::<events::v1::Event>(raw, obj),
-        ("autoscaling", "Scale") => ignored::<k8s_openapi::api::autoscaling::v1::Scale>(raw, obj),
-        _ => None,
-    }
+    crate::with_kind_type!(group, kind, T => ignored::<T>(raw, obj), _ => None)
 }
 
 /// `unknown field "spec.containers[0].foo"` for each ignored field, whatever

@@ -90,6 +90,14 @@ macro_rules! with_kind_type {
                 type $t = events::v1::Event;
                 $body
             }
+            ("", "Binding") => {
+                type $t = core::v1::Binding;
+                $body
+            }
+            ("policy", "Eviction") => {
+                type $t = policy::v1::Eviction;
+                $body
+            }
             ("autoscaling", "Scale") | ("apps", "Scale") => {
                 type $t = autoscaling::v1::Scale;
                 $body
