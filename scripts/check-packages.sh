@@ -35,14 +35,22 @@ files=$(grep -oE '(openat\(AT_FDCWD, |execve\()"/(usr|lib|lib64|bin|sbin|etc|opt
   | sed -E 's/^[^"]*"//; s/"$//' | grep -v '^/usr/local/' | sort -u || true)
 [ -n "$files" ] || { echo "check-packages: no system files in the trace" >&2; exit 0; }
 
-# Which package owns each (dpkg -S takes many paths; unowned ones are
-# skipped). Merged /usr: a file may be registered under /lib or /usr/lib.
-files=$(printf '%s\n' "$files" | sed -E 'p; s#^/(lib|lib64|bin|sbin)/#/usr/\1/#; t; s#^/usr/(lib|lib64|bin|sbin)/#/\1/#' | sort -u)
-owners=$(printf '%s\n' "$files" | xargs -r dpkg -S 2>/dev/null | sed -E 's/^([^:,]+)(:[^:]*)?(, [^:]+)*: (.*)$/\1 \4/' || true)
-missing=$(printf '%s\n' "$owners" | while read -r pkg file; do
-  [ -n "$pkg" ] || continue
-  grep -qx -- "$pkg" <<<"$known" || echo "$pkg ($file)"
-done | sort -u -k1,1)
+# Which packages own each regular file (dpkg -S takes many paths and
+# answers "pkg1, pkg2:arch: path"; unowned ones are skipped). Merged /usr:
+# a file may be registered under /lib or /usr/lib. A file is fine when any
+# of its owners is known.
+files=$(printf '%s\n' "$files" | while read -r f; do [ -f "$f" ] && echo "$f"; done \
+  | sed -E 'p; s#^/(lib|lib64|bin|sbin)/#/usr/\1/#; t; s#^/usr/(lib|lib64|bin|sbin)/#/\1/#' | sort -u)
+missing=$(printf '%s\n' "$files" | { xargs -r dpkg -S 2>/dev/null || true; } | awk -v known="$known" '
+  BEGIN { n = split(known, k, "\n"); for (i = 1; i <= n; i++) ok[k[i]] = 1 }
+  {
+    at = index($0, ": "); if (at == 0) next
+    owners = substr($0, 1, at - 1); file = substr($0, at + 2)
+    m = split(owners, o, ", "); good = 0
+    for (i = 1; i <= m; i++) { p = o[i]; sub(/:.*/, "", p); if (p in ok) good = 1 }
+    if (!good) { sub(/:[^,]*/, "", owners); bad[owners] = file }
+  }
+  END { for (p in bad) print p " (" bad[p] ")" }' | sort)
 if [ -n "$missing" ]; then
   echo "check-packages: the build or tests read files of packages that neither the image nor scripts/deps.sh installs:" >&2
   printf '%s\n' "$missing" | sed 's/^/  /' >&2

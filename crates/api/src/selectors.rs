@@ -266,6 +266,16 @@ impl Requirement {
         }
     }
 
+    /// A requirement taken as given, without checking key or values
+    /// (upstream `SelectorFromSet` does not validate either).
+    pub fn new_unchecked(key: impl Into<String>, op: LabelOp, values: Vec<String>) -> Requirement {
+        Requirement {
+            key: key.into(),
+            op,
+            values,
+        }
+    }
+
     /// The label key.
     pub fn key(&self) -> &str {
         &self.key

@@ -592,10 +592,13 @@ async fn preconditions_deletecollection_terminating_and_timeouts() {
         .create(&PostParams::default(), &pod("later", json!({})))
         .await
         .unwrap();
+    // Not older than the version that created "later": the cache waits
+    // until it has it (at the earlier version it may or may not, yet).
+    let later_rv = later.metadata.resource_version.clone().unwrap();
     let not_older = pods
         .list(
             &ListParams::default()
-                .at(&list_rv)
+                .at(&later_rv)
                 .matching(kube::api::VersionMatch::NotOlderThan),
         )
         .await

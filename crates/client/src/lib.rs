@@ -10,6 +10,8 @@
 //! - [`trimmed`]: pods and nodes decoded without managedFields, tolerant of
 //!   objects that do not decode as their type;
 //! - [`http`]: the HTTP/2 kube client client-go's transport resembles;
+//! - [`selectors`]: label selectors and node affinity over typed objects
+//!   (label matching is skiff-api's);
 //! - [`testing`]: builders for test objects (`pod("web").node_name("n1")`).
 //!
 //! It knows no component's logic and never reaches into the API server.
@@ -19,6 +21,7 @@ pub mod clock;
 pub mod http;
 pub mod leader;
 pub mod recorder;
+pub mod selectors;
 pub mod testing;
 pub mod trimmed;
 

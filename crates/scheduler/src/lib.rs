@@ -4,8 +4,8 @@
 //! (extension-point traits, statuses, node snapshots, the scheduling
 //! algorithm and the upstream FailedScheduling message), [`plugins`] (one
 //! file per default plugin, registered in one list), [`resources`]
-//! (quantity parsing and pod request arithmetic), [`selectors`] (label and
-//! node selector matching), [`cluster_event`] (which events may help which
+//! (quantity parsing and pod request arithmetic), `skiff_client::selectors` (label
+//! and node selector matching), [`cluster_event`] (which events may help which
 //! rejected pod), [`queue`] (active/backoff/unschedulable sub-queues) and
 //! [`cache`] (nodes, assigned and assumed pods as a [`framework::Snapshot`]).
 //! These do no I/O; time comes from a `skiff_client::clock::Clock`.
@@ -24,7 +24,6 @@ pub mod framework;
 pub mod plugins;
 pub mod queue;
 pub mod resources;
-pub mod selectors;
 
 pub mod binder;
 pub mod config;

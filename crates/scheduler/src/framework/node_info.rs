@@ -12,7 +12,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{ContainerPort, Node, Pod, Taint};
 
 use crate::resources::{is_sidecar, pod_requests, MissingRequests, Resource};
-use crate::selectors::Labels;
+use skiff_client::selectors::Labels;
 
 /// A pod as placed on a node, with its requests precomputed.
 #[derive(Debug, Clone)]

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use k8s_openapi::api::core::v1::{Node, Pod};
 
 use super::node_info::{pod_key, NodeInfo, PodInfo};
-use crate::selectors::Labels;
+use skiff_client::selectors::Labels;
 
 /// Errors from assuming or forgetting pods.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -11,7 +11,7 @@ use super::names;
 use crate::framework::{
     CycleState, FilterPlugin, NodeInfo, Plugin, PreFilterPlugin, PreFilterResult, Snapshot, Status,
 };
-use crate::selectors::{Labels, Operator, Requirement, Selector, SelectorError};
+use skiff_client::selectors::{Labels, Operator, Requirement, Selector, SelectorError};
 
 /// Upstream `ErrReasonAffinityRulesNotMatch`.
 pub const ERR_REASON_AFFINITY: &str = "node(s) didn't match pod affinity rules";

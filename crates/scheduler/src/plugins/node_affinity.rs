@@ -10,7 +10,7 @@ use crate::framework::{
     default_normalize_score, CycleState, FilterPlugin, NodeInfo, NodeScore, Plugin,
     PreFilterPlugin, PreFilterResult, ScorePlugin, Snapshot, Status, MAX_NODE_SCORE,
 };
-use crate::selectors::{PreferredTerms, RequiredNodeAffinity};
+use skiff_client::selectors::{PreferredTerms, RequiredNodeAffinity};
 
 /// Upstream `ErrReasonPod`.
 pub const ERR_REASON_POD: &str = "node(s) didn't match Pod's node affinity/selector";

@@ -12,7 +12,9 @@ use crate::framework::{
     CycleState, FilterPlugin, NodeInfo, Plugin, PodInfo, PreFilterPlugin, PreFilterResult,
     Snapshot, Status,
 };
-use crate::selectors::{Operator, RequiredNodeAffinity, Requirement, Selector, SelectorError};
+use skiff_client::selectors::{
+    Operator, RequiredNodeAffinity, Requirement, Selector, SelectorError,
+};
 
 /// Upstream `ErrReasonConstraintsNotMatch`.
 pub const ERR_REASON_CONSTRAINTS_NOT_MATCH: &str =

@@ -1,7 +1,7 @@
 //! Tests of label and node selector matching.
 
 use super::*;
-use skiff_client::testing::{label_selector, node, pod, req};
+use crate::testing::{label_selector, node, pod, req};
 
 #[test]
 fn label_requirements() {

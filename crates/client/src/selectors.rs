@@ -1,4 +1,6 @@
-//! Label and node selectors as the scheduler evaluates them.
+//! Label and node selectors over typed API objects, as the scheduler (and
+//! next the node agent) evaluates them; label matching itself is
+//! skiff-api's.
 //!
 //! This module owns turning typed `metav1.LabelSelector`s and
 //! `v1.NodeSelector`s into matchers with upstream semantics
@@ -8,12 +10,14 @@
 //! never matches. It does not parse the string selector syntax (that lives
 //! in skiff-api) and does no I/O.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
     Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use skiff_api::selectors::LabelOp;
 
 /// Errors from converting API selectors into matchers.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -29,6 +33,10 @@ pub enum SelectorError {
         /// What is wrong, in upstream wording.
         reason: &'static str,
     },
+    /// A requirement skiff-api's selectors refuse (key, values, count),
+    /// in upstream's wording.
+    #[error("{0}")]
+    Invalid(String),
 }
 
 /// Result alias for this module.
@@ -68,66 +76,38 @@ impl Operator {
     }
 }
 
-/// One label requirement.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Requirement {
-    key: String,
-    op: Operator,
-    values: Vec<String>,
+impl Operator {
+    /// The same operator in skiff-api's selectors.
+    fn label_op(self) -> LabelOp {
+        match self {
+            Operator::In => LabelOp::In,
+            Operator::NotIn => LabelOp::NotIn,
+            Operator::Exists => LabelOp::Exists,
+            Operator::DoesNotExist => LabelOp::DoesNotExist,
+            Operator::Gt => LabelOp::GreaterThan,
+            Operator::Lt => LabelOp::LessThan,
+        }
+    }
 }
 
+/// One label requirement: skiff-api's (one implementation of label
+/// matching for every component), built from typed API objects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Requirement(skiff_api::selectors::Requirement);
+
 impl Requirement {
-    /// Builds a requirement, checking the value count the operator needs.
+    /// Builds a requirement, checking the key, the values and the value
+    /// count the operator needs, as upstream's `labels.NewRequirement`.
     pub fn new(key: &str, op: Operator, values: Vec<String>) -> Result<Self> {
-        let bad = |reason| {
-            Err(SelectorError::Values {
-                key: key.to_string(),
-                reason,
-            })
-        };
-        match op {
-            Operator::In | Operator::NotIn if values.is_empty() => {
-                return bad("for 'in', 'notin' operators, values set can't be empty")
-            }
-            Operator::Exists | Operator::DoesNotExist if !values.is_empty() => {
-                return bad("values set must be empty for exists and does not exist")
-            }
-            Operator::Gt | Operator::Lt => {
-                if values.len() != 1 {
-                    return bad("for 'Gt', 'Lt' operators, exactly one value is required");
-                }
-                if values[0].parse::<i64>().is_err() {
-                    return bad("for 'Gt', 'Lt' operators, the value must be an integer");
-                }
-            }
-            _ => {}
-        }
-        Ok(Self {
-            key: key.to_string(),
-            op,
-            values,
-        })
+        skiff_api::selectors::Requirement::new(key, op.label_op(), values)
+            .map(Requirement)
+            .map_err(|e| SelectorError::Invalid(e.to_string()))
     }
 
     /// Whether `labels` satisfy the requirement.
     pub fn matches(&self, labels: &Labels) -> bool {
-        let value = labels.get(&self.key);
-        match self.op {
-            Operator::In => value.is_some_and(|v| self.values.contains(v)),
-            Operator::NotIn => value.is_none_or(|v| !self.values.contains(v)),
-            Operator::Exists => value.is_some(),
-            Operator::DoesNotExist => value.is_none(),
-            Operator::Gt | Operator::Lt => {
-                let (Some(v), Some(want)) = (value, self.values.first()) else {
-                    return false;
-                };
-                match (v.parse::<i64>(), want.parse::<i64>()) {
-                    (Ok(v), Ok(w)) if self.op == Operator::Gt => v > w,
-                    (Ok(v), Ok(w)) => v < w,
-                    _ => false,
-                }
-            }
-        }
+        self.0
+            .matches_by(|k| labels.get(k).map(|v| Cow::Borrowed(v.as_str())))
     }
 }
 
@@ -152,14 +132,16 @@ impl Selector {
         }
     }
 
-    /// `key=value` for every entry.
+    /// `key=value` for every entry, unchecked (upstream `SelectorFromSet`).
     pub fn from_set(set: &Labels) -> Self {
         let requirements = set
             .iter()
-            .map(|(k, v)| Requirement {
-                key: k.clone(),
-                op: Operator::In,
-                values: vec![v.clone()],
+            .map(|(k, v)| {
+                Requirement(skiff_api::selectors::Requirement::new_unchecked(
+                    k.as_str(),
+                    LabelOp::In,
+                    vec![v.clone()],
+                ))
             })
             .collect();
         Self {
@@ -173,7 +155,11 @@ impl Selector {
         let Some(sel) = sel else {
             return Ok(Self::nothing());
         };
-        let mut out = Self::from_set(sel.match_labels.as_ref().unwrap_or(&Labels::new()));
+        let mut out = Self::everything();
+        for (k, v) in sel.match_labels.iter().flatten() {
+            out.requirements
+                .push(Requirement::new(k, Operator::In, vec![v.clone()])?);
+        }
         for e in sel.match_expressions.iter().flatten() {
             let op = Operator::parse(&e.operator, false)?;
             out.requirements.push(Requirement::new(
