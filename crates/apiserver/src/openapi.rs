@@ -28,22 +28,8 @@ static DOCUMENTS: OnceLock<Documents> = OnceLock::new();
 
 /// The schema name and definitions for the kinds of one group-version:
 /// its resources' kinds and their subresources' (Binding, Eviction, Scale),
-/// with the types `with_kind_type!` names.
+/// with the types `registry::kinds` names.
 fn schemas_for(group: &str, version: &str) -> (Map<String, Value>, BTreeMap<&'static str, String>) {
-    fn add<T: schemars::JsonSchema>(
-        generator: &mut schemars::SchemaGenerator,
-        names: &mut BTreeMap<&'static str, String>,
-        kind: &'static str,
-    ) {
-        let schema = generator.subschema_for::<T>();
-        let name = schema
-            .get("$ref")
-            .and_then(Value::as_str)
-            .and_then(|r| r.rsplit('/').next())
-            .map(String::from)
-            .unwrap_or_else(|| T::schema_name().to_string());
-        names.insert(kind, name);
-    }
     let mut generator = SchemaSettings::openapi3().into_generator();
     let mut names = BTreeMap::new();
     let mut kinds: Vec<(&'static str, &'static str)> = Vec::new();
@@ -60,7 +46,9 @@ fn schemas_for(group: &str, version: &str) -> (Map<String, Value>, BTreeMap<&'st
     kinds.sort_unstable();
     kinds.dedup();
     for (g, kind) in kinds {
-        crate::with_kind_type!(g, kind, T => add::<T>(&mut generator, &mut names, kind), _ => {});
+        if let Some(k) = crate::registry::kinds::find(g, kind) {
+            names.insert(kind, k.typed.schema(&mut generator));
+        }
     }
     (generator.take_definitions(true), names)
 }

@@ -1,6 +1,7 @@
-//! The table of served resources: group, version, plural, kind, scope,
-//! short names, categories and subresources, as upstream serves them. One
-//! place drives discovery, routing and storage keys.
+//! Served resources: group, version, plural, kind, scope, short names,
+//! categories and subresources, as upstream serves them (each kind's entry
+//! is in its file under `registry::kinds`). One list drives discovery,
+//! routing and storage keys.
 
 /// One served resource.
 #[derive(Debug, Clone, Copy)]
@@ -40,167 +41,14 @@ impl Resource {
     }
 }
 
-const ALL: &[&str] = &["all"];
-const NONE: &[&str] = &[];
-
-macro_rules! r {
-    ($group:expr, $version:expr, $plural:expr, $singular:expr, $kind:expr, $ns:expr, $short:expr, $cat:expr, $sub:expr) => {
-        r!($group, $version, $plural, $singular, $kind, $ns, $short, $cat, $sub, $plural)
-    };
-    ($group:expr, $version:expr, $plural:expr, $singular:expr, $kind:expr, $ns:expr, $short:expr, $cat:expr, $sub:expr, $storage:expr) => {
-        Resource {
-            group: $group,
-            version: $version,
-            plural: $plural,
-            singular: $singular,
-            kind: $kind,
-            namespaced: $ns,
-            short_names: $short,
-            categories: $cat,
-            subresources: $sub,
-            storage: $storage,
-        }
-    };
-}
-
-/// Every served resource.
-pub static RESOURCES: &[Resource] = &[
-    NAMESPACES_ENTRY,
-    r!(
-        "",
-        "v1",
-        "pods",
-        "pod",
-        "Pod",
-        true,
-        &["po"],
-        ALL,
-        &["status", "binding", "eviction"]
-    ),
-    r!(
-        "",
-        "v1",
-        "nodes",
-        "node",
-        "Node",
-        false,
-        &["no"],
-        NONE,
-        &["status"]
-    ),
-    r!(
-        "",
-        "v1",
-        "events",
-        "event",
-        "Event",
-        true,
-        &["ev"],
-        NONE,
-        NONE
-    ),
-    r!(
-        "",
-        "v1",
-        "configmaps",
-        "configmap",
-        "ConfigMap",
-        true,
-        &["cm"],
-        NONE,
-        NONE
-    ),
-    r!("", "v1", "secrets", "secret", "Secret", true, NONE, NONE, NONE),
-    r!(
-        "",
-        "v1",
-        "services",
-        "service",
-        "Service",
-        true,
-        &["svc"],
-        ALL,
-        &["status"]
-    ),
-    r!(
-        "",
-        "v1",
-        "endpoints",
-        "endpoints",
-        "Endpoints",
-        true,
-        &["ep"],
-        NONE,
-        NONE
-    ),
-    r!(
-        "",
-        "v1",
-        "serviceaccounts",
-        "serviceaccount",
-        "ServiceAccount",
-        true,
-        &["sa"],
-        NONE,
-        NONE
-    ),
-    r!(
-        "coordination.k8s.io",
-        "v1",
-        "leases",
-        "lease",
-        "Lease",
-        true,
-        NONE,
-        NONE,
-        NONE
-    ),
-    r!(
-        "apps",
-        "v1",
-        "deployments",
-        "deployment",
-        "Deployment",
-        true,
-        &["deploy"],
-        ALL,
-        &["status", "scale"]
-    ),
-    r!(
-        "apps",
-        "v1",
-        "replicasets",
-        "replicaset",
-        "ReplicaSet",
-        true,
-        &["rs"],
-        ALL,
-        &["status", "scale"]
-    ),
-    r!(
-        "batch",
-        "v1",
-        "jobs",
-        "job",
-        "Job",
-        true,
-        NONE,
-        ALL,
-        &["status"]
-    ),
-    r!(
-        "events.k8s.io",
-        "v1",
-        "events",
-        "event",
-        "Event",
-        true,
-        &["ev"],
-        NONE,
-        NONE,
-        "events"
-    ),
-];
+/// Every served resource, from the kinds' files (`registry::kinds`), in
+/// their order.
+pub static RESOURCES: std::sync::LazyLock<Vec<Resource>> = std::sync::LazyLock::new(|| {
+    crate::registry::kinds::KINDS
+        .iter()
+        .filter_map(|k| k.resource)
+        .collect()
+});
 
 /// Group, version, kind and verbs of a subresource of `r`.
 pub fn subresource_kind(
@@ -220,25 +68,16 @@ pub fn subresource_kind(
     }
 }
 
-/// The resource served at `group`/`version`/`plural`.
 /// The namespaces resource (always served; bootstrap and admission use it).
+#[expect(
+    clippy::expect_used,
+    reason = "registry::kinds serves namespaces; its test checks every kind is found"
+)]
 pub fn namespaces() -> &'static Resource {
-    &NAMESPACES
+    find("", "v1", "namespaces").expect("namespaces are served")
 }
 
-const NAMESPACES_ENTRY: Resource = r!(
-    "",
-    "v1",
-    "namespaces",
-    "namespace",
-    "Namespace",
-    false,
-    &["ns"],
-    NONE,
-    &["status"]
-);
-static NAMESPACES: Resource = NAMESPACES_ENTRY;
-
+/// The resource served at `group`/`version`/`plural`.
 pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static Resource> {
     RESOURCES
         .iter()

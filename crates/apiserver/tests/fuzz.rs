@@ -246,9 +246,10 @@ async fn get(app: &axum::Router, uri: &str) -> (u16, Vec<u8>) {
 
 /// The stored object decodes as its type (`GET` then the typed decoder).
 fn decodes(kind: &str, group: &str, body: &[u8]) -> Result<(), String> {
-    skiff_apiserver::with_kind_type!(group, kind, T => {
-        serde_json::from_slice::<T>(body).map(|_| ()).map_err(|e| e.to_string())
-    }, _ => Ok(()))
+    match skiff_apiserver::registry::kinds::find(group, kind) {
+        Some(k) => k.typed.check(body),
+        None => Ok(()),
+    }
 }
 
 fn group_of(collection: &str) -> &'static str {

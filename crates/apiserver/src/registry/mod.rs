@@ -8,6 +8,7 @@
 
 pub mod convert;
 pub mod delete;
+pub mod kinds;
 pub mod managed;
 pub mod object;
 pub mod strict;

@@ -42,7 +42,7 @@ impl FieldValidation {
 /// upstream does); a body the typed decoder refuses there is tried once
 /// more from the parsed tree. `None` if neither decodes (validation
 /// reports it).
-fn ignored<T: DeserializeOwned>(raw: &[u8], obj: &Value) -> Option<Vec<Vec<Segment>>> {
+pub(crate) fn ignored<T: DeserializeOwned>(raw: &[u8], obj: &Value) -> Option<Vec<Vec<Segment>>> {
     let mut found = Vec::new();
     let mut de = serde_json::Deserializer::from_slice(raw);
     let decoded =
@@ -57,7 +57,7 @@ fn ignored<T: DeserializeOwned>(raw: &[u8], obj: &Value) -> Option<Vec<Vec<Segme
 
 /// One step of a reported path.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum Segment {
+pub enum Segment {
     Key(String),
     Index(usize),
 }
@@ -80,9 +80,11 @@ fn segments(path: &serde_ignored::Path<'_>) -> Vec<Segment> {
     out
 }
 
-/// Ignored fields for kinds we know (their types: `with_kind_type!`).
+/// Ignored fields for kinds we know (their types: `registry::kinds`).
 fn typed_ignored(group: &str, kind: &str, raw: &[u8], obj: &Value) -> Option<Vec<Vec<Segment>>> {
-    crate::with_kind_type!(group, kind, T => ignored::<T>(raw, obj), _ => None)
+    crate::registry::kinds::find(group, kind)?
+        .typed
+        .ignored(raw, obj)
 }
 
 /// `unknown field "spec.containers[0].foo"` for each ignored field, whatever

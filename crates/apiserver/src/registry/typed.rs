@@ -26,100 +26,22 @@ use crate::status::{ApiError, ApiResult};
 /// JSON reader refuses 128 levels; lists and watch events add three.
 pub const MAX_DEPTH: usize = 100;
 
-/// Calls `$body` with `$t` bound to the k8s-openapi type of
-/// (`$group`, `$kind`), or evaluates `$default` for a kind without one.
-#[macro_export]
-macro_rules! with_kind_type {
-    ($group:expr, $kind:expr, $t:ident => $body:expr, _ => $default:expr) => {{
-        #[allow(unused_imports)]
-        use k8s_openapi::api::{apps, autoscaling, batch, coordination, core, events, policy};
-        match ($group, $kind) {
-            ("", "Pod") => {
-                type $t = core::v1::Pod;
-                $body
-            }
-            ("", "Node") => {
-                type $t = core::v1::Node;
-                $body
-            }
-            ("", "Namespace") => {
-                type $t = core::v1::Namespace;
-                $body
-            }
-            ("", "Event") => {
-                type $t = core::v1::Event;
-                $body
-            }
-            ("", "ConfigMap") => {
-                type $t = core::v1::ConfigMap;
-                $body
-            }
-            ("", "Secret") => {
-                type $t = core::v1::Secret;
-                $body
-            }
-            ("", "Service") => {
-                type $t = core::v1::Service;
-                $body
-            }
-            ("", "Endpoints") => {
-                type $t = core::v1::Endpoints;
-                $body
-            }
-            ("", "ServiceAccount") => {
-                type $t = core::v1::ServiceAccount;
-                $body
-            }
-            ("coordination.k8s.io", "Lease") => {
-                type $t = coordination::v1::Lease;
-                $body
-            }
-            ("apps", "Deployment") => {
-                type $t = apps::v1::Deployment;
-                $body
-            }
-            ("apps", "ReplicaSet") => {
-                type $t = apps::v1::ReplicaSet;
-                $body
-            }
-            ("batch", "Job") => {
-                type $t = batch::v1::Job;
-                $body
-            }
-            ("events.k8s.io", "Event") => {
-                type $t = events::v1::Event;
-                $body
-            }
-            ("", "Binding") => {
-                type $t = core::v1::Binding;
-                $body
-            }
-            ("policy", "Eviction") => {
-                type $t = policy::v1::Eviction;
-                $body
-            }
-            ("autoscaling", "Scale") | ("apps", "Scale") => {
-                type $t = autoscaling::v1::Scale;
-                $body
-            }
-            _ => $default,
-        }
-    }};
-}
-
 /// Decodes `obj` (stored form of a `group`/`kind` object) as its type and
 /// returns it as that type encodes. `served` is the (kind, version) the
 /// client used, for the message.
 pub fn normalize(group: &str, kind: &str, served: (&str, &str), obj: Value) -> ApiResult<Value> {
     check_depth(&obj, served)?;
-    let obj = with_kind_type!(group, kind, T => round_trip::<T>(obj, served)?, _ => obj);
+    let obj = match crate::registry::kinds::find(group, kind) {
+        Some(k) => k.typed.normalize(obj, served)?,
+        None => obj,
+    };
     if let Some(detail) = skiff_api::validation::bad_quantity(kind, &obj) {
         return Err(cannot_handle(served, &detail));
     }
     Ok(obj)
 }
 
-fn round_trip<T>(obj: Value, served: (&str, &str)) -> ApiResult<Value>
+pub(crate) fn round_trip<T>(obj: Value, served: (&str, &str)) -> ApiResult<Value>
 where
     T: DeserializeOwned + Serialize + schemars::JsonSchema,
 {

@@ -12,50 +12,9 @@ use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult};
 
 /// Fields a resource can be selected by, besides metadata.name and
-/// metadata.namespace.
+/// metadata.namespace (its kind's, in `registry::kinds`).
 fn selectable_fields(r: &Resource) -> &'static [&'static str] {
-    match (r.group, r.plural) {
-        ("", "pods") => &[
-            "spec.nodeName",
-            "spec.restartPolicy",
-            "spec.schedulerName",
-            "spec.serviceAccountName",
-            "spec.hostNetwork",
-            "status.phase",
-            "status.podIP",
-            "status.nominatedNodeName",
-        ],
-        ("events.k8s.io", "events") => &[
-            "regarding.kind",
-            "regarding.namespace",
-            "regarding.name",
-            "regarding.uid",
-            "regarding.apiVersion",
-            "regarding.resourceVersion",
-            "regarding.fieldPath",
-            "reason",
-            "reportingController",
-            "type",
-        ],
-        ("", "events") => &[
-            "involvedObject.kind",
-            "involvedObject.namespace",
-            "involvedObject.name",
-            "involvedObject.uid",
-            "involvedObject.apiVersion",
-            "involvedObject.resourceVersion",
-            "involvedObject.fieldPath",
-            "reason",
-            "reportingComponent",
-            "source",
-            "type",
-        ],
-        ("", "nodes") => &["spec.unschedulable"],
-        ("", "namespaces") => &["status.phase"],
-        ("", "secrets") => &["type"],
-        ("batch", "jobs") => &["status.successful"],
-        _ => &[],
-    }
+    crate::registry::kinds::of(r).map_or(&[], |k| k.selectable_fields)
 }
 
 /// What selectors can read of one object: its name, namespace, labels and
@@ -435,7 +394,7 @@ mod tests {
 
     #[test]
     fn view_paths_are_at_most_two_segments_deep() {
-        for r in crate::resources::RESOURCES {
+        for r in crate::resources::RESOURCES.iter() {
             for path in view_paths(r.storage) {
                 assert!(path.split('.').count() <= 2, "{path}");
             }

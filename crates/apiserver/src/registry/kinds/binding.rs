@@ -1,0 +1,13 @@
+//! Binding: the body of pods/binding.
+
+use k8s_openapi::api::core::v1::Binding;
+
+use super::{Kind, Typed};
+
+pub static KIND: Kind = Kind {
+    group: "",
+    kind: "Binding",
+    resource: None,
+    selectable_fields: &[],
+    typed: &Typed::<Binding>::NEW,
+};

@@ -1,0 +1,209 @@
+//! One file per kind: what the API server knows of it — the resource that
+//! serves it (group, version, plural, scope, short names, categories,
+//! subresources, storage), the fields it can be selected by, and its
+//! k8s-openapi type, from which typed decoding, field validation and the
+//! OpenAPI schema come. Adding a kind is a new file here and a line in
+//! [`KINDS`] (its defaults, validation and printer columns are skiff-api's,
+//! by kind name).
+
+use std::marker::PhantomData;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::registry::strict::Segment;
+use crate::resources::Resource;
+use crate::status::ApiResult;
+
+mod binding;
+mod configmaps;
+mod deployments;
+mod endpoints;
+mod events;
+mod events_v1;
+mod eviction;
+mod jobs;
+mod leases;
+mod namespaces;
+mod nodes;
+mod pods;
+mod replicasets;
+mod scale;
+mod secrets;
+mod serviceaccounts;
+mod services;
+
+/// Every kind, served resources in discovery order, then the kinds only
+/// subresources speak (Binding, Eviction, Scale).
+pub static KINDS: &[&Kind] = &[
+    &namespaces::KIND,
+    &pods::KIND,
+    &nodes::KIND,
+    &events::KIND,
+    &configmaps::KIND,
+    &secrets::KIND,
+    &services::KIND,
+    &endpoints::KIND,
+    &serviceaccounts::KIND,
+    &leases::KIND,
+    &deployments::KIND,
+    &replicasets::KIND,
+    &jobs::KIND,
+    &events_v1::KIND,
+    &binding::KIND,
+    &eviction::KIND,
+    &scale::KIND,
+];
+
+/// One kind.
+#[derive(Debug)]
+pub struct Kind {
+    pub group: &'static str,
+    pub kind: &'static str,
+    /// The resource serving it; none for kinds only subresources speak.
+    pub resource: Option<Resource>,
+    /// Fields besides metadata.name and metadata.namespace that field
+    /// selectors may name (upstream's field label conversion).
+    pub selectable_fields: &'static [&'static str],
+    /// Its k8s-openapi type.
+    pub typed: &'static dyn TypedKind,
+}
+
+/// A kind by group and kind name (a Scale is found by "apps" too, the
+/// group of the workloads it scales).
+pub fn find(group: &str, kind: &str) -> Option<&'static Kind> {
+    let group = if kind == "Scale" && group == "apps" {
+        "autoscaling"
+    } else {
+        group
+    };
+    KINDS
+        .iter()
+        .copied()
+        .find(|k| k.group == group && k.kind == kind)
+}
+
+/// The kind a resource serves.
+pub fn of(r: &Resource) -> Option<&'static Kind> {
+    KINDS.iter().copied().find(|k| {
+        k.resource.is_some_and(|kr| {
+            kr.group == r.group && kr.version == r.version && kr.plural == r.plural
+        })
+    })
+}
+
+/// What is done with a kind's k8s-openapi type.
+pub trait TypedKind: Sync + std::fmt::Debug {
+    /// Decodes `obj` as the type and returns it as the type encodes.
+    fn normalize(&self, obj: Value, served: (&str, &str)) -> ApiResult<Value>;
+    /// The fields of `raw` (parsed as `obj`) the type's decoder skips.
+    fn ignored(&self, raw: &[u8], obj: &Value) -> Option<Vec<Vec<Segment>>>;
+    /// Adds the type's schema to `generator`; returns its definition name.
+    fn schema(&self, generator: &mut schemars::SchemaGenerator) -> String;
+    /// Whether `json` decodes as the type (for tests and checks).
+    fn check(&self, json: &[u8]) -> Result<(), String>;
+}
+
+/// [`TypedKind`] for the k8s-openapi type `T`.
+pub struct Typed<T>(PhantomData<fn() -> T>);
+
+impl<T> Typed<T> {
+    pub const NEW: Typed<T> = Typed(PhantomData);
+}
+
+impl<T> std::fmt::Debug for Typed<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(std::any::type_name::<T>())
+    }
+}
+
+impl<T> TypedKind for Typed<T>
+where
+    T: DeserializeOwned + Serialize + schemars::JsonSchema,
+{
+    fn normalize(&self, obj: Value, served: (&str, &str)) -> ApiResult<Value> {
+        crate::registry::typed::round_trip::<T>(obj, served)
+    }
+
+    fn ignored(&self, raw: &[u8], obj: &Value) -> Option<Vec<Vec<Segment>>> {
+        crate::registry::strict::ignored::<T>(raw, obj)
+    }
+
+    fn schema(&self, generator: &mut schemars::SchemaGenerator) -> String {
+        let schema = generator.subschema_for::<T>();
+        schema
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|r| r.rsplit('/').next())
+            .map(String::from)
+            .unwrap_or_else(|| T::schema_name().to_string())
+    }
+
+    fn check(&self, json: &[u8]) -> Result<(), String> {
+        serde_json::from_slice::<T>(json)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// Categories and short names.
+pub const ALL: &[&str] = &["all"];
+pub const NONE: &[&str] = &[];
+
+/// A served resource whose storage name is its plural.
+#[allow(clippy::too_many_arguments)] // the table's columns, named at each use
+pub const fn resource(
+    group: &'static str,
+    version: &'static str,
+    plural: &'static str,
+    singular: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+    short_names: &'static [&'static str],
+    categories: &'static [&'static str],
+    subresources: &'static [&'static str],
+) -> Resource {
+    Resource {
+        group,
+        version,
+        plural,
+        singular,
+        kind,
+        namespaced,
+        short_names,
+        categories,
+        subresources,
+        storage: plural,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_is_found_and_resources_are_unique() {
+        for k in KINDS {
+            assert!(
+                std::ptr::eq(find(k.group, k.kind).unwrap(), *k),
+                "{}",
+                k.kind
+            );
+            if let Some(r) = &k.resource {
+                assert!(std::ptr::eq(of(r).unwrap(), *k));
+                assert_eq!(r.kind, k.kind);
+                assert_eq!(r.group, k.group);
+            }
+        }
+        assert_eq!(find("apps", "Scale").unwrap().group, "autoscaling");
+        let mut plurals: Vec<_> = KINDS
+            .iter()
+            .filter_map(|k| k.resource.map(|r| (r.group, r.plural)))
+            .collect();
+        let n = plurals.len();
+        plurals.sort_unstable();
+        plurals.dedup();
+        assert_eq!(plurals.len(), n);
+    }
+}

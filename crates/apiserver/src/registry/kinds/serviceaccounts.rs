@@ -1,0 +1,23 @@
+//! ServiceAccounts.
+
+use k8s_openapi::api::core::v1::ServiceAccount;
+
+use super::{resource, Kind, Typed, NONE};
+
+pub static KIND: Kind = Kind {
+    group: "",
+    kind: "ServiceAccount",
+    resource: Some(resource(
+        "",
+        "v1",
+        "serviceaccounts",
+        "serviceaccount",
+        "ServiceAccount",
+        true,
+        &["sa"],
+        NONE,
+        NONE,
+    )),
+    selectable_fields: &[],
+    typed: &Typed::<ServiceAccount>::NEW,
+};
