@@ -4,27 +4,37 @@
 //! - [`serve`]: TLS (with [`serve::pki`]), HTTP/1.1 and HTTP/2, timeouts,
 //!   the panic guard, and the in-process loopback ([`ApiServer::loopback`]);
 //! - [`authn`]: who is asking; [`authz`]: whether they may ([`authz::Authorizer`]);
+//! - [`request`]: what a URL names (resource, namespace, name, verb);
 //! - [`handlers`]: one file per verb (get, list, watch, create, update,
 //!   patch and apply, delete, binding, scale and eviction), query checks,
 //!   Tables;
 //! - [`admission`]: mutating then validating plugins, one file each;
-//! - [`registry`]: storing objects: typed decoding, field validation, the
-//!   shared write path, deletion, managedFields, conversion;
+//! - [`registry`]: storing objects: the shared write path, deletion,
+//!   managedFields, conversion;
+//! - [`decode`]: bodies as their kinds' types (Go's wording) and field
+//!   validation;
 //! - [`watchcache`]: per-resource caches fed by one store watch, with
 //!   selectable views and indexed watchers;
-//! - [`discovery`], [`openapi`], [`protobuf`], [`resources`] (the served
-//!   table) and [`status`] (Status errors).
+//! - [`resources`]: the served resources, one file per kind (its entry,
+//!   selectable fields and type);
+//! - [`discovery`], [`openapi`], [`protobuf`], [`object`] (metadata and
+//!   storage keys every stage uses) and [`status`] (Status errors).
+//!
+//! Stages depend only on those after them and on the shared modules.
 //!
 //! It talks to storage only through the `skiff_store::Store` trait.
 
 pub mod admission;
 pub mod authn;
 pub mod authz;
+pub mod decode;
 pub mod discovery;
 pub mod handlers;
+pub mod object;
 pub mod openapi;
 pub mod protobuf;
 pub mod registry;
+pub mod request;
 pub mod resources;
 pub mod serve;
 pub mod status;
@@ -183,7 +193,7 @@ async fn bootstrap(store: &dyn Store) -> Result<(), Error> {
             "metadata": {
                 "name": name,
                 "uid": uuid::Uuid::new_v4().to_string(),
-                "creationTimestamp": registry::object::now(),
+                "creationTimestamp": object::now(),
                 "labels": {"kubernetes.io/metadata.name": name},
             },
             "spec": {"finalizers": ["kubernetes"]},
@@ -191,7 +201,7 @@ async fn bootstrap(store: &dyn Store) -> Result<(), Error> {
         });
         match store
             .create(
-                &registry::object::key(ns, None, name),
+                &object::key(ns, None, name),
                 serde_json::to_vec(&body).unwrap_or_default().into(),
             )
             .await

@@ -28,7 +28,7 @@ static DOCUMENTS: OnceLock<Documents> = OnceLock::new();
 
 /// The schema name and definitions for the kinds of one group-version:
 /// its resources' kinds and their subresources' (Binding, Eviction, Scale),
-/// with the types `registry::kinds` names.
+/// with the types `resources` names.
 fn schemas_for(group: &str, version: &str) -> (Map<String, Value>, BTreeMap<&'static str, String>) {
     let mut generator = SchemaSettings::openapi3().into_generator();
     let mut names = BTreeMap::new();
@@ -46,7 +46,7 @@ fn schemas_for(group: &str, version: &str) -> (Map<String, Value>, BTreeMap<&'st
     kinds.sort_unstable();
     kinds.dedup();
     for (g, kind) in kinds {
-        if let Some(k) = crate::registry::kinds::find(g, kind) {
+        if let Some(k) = crate::resources::find_kind(g, kind) {
             names.insert(kind, k.typed.schema(&mut generator));
         }
     }
@@ -72,7 +72,7 @@ fn operation(r: &Resource, action: &str, id: &str, kind: &str, schema: Option<&s
     if let Some(schema) = schema {
         let body = json!({"schema": {"$ref": format!("#/components/schemas/{schema}")}});
         if let Some(ok) = op.pointer_mut("/responses/200") {
-            crate::registry::object::set(ok, "content", json!({"application/json": body.clone()}));
+            crate::object::set(ok, "content", json!({"application/json": body.clone()}));
         }
         if matches!(action, "put" | "post" | "patch") {
             let content = if action == "patch" {
@@ -85,7 +85,7 @@ fn operation(r: &Resource, action: &str, id: &str, kind: &str, schema: Option<&s
             } else {
                 json!({"*/*": body})
             };
-            crate::registry::object::set(
+            crate::object::set(
                 &mut op,
                 "requestBody",
                 json!({"content": content, "required": true}),
@@ -136,9 +136,9 @@ fn annotate(schemas: &mut Map<String, Value>, root: &str, ext: &skiff_api::patch
             o.insert("allOf".into(), json!([{ "$ref": r }]));
         }
     }
-    crate::registry::object::set(prop, "x-kubernetes-patch-strategy", json!(ext.strategy));
+    crate::object::set(prop, "x-kubernetes-patch-strategy", json!(ext.strategy));
     if let Some(key) = ext.merge_key {
-        crate::registry::object::set(prop, "x-kubernetes-patch-merge-key", json!(key));
+        crate::object::set(prop, "x-kubernetes-patch-merge-key", json!(key));
     }
 }
 

@@ -40,7 +40,7 @@ impl ApiError {
     fn with_details(mut self, group: &str, kind: &str, name: &str) -> Self {
         let mut d = json!({ "name": name, "kind": kind });
         if !group.is_empty() {
-            crate::registry::object::set(&mut d, "group", json!(group));
+            crate::object::set(&mut d, "group", json!(group));
         }
         self.details = Some(d);
         self
@@ -214,7 +214,7 @@ impl ApiError {
             details.get_or_insert_with(|| json!({}))["causes"] = json!(causes);
         }
         if let Some(details) = details {
-            crate::registry::object::set(&mut body, "details", details);
+            crate::object::set(&mut body, "details", details);
         }
         body
     }

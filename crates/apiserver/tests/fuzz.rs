@@ -246,7 +246,7 @@ async fn get(app: &axum::Router, uri: &str) -> (u16, Vec<u8>) {
 
 /// The stored object decodes as its type (`GET` then the typed decoder).
 fn decodes(kind: &str, group: &str, body: &[u8]) -> Result<(), String> {
-    match skiff_apiserver::registry::kinds::find(group, kind) {
+    match skiff_apiserver::resources::find_kind(group, kind) {
         Some(k) => k.typed.check(body),
         None => Ok(()),
     }

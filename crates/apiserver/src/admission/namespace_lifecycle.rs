@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::{Attributes, Operation, Plugin};
-use crate::registry::object;
+use crate::object;
 use crate::resources::{self, Resource};
 use crate::status::{ApiError, ApiResult};
 use crate::AppState;

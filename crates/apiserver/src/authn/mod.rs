@@ -145,6 +145,16 @@ pub fn user_from_cert(der: &[u8]) -> Option<User> {
     Some(User { name, groups })
 }
 
+/// Paths anyone may read, signed in or not.
+pub fn is_public(path: &str) -> bool {
+    matches!(
+        path,
+        "/version" | "/version/" | "/healthz" | "/livez" | "/readyz"
+    ) || path.starts_with("/healthz/")
+        || path.starts_with("/livez/")
+        || path.starts_with("/readyz/")
+}
+
 /// Middleware: authenticate and put the [`User`] in the request's
 /// extensions; no credentials is a 401 except on public paths.
 /// Authorization is the next layer's (`crate::authz`).
@@ -163,7 +173,7 @@ pub async fn authenticate(
     let path = req.uri().path().to_string();
     let user = match from_token.or(from_cert) {
         Some(user) => user,
-        None if crate::authz::is_public(&path) => {
+        None if is_public(&path) => {
             return next.run(req).await;
         }
         None => return ApiError::unauthorized().into_response(),

@@ -42,16 +42,6 @@ pub trait Authorizer: Send + Sync + std::fmt::Debug {
     fn authorize(&self, attrs: &Attributes<'_>) -> Decision;
 }
 
-/// Paths anyone may read, signed in or not.
-pub fn is_public(path: &str) -> bool {
-    matches!(
-        path,
-        "/version" | "/version/" | "/healthz" | "/livez" | "/readyz"
-    ) || path.starts_with("/healthz/")
-        || path.starts_with("/livez/")
-        || path.starts_with("/readyz/")
-}
-
 /// Middleware: asks each authorizer in turn; the first Allow or Deny
 /// decides, and no Allow is a 403. Public paths pass.
 pub async fn authorize(
@@ -60,7 +50,7 @@ pub async fn authorize(
     next: Next,
 ) -> Response {
     let path = req.uri().path().to_string();
-    if is_public(&path) {
+    if crate::authn::is_public(&path) {
         return next.run(req).await;
     }
     let Some(user) = req.extensions().get::<User>().cloned() else {
@@ -80,7 +70,7 @@ pub async fn authorize(
     if decision == Decision::Allow {
         return next.run(req).await;
     }
-    let message = crate::handlers::forbidden_message(&user.name, attrs.method, &path, attrs.query)
+    let message = crate::request::forbidden_message(&user.name, attrs.method, &path, attrs.query)
         .unwrap_or_else(|| {
             let verb = attrs.method.as_str().to_lowercase();
             format!(

@@ -7,7 +7,7 @@
 use axum::response::Response;
 use serde_json::Value;
 
-use crate::registry::object;
+use crate::object;
 use crate::registry::write::{self, WriteOptions};
 use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult, Cause};

@@ -4,7 +4,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{json, Value};
 
-use crate::registry::object::{self};
+use crate::object::{self};
 use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult};
 use crate::AppState;
@@ -77,7 +77,7 @@ pub(super) async fn bind(
             "lastTransitionTime": object::now(),
         }));
         if !pod.get("status").is_some_and(Value::is_object) {
-            crate::registry::object::set(&mut pod, "status", json!({}));
+            crate::object::set(&mut pod, "status", json!({}));
         }
         if let Some(status) = pod.get_mut("status") {
             object::set(status, "conditions", json!(conditions));

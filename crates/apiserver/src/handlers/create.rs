@@ -2,7 +2,7 @@
 
 use axum::response::Response;
 
-use crate::registry::object::{self};
+use crate::object::{self};
 use crate::registry::write::WriteOptions;
 use crate::resources::Resource;
 use crate::status::ApiResult;

@@ -7,8 +7,8 @@ use axum::response::Response;
 use serde_json::{json, Value};
 use skiff_store::ListOptions;
 
+use crate::object::{self};
 use crate::registry::delete::DeleteOptions;
-use crate::registry::object::{self};
 use crate::resources::Resource;
 use crate::status::ApiResult;
 use crate::watchcache::filter::Filter;

@@ -3,7 +3,7 @@
 use axum::http::StatusCode;
 use axum::response::Response;
 
-use crate::registry::object::{self, with_revision};
+use crate::object::{self, with_revision};
 use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult};
 use crate::AppState;

@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use skiff_store::ListOptions;
 
-use crate::registry::object::{self, with_revision};
+use crate::object::{self, with_revision};
 use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult};
 use crate::watchcache::filter::Filter;
@@ -102,7 +102,7 @@ pub(super) async fn list(
     }
     let mut metadata = json!({ "resourceVersion": page.revision.to_string() });
     if let Some(token) = page.continue_token {
-        crate::registry::object::set(&mut metadata, "continue", json!(token));
+        crate::object::set(&mut metadata, "continue", json!(token));
     }
     Ok(json_response(StatusCode::OK, &out.list(r, items, metadata)))
 }
@@ -145,7 +145,7 @@ pub(super) async fn list_from_cache(
     }
     let mut metadata = json!({ "resourceVersion": revision.to_string() });
     if let Some(token) = &continue_token {
-        crate::registry::object::set(&mut metadata, "continue", json!(token));
+        crate::object::set(&mut metadata, "continue", json!(token));
     }
     if out.table.is_some() || crate::registry::convert::needed(r) {
         let objects = items.iter().map(|i| i.object()).collect();

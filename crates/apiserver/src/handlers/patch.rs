@@ -60,14 +60,14 @@ pub(super) async fn patch(
     }
     let mut warnings = Vec::new();
     if patch_type != PatchType::Json
-        && opts.validation != crate::registry::strict::FieldValidation::Ignore
+        && opts.validation != crate::decode::strict::FieldValidation::Ignore
     {
         // Unknown or duplicate fields in the patch itself.
         if let Ok(patch_obj) = serde_json::from_slice::<Value>(body) {
             let mut typed = patch_obj.clone();
             if typed.is_object() {
-                crate::registry::object::set(&mut typed, "apiVersion", json!(r.group_version()));
-                crate::registry::object::set(&mut typed, "kind", json!(r.kind));
+                crate::object::set(&mut typed, "apiVersion", json!(r.group_version()));
+                crate::object::set(&mut typed, "kind", json!(r.kind));
             }
             warnings = if patch_type == PatchType::StrategicMerge {
                 let fields = skiff_api::patch::without_directives(typed);

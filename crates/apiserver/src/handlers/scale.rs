@@ -7,8 +7,8 @@ use axum::response::Response;
 use serde_json::{json, Value};
 
 use crate::handlers::json_response;
+use crate::object;
 use crate::registry::delete::DeleteOptions;
-use crate::registry::object;
 use crate::registry::write::{self, WriteOptions};
 use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult};
@@ -60,7 +60,7 @@ pub fn to_scale(obj: &Value) -> Value {
         "creationTimestamp",
     ] {
         if let Some(v) = meta.get(field) {
-            crate::registry::object::set(&mut metadata, field, v.clone());
+            crate::object::set(&mut metadata, field, v.clone());
         }
     }
     json!({
@@ -114,7 +114,7 @@ fn from_scale(workload: &Value, scale: &Value) -> ApiResult<Value> {
     }
     let mut next = workload.clone();
     if let Some(spec) = next.get_mut("spec") {
-        crate::registry::object::set(spec, "replicas", json!(replicas));
+        crate::object::set(spec, "replicas", json!(replicas));
     }
     // A resourceVersion in the Scale is a precondition on the workload.
     match scale

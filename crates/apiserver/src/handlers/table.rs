@@ -41,7 +41,7 @@ fn row(kind: &str, obj: &Value, include: Include, now: chrono::DateTime<chrono::
     let mut row = json!({ "cells": skiff_api::tables::row_cells(kind, obj, now) });
     let conditions = skiff_api::tables::row_conditions(kind, obj);
     if !conditions.is_empty() {
-        crate::registry::object::set(&mut row, "conditions", json!(conditions));
+        crate::object::set(&mut row, "conditions", json!(conditions));
     }
     match include {
         Include::None => {}
@@ -51,9 +51,9 @@ fn row(kind: &str, obj: &Value, include: Include, now: chrono::DateTime<chrono::
                 "apiVersion": "meta.k8s.io/v1",
                 "metadata": obj.get("metadata").cloned().unwrap_or(json!({})),
             });
-            crate::registry::object::set(&mut row, "object", partial);
+            crate::object::set(&mut row, "object", partial);
         }
-        Include::Object => crate::registry::object::set(&mut row, "object", obj.clone()),
+        Include::Object => crate::object::set(&mut row, "object", obj.clone()),
     }
     row
 }

@@ -12,7 +12,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use skiff_store::EventKind;
 
-use crate::registry::object::{self, with_revision};
+use crate::object::{self, with_revision};
 use crate::resources::{self, Resource};
 use crate::status::{ApiError, ApiResult};
 use crate::watchcache::filter::Filter;
@@ -37,7 +37,7 @@ pub(super) const MAX_WATCH_BATCH: usize = 64 * 1024;
 pub(super) fn bookmark_line(r: &Resource, revision: i64, initial_end: bool) -> Bytes {
     let mut metadata = json!({ "resourceVersion": revision.to_string() });
     if initial_end {
-        crate::registry::object::set(
+        crate::object::set(
             &mut metadata,
             "annotations",
             json!({ "k8s.io/initial-events-end": "true" }),

@@ -16,7 +16,7 @@
 use serde_json::{json, Value};
 use skiff_store::ListOptions;
 
-use crate::registry::object::{self, with_revision};
+use crate::object::{self, with_revision};
 use crate::resources::{Resource, RESOURCES};
 use crate::status::{ApiError, ApiResult, Cause};
 use crate::AppState;
@@ -52,7 +52,7 @@ impl DeleteOptions {
                 ApiError::bad_request(format!("json: cannot decode DeleteOptions: {e}"))
             })?;
             let typed: k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions =
-                crate::registry::typed::decode_as(&v).map_err(ApiError::bad_request)?;
+                crate::decode::typed::decode_as(&v).map_err(ApiError::bad_request)?;
             opts.grace_period_seconds = typed.grace_period_seconds;
             opts.propagation_policy = typed.propagation_policy;
             if let Some(p) = typed.preconditions {
@@ -297,7 +297,7 @@ async fn delete_namespace(
 ) -> ApiResult<Value> {
     let key = object::key(r, None, name);
     // Terminating first: admission now refuses new content.
-    crate::registry::object::set(&mut obj, "status", json!({"phase": "Terminating"}));
+    crate::object::set(&mut obj, "status", json!({"phase": "Terminating"}));
     object::meta(&mut obj).insert("deletionTimestamp".into(), json!(object::now()));
     let value = serde_json::to_vec(&obj).map_err(|e| ApiError::internal(e.to_string()))?;
     let marked = match state.store.update(&key, value.into(), revision).await {

@@ -14,6 +14,6 @@ pub fn record_update(r: &Resource, old: Option<&Value>, new: Value, manager: &st
         &new,
         manager,
         &r.group_version(),
-        &crate::registry::object::now(),
+        &crate::object::now(),
     )
 }

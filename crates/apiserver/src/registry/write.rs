@@ -11,8 +11,8 @@ use axum::http::StatusCode;
 use serde_json::{json, Value};
 
 use crate::admission;
-use crate::registry::object::{self, with_revision};
-use crate::registry::strict::{self, FieldValidation};
+use crate::decode::strict::{self, FieldValidation};
+use crate::object::{self, with_revision};
 use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult, Cause};
 use crate::AppState;
@@ -80,7 +80,7 @@ pub fn check_fields(
         return Ok(Vec::new());
     }
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or(r.kind);
-    let findings = strict::findings(r.group, kind, raw, obj);
+    let findings = crate::resources::field_findings(r.group, kind, raw, obj);
     if findings.is_empty() {
         return Ok(Vec::new());
     }
@@ -122,7 +122,7 @@ pub async fn create(
     warnings: Vec<String>,
 ) -> ApiResult<Outcome> {
     let name = object::prepare_create(r, ns, &mut obj)?;
-    let obj = crate::registry::typed::normalize(r.group, r.kind, (r.kind, r.version), obj)?;
+    let obj = crate::resources::normalize(r.group, r.kind, (r.kind, r.version), obj)?;
     if r.group == "events.k8s.io" {
         check_valid(r, &name, skiff_api::validation::events_v1_create(&obj))?;
     }
@@ -240,7 +240,7 @@ pub async fn update(
             object::meta(&mut candidate).remove("resourceVersion");
         }
         let candidate =
-            crate::registry::typed::normalize(r.group, r.kind, (r.kind, r.version), candidate)?;
+            crate::resources::normalize(r.group, r.kind, (r.kind, r.version), candidate)?;
         let candidate = crate::registry::convert::to_stored(r, candidate);
         let given = object::name_of(&candidate).unwrap_or_default();
         if given != name {
@@ -282,7 +282,7 @@ pub async fn update(
         let mut new = match subresource {
             Some("status") => {
                 let mut merged = old.clone();
-                crate::registry::object::set(
+                crate::object::set(
                     &mut merged,
                     "status",
                     candidate.get("status").cloned().unwrap_or(Value::Null),
@@ -292,9 +292,7 @@ pub async fn update(
             _ => {
                 let mut obj = candidate;
                 match old.get("status") {
-                    Some(status) => {
-                        crate::registry::object::set(&mut obj, "status", status.clone())
-                    }
+                    Some(status) => crate::object::set(&mut obj, "status", status.clone()),
                     None => {
                         if let Some(o) = obj.as_object_mut() {
                             o.remove("status");

@@ -12,9 +12,9 @@ use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult};
 
 /// Fields a resource can be selected by, besides metadata.name and
-/// metadata.namespace (its kind's, in `registry::kinds`).
+/// metadata.namespace (its kind's, in `resources`).
 fn selectable_fields(r: &Resource) -> &'static [&'static str] {
-    crate::registry::kinds::of(r).map_or(&[], |k| k.selectable_fields)
+    crate::resources::kind_of(r).map_or(&[], |k| k.selectable_fields)
 }
 
 /// What selectors can read of one object: its name, namespace, labels and

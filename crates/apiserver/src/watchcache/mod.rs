@@ -27,7 +27,7 @@ use skiff_store::{EventKind, ListOptions, Store};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::registry::object::with_revision;
+use crate::object::with_revision;
 use crate::watchcache::filter::{RawFields, Selectable};
 
 /// Events kept for watchers that resume from a recent resourceVersion.

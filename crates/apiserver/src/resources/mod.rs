@@ -1,10 +1,11 @@
-//! One file per kind: what the API server knows of it — the resource that
-//! serves it (group, version, plural, scope, short names, categories,
-//! subresources, storage), the fields it can be selected by, and its
-//! k8s-openapi type, from which typed decoding, field validation and the
-//! OpenAPI schema come. Adding a kind is a new file here and a line in
-//! [`KINDS`] (its defaults, validation and printer columns are skiff-api's,
-//! by kind name).
+//! Served resources and their kinds, one file per kind (`pods.rs`,
+//! `deployments.rs`, ...): each holds its resource entry (group, version,
+//! plural, scope, short names, categories, subresources, storage), the
+//! fields it can be selected by and its k8s-openapi type, from which typed
+//! decoding, field validation and the OpenAPI schema come. Adding a kind is
+//! a new file and a line in [`KINDS`]; its defaults, validation and printer
+//! columns are skiff-api's, by kind name. One list drives discovery,
+//! routing and storage keys.
 
 use std::marker::PhantomData;
 
@@ -12,9 +13,95 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::registry::strict::Segment;
-use crate::resources::Resource;
+use crate::decode::strict::Segment;
 use crate::status::ApiResult;
+
+/// One served resource.
+#[derive(Debug, Clone, Copy)]
+pub struct Resource {
+    /// API group ("" for core).
+    pub group: &'static str,
+    pub version: &'static str,
+    /// Plural name in the URL.
+    pub plural: &'static str,
+    pub singular: &'static str,
+    pub kind: &'static str,
+    pub namespaced: bool,
+    pub short_names: &'static [&'static str],
+    pub categories: &'static [&'static str],
+    pub subresources: &'static [&'static str],
+    /// Resource name under `/registry/` (events.k8s.io events share core's).
+    pub storage: &'static str,
+}
+
+impl Resource {
+    /// `v1` or `apps/v1`.
+    pub fn group_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_string()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// `pods` or `deployments.apps`, as in upstream error messages.
+    pub fn qualified(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.to_string()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+}
+
+/// Every served resource, from the kinds' files, in their order.
+pub static RESOURCES: std::sync::LazyLock<Vec<Resource>> =
+    std::sync::LazyLock::new(|| KINDS.iter().filter_map(|k| k.resource).collect());
+
+/// Group, version, kind and verbs of a subresource of `r`.
+pub fn subresource_kind(
+    r: &Resource,
+    sub: &str,
+) -> (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static [&'static str],
+) {
+    match sub {
+        "binding" => ("", "v1", "Binding", &["create"]),
+        "eviction" => ("policy", "v1", "Eviction", &["create"]),
+        "scale" => ("autoscaling", "v1", "Scale", &["get", "patch", "update"]),
+        _ => (r.group, r.version, r.kind, &["get", "patch", "update"]),
+    }
+}
+
+/// The namespaces resource (always served; bootstrap and admission use it).
+#[expect(
+    clippy::expect_used,
+    reason = "namespaces.rs serves namespaces; the kinds test finds every kind"
+)]
+pub fn namespaces() -> &'static Resource {
+    find("", "v1", "namespaces").expect("namespaces are served")
+}
+
+/// The resource served at `group`/`version`/`plural`.
+pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static Resource> {
+    RESOURCES
+        .iter()
+        .find(|r| r.group == group && r.version == version && r.plural == plural)
+}
+
+/// The distinct non-core (group, version) pairs, in table order.
+pub fn groups() -> Vec<(&'static str, &'static str)> {
+    let mut out: Vec<(&str, &str)> = Vec::new();
+    for r in RESOURCES.iter().filter(|r| !r.group.is_empty()) {
+        if !out.iter().any(|(g, v)| *g == r.group && *v == r.version) {
+            out.push((r.group, r.version));
+        }
+    }
+    out
+}
 
 mod binding;
 mod configmaps;
@@ -70,9 +157,31 @@ pub struct Kind {
     pub typed: &'static dyn TypedKind,
 }
 
+/// Decodes `obj` (stored form of a `group`/`kind` object) as its type and
+/// returns it as that type encodes (see `decode::typed`); quantities must
+/// parse. `served` is the (kind, version) the client used, for messages.
+pub fn normalize(group: &str, kind: &str, served: (&str, &str), obj: Value) -> ApiResult<Value> {
+    crate::decode::typed::check_depth(&obj, served)?;
+    let obj = match find_kind(group, kind) {
+        Some(k) => k.typed.normalize(obj, served)?,
+        None => obj,
+    };
+    if let Some(detail) = skiff_api::validation::bad_quantity(kind, &obj) {
+        return Err(crate::decode::typed::cannot_handle(served, &detail));
+    }
+    Ok(obj)
+}
+
+/// Unknown and duplicate fields of `raw` (parsed as `obj`), for a
+/// `group`/`kind` object (see `decode::strict`).
+pub fn field_findings(group: &str, kind: &str, raw: &[u8], obj: &Value) -> Vec<String> {
+    let ignored = find_kind(group, kind).and_then(|k| k.typed.ignored(raw, obj));
+    crate::decode::strict::findings(raw, ignored)
+}
+
 /// A kind by group and kind name (a Scale is found by "apps" too, the
 /// group of the workloads it scales).
-pub fn find(group: &str, kind: &str) -> Option<&'static Kind> {
+pub fn find_kind(group: &str, kind: &str) -> Option<&'static Kind> {
     let group = if kind == "Scale" && group == "apps" {
         "autoscaling"
     } else {
@@ -85,7 +194,7 @@ pub fn find(group: &str, kind: &str) -> Option<&'static Kind> {
 }
 
 /// The kind a resource serves.
-pub fn of(r: &Resource) -> Option<&'static Kind> {
+pub fn kind_of(r: &Resource) -> Option<&'static Kind> {
     KINDS.iter().copied().find(|k| {
         k.resource.is_some_and(|kr| {
             kr.group == r.group && kr.version == r.version && kr.plural == r.plural
@@ -123,11 +232,11 @@ where
     T: DeserializeOwned + Serialize + schemars::JsonSchema,
 {
     fn normalize(&self, obj: Value, served: (&str, &str)) -> ApiResult<Value> {
-        crate::registry::typed::round_trip::<T>(obj, served)
+        crate::decode::typed::round_trip::<T>(obj, served)
     }
 
     fn ignored(&self, raw: &[u8], obj: &Value) -> Option<Vec<Vec<Segment>>> {
-        crate::registry::strict::ignored::<T>(raw, obj)
+        crate::decode::strict::ignored::<T>(raw, obj)
     }
 
     fn schema(&self, generator: &mut schemars::SchemaGenerator) -> String {
@@ -186,17 +295,17 @@ mod tests {
     fn every_kind_is_found_and_resources_are_unique() {
         for k in KINDS {
             assert!(
-                std::ptr::eq(find(k.group, k.kind).unwrap(), *k),
+                std::ptr::eq(find_kind(k.group, k.kind).unwrap(), *k),
                 "{}",
                 k.kind
             );
             if let Some(r) = &k.resource {
-                assert!(std::ptr::eq(of(r).unwrap(), *k));
+                assert!(std::ptr::eq(kind_of(r).unwrap(), *k));
                 assert_eq!(r.kind, k.kind);
                 assert_eq!(r.group, k.group);
             }
         }
-        assert_eq!(find("apps", "Scale").unwrap().group, "autoscaling");
+        assert_eq!(find_kind("apps", "Scale").unwrap().group, "autoscaling");
         let mut plurals: Vec<_> = KINDS
             .iter()
             .filter_map(|k| k.resource.map(|r| (r.group, r.plural)))

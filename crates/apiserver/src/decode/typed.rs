@@ -26,21 +26,6 @@ use crate::status::{ApiError, ApiResult};
 /// JSON reader refuses 128 levels; lists and watch events add three.
 pub const MAX_DEPTH: usize = 100;
 
-/// Decodes `obj` (stored form of a `group`/`kind` object) as its type and
-/// returns it as that type encodes. `served` is the (kind, version) the
-/// client used, for the message.
-pub fn normalize(group: &str, kind: &str, served: (&str, &str), obj: Value) -> ApiResult<Value> {
-    check_depth(&obj, served)?;
-    let obj = match crate::registry::kinds::find(group, kind) {
-        Some(k) => k.typed.normalize(obj, served)?,
-        None => obj,
-    };
-    if let Some(detail) = skiff_api::validation::bad_quantity(kind, &obj) {
-        return Err(cannot_handle(served, &detail));
-    }
-    Ok(obj)
-}
-
 pub(crate) fn round_trip<T>(obj: Value, served: (&str, &str)) -> ApiResult<Value>
 where
     T: DeserializeOwned + Serialize + schemars::JsonSchema,
@@ -68,7 +53,7 @@ pub fn cannot_handle((kind, version): (&str, &str), detail: &str) -> ApiError {
 }
 
 /// Refuses objects nested deeper than [`MAX_DEPTH`].
-fn check_depth(obj: &Value, served: (&str, &str)) -> ApiResult<()> {
+pub fn check_depth(obj: &Value, served: (&str, &str)) -> ApiResult<()> {
     if depth_exceeds(obj, MAX_DEPTH) {
         return Err(cannot_handle(
             served,
@@ -299,7 +284,7 @@ mod tests {
     use serde_json::json;
 
     fn err(group: &str, kind: &str, obj: Value) -> String {
-        normalize(group, kind, (kind, "v1"), obj)
+        crate::resources::normalize(group, kind, (kind, "v1"), obj)
             .expect_err("must not decode")
             .message
     }
@@ -340,7 +325,7 @@ mod tests {
     fn unknown_fields_and_nulls_go() {
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "c", "labels": null, "bogus": 1}, "data": {"a": "b"}, "x": null});
-        let out = normalize("", "ConfigMap", ("ConfigMap", "v1"), cm).unwrap();
+        let out = crate::resources::normalize("", "ConfigMap", ("ConfigMap", "v1"), cm).unwrap();
         assert_eq!(
             out,
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "b"}})

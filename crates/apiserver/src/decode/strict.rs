@@ -80,13 +80,6 @@ fn segments(path: &serde_ignored::Path<'_>) -> Vec<Segment> {
     out
 }
 
-/// Ignored fields for kinds we know (their types: `registry::kinds`).
-fn typed_ignored(group: &str, kind: &str, raw: &[u8], obj: &Value) -> Option<Vec<Vec<Segment>>> {
-    crate::registry::kinds::find(group, kind)?
-        .typed
-        .ignored(raw, obj)
-}
-
 /// `unknown field "spec.containers[0].foo"` for each ignored field, whatever
 /// its value (null included, as upstream's strict decoder reports a key
 /// before reading its value), in path order, a duplicate key once.
@@ -257,9 +250,9 @@ impl<'de> Visitor<'de> for Duplicates<'_, '_> {
     }
 }
 
-/// Unknown and duplicate fields of `raw` (already parsed as `obj`), in
-/// upstream's wording.
-pub fn findings(group: &str, kind: &str, raw: &[u8], obj: &Value) -> Vec<String> {
+/// Duplicate fields of `raw`, and the `ignored` fields its type's decoder
+/// skipped (see [`ignored`]), in upstream's wording.
+pub fn findings(raw: &[u8], ignored: Option<Vec<Vec<Segment>>>) -> Vec<String> {
     let mut out = Vec::new();
     let mut de = serde_json::Deserializer::from_slice(raw);
     let _ = Duplicates {
@@ -267,7 +260,7 @@ pub fn findings(group: &str, kind: &str, raw: &[u8], obj: &Value) -> Vec<String>
         out: &mut out,
     }
     .deserialize(&mut de);
-    if let Some(ignored) = typed_ignored(group, kind, raw, obj) {
+    if let Some(ignored) = ignored {
         unknown(ignored, &mut out);
     }
     out
@@ -291,7 +284,7 @@ mod tests {
         let raw = br#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","name":"b"},
             "spec":{"foo":1,"containers":[{"name":"c","image":"i","bogus":true}]}}"#;
         let obj: Value = serde_json::from_slice(raw).unwrap();
-        let found = findings("", "Pod", raw, &obj);
+        let found = crate::resources::field_findings("", "Pod", raw, &obj);
         assert_eq!(
             found,
             vec![
@@ -313,7 +306,7 @@ mod tests {
             "containers":[{"name":"c","image":"i"},{"name":"d","image":"i","q":[1]}]}}"#;
         let obj: Value = serde_json::from_slice(raw).unwrap();
         assert_eq!(
-            findings("", "Pod", raw, &obj),
+            crate::resources::field_findings("", "Pod", raw, &obj),
             vec![
                 "duplicate field \"spec.foo\"",
                 "unknown field \"metadata.x\"",
@@ -331,7 +324,7 @@ mod tests {
             "spec":{"replicas":1,"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},
             "spec":{"containers":[{"name":"c","image":"i","resources":{}}]}}}}"#;
         let obj: Value = serde_json::from_slice(raw).unwrap();
-        assert!(findings("apps", "Deployment", raw, &obj).is_empty());
+        assert!(crate::resources::field_findings("apps", "Deployment", raw, &obj).is_empty());
     }
 
     #[test]
@@ -346,7 +339,7 @@ mod tests {
         );
         let obj: Value = serde_json::from_slice(raw.as_bytes()).unwrap();
         assert_eq!(
-            findings("", "ConfigMap", raw.as_bytes(), &obj),
+            crate::resources::field_findings("", "ConfigMap", raw.as_bytes(), &obj),
             vec![
                 "duplicate field \"metadata.labels.k3\"",
                 "duplicate field \"metadata.labels.ab\"",
