@@ -104,41 +104,70 @@ fn referenced(prop: &Value) -> Option<String> {
     Some(r.rsplit('/').next().unwrap_or(r).to_string())
 }
 
-/// Puts upstream's patch extensions (`x-kubernetes-patch-strategy`,
-/// `x-kubernetes-patch-merge-key`) on the properties of `root` and the
-/// definitions it leads to, so kubectl's client-side apply merges lists by
-/// key as it does against kube-apiserver.
-fn annotate(schemas: &mut Map<String, Value>, root: &str, ext: &skiff_api::patch::PatchExtension) {
+/// The property at `path` under definition `root`, following `$ref`s
+/// (and list items) from property to property. A bare `$ref` property is
+/// wrapped in `allOf` first, since OpenAPI 3.0 ignores a `$ref`'s siblings.
+fn property<'a>(
+    schemas: &'a mut Map<String, Value>,
+    root: &str,
+    path: &[&str],
+) -> Option<&'a mut Value> {
+    let (last, steps) = path.split_last()?;
     let mut def = root.to_string();
-    let Some((last, steps)) = ext.path.split_last() else {
-        return;
-    };
     for step in steps {
-        let Some(next) = schemas
+        def = schemas
             .get(&def)
             .and_then(|d| d.pointer(&format!("/properties/{step}")))
-            .and_then(referenced)
-        else {
-            return;
-        };
-        def = next;
+            .and_then(referenced)?;
     }
-    let Some(prop) = schemas
+    let prop = schemas
         .get_mut(&def)
-        .and_then(|d| d.pointer_mut(&format!("/properties/{last}")))
-    else {
-        return;
-    };
+        .and_then(|d| d.pointer_mut(&format!("/properties/{last}")))?;
     if let Some(r) = prop.get("$ref").cloned() {
-        // OpenAPI 3.0 ignores the siblings of a $ref: wrap it, as upstream.
         if let Some(o) = prop.as_object_mut() {
             o.remove("$ref");
             o.insert("allOf".into(), json!([{ "$ref": r }]));
         }
     }
+    Some(prop)
+}
+
+/// Upstream's patch extensions (`x-kubernetes-patch-strategy`,
+/// `x-kubernetes-patch-merge-key`), which kubectl's client-side apply
+/// reads to merge lists by key as it does against kube-apiserver.
+fn annotate(schemas: &mut Map<String, Value>, root: &str, ext: &skiff_api::patch::PatchExtension) {
+    let Some(prop) = property(schemas, root, &ext.path) else {
+        return;
+    };
     crate::object::set(prop, "x-kubernetes-patch-strategy", json!(ext.strategy));
     if let Some(key) = ext.merge_key {
         crate::object::set(prop, "x-kubernetes-patch-merge-key", json!(key));
+    }
+}
+
+/// Upstream's list and map extensions (`x-kubernetes-list-type`,
+/// `x-kubernetes-list-map-keys`, `x-kubernetes-map-type`), which
+/// server-side apply clients read.
+fn annotate_list(
+    schemas: &mut Map<String, Value>,
+    root: &str,
+    ext: &skiff_api::apply::ListExtension,
+) {
+    let Some(prop) = property(schemas, root, &ext.path) else {
+        return;
+    };
+    let is_list = prop.get("type").and_then(Value::as_str) == Some("array");
+    match (is_list, ext.list_type, ext.map_type) {
+        (true, Some(list_type), _) => {
+            crate::object::set(prop, "x-kubernetes-list-type", json!(list_type));
+            if !ext.list_map_keys.is_empty() {
+                crate::object::set(prop, "x-kubernetes-list-map-keys", json!(ext.list_map_keys));
+            }
+        }
+        (false, _, Some(map_type)) => {
+            crate::object::set(prop, "x-kubernetes-map-type", json!(map_type));
+        }
+        _ => {}
     }
 }
 
@@ -147,6 +176,9 @@ fn build(group: &str, version: &str) -> Value {
     for (kind, name) in &names {
         for ext in skiff_api::patch::extensions(kind) {
             annotate(&mut schemas, name, &ext);
+        }
+        for ext in skiff_api::apply::list_extensions(kind) {
+            annotate_list(&mut schemas, name, &ext);
         }
     }
     // kubectl finds a kind's schema by this extension.
@@ -315,7 +347,23 @@ mod tests {
             container["properties"]["ports"]["x-kubernetes-patch-merge-key"],
             "containerPort"
         );
+        assert_eq!(
+            spec["properties"]["containers"]["x-kubernetes-list-type"],
+            "map"
+        );
+        assert_eq!(
+            spec["properties"]["containers"]["x-kubernetes-list-map-keys"],
+            json!(["name"])
+        );
+        assert_eq!(
+            container["properties"]["ports"]["x-kubernetes-list-map-keys"],
+            json!(["containerPort", "protocol"])
+        );
         let meta = &doc["components"]["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"];
+        assert_eq!(
+            meta["properties"]["finalizers"]["x-kubernetes-list-type"],
+            "set"
+        );
         assert_eq!(
             meta["properties"]["finalizers"]["x-kubernetes-patch-strategy"],
             "merge"

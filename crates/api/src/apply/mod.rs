@@ -35,6 +35,7 @@ mod managed;
 mod merge;
 mod path;
 mod schema;
+pub use schema::{list_extensions, ListExtension};
 #[cfg(test)]
 mod tests;
 mod walk;

@@ -57,6 +57,61 @@ pub(crate) enum KeyDefault {
     Int(i64),
 }
 
+/// One field's list or map shape as OpenAPI carries it
+/// (`x-kubernetes-list-type`, `x-kubernetes-list-map-keys`,
+/// `x-kubernetes-map-type`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListExtension {
+    /// Property names from the kind's root (list elements are implicit).
+    pub path: Vec<&'static str>,
+    /// `map`, `set` or `atomic` for lists; `None` for a map or struct.
+    pub list_type: Option<&'static str>,
+    pub list_map_keys: Vec<&'static str>,
+    /// `atomic` for a map or struct owned whole.
+    pub map_type: Option<&'static str>,
+}
+
+/// Every field of `kind` with a list or map shape beyond the deduced one,
+/// for the OpenAPI documents. (An atomic field is reported as an atomic
+/// list or map; which one depends on its type, which the caller knows.)
+pub fn list_extensions(kind: &str) -> Vec<ListExtension> {
+    fn walk(shape: &Shape, at: &mut Vec<&'static str>, out: &mut Vec<ListExtension>) {
+        let Shape::Map(schema) = shape else { return };
+        for f in schema.iter() {
+            at.push(f.name);
+            let mut ext = ListExtension {
+                path: at.clone(),
+                list_type: None,
+                list_map_keys: Vec::new(),
+                map_type: None,
+            };
+            match &f.shape {
+                Shape::Keyed(keys, element) => {
+                    ext.list_type = Some("map");
+                    ext.list_map_keys = keys.iter().map(|k| k.name).collect();
+                    out.push(ext);
+                    walk(element, at, out);
+                }
+                Shape::Set => {
+                    ext.list_type = Some("set");
+                    out.push(ext);
+                }
+                Shape::Atomic => {
+                    ext.list_type = Some("atomic");
+                    ext.map_type = Some("atomic");
+                    out.push(ext);
+                }
+                Shape::Map(_) => walk(&f.shape, at, out),
+                Shape::Deduced => {}
+            }
+            at.pop();
+        }
+    }
+    let mut out = Vec::new();
+    walk(&root(kind), &mut Vec::new(), &mut out);
+    out
+}
+
 /// The shape of field `name` of a map with `schema`.
 pub(crate) fn lookup(schema: Schema, name: &str) -> Shape {
     schema
