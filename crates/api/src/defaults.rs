@@ -1,6 +1,6 @@
-//! Defaulting, as upstream's `SetDefaults_*` functions and the default
-//! admission plugins (DefaultTolerationSeconds) apply it on create. Works
-//! on wire-form JSON; fills only what is absent.
+//! Defaulting, as upstream's `SetDefaults_*` functions apply it: one
+//! function per kind, called by that kind's strategy in the API server.
+//! Works on wire-form JSON; fills only what is absent.
 
 use serde_json::{json, Map, Value};
 
@@ -194,13 +194,10 @@ fn unreachable_object() -> ! {
     panic!("value was just made an object")
 }
 
-/// What upstream's strategies set when an object is created (not on
-/// update): a Job's generated selector and the labels it selects on
-/// (unless `spec.manualSelector`).
-pub fn on_create(kind: &str, obj: &mut Value) {
-    if kind != "Job" {
-        return;
-    }
+/// What upstream's Job strategy sets when a Job is created (not on
+/// update): the generated selector and the labels it selects on (unless
+/// `spec.manualSelector`).
+pub fn job_selector(obj: &mut Value) {
     let manual = obj.pointer("/spec/manualSelector").and_then(Value::as_bool) == Some(true);
     let uid = obj
         .pointer("/metadata/uid")
@@ -239,86 +236,92 @@ pub fn on_create(kind: &str, obj: &mut Value) {
     }
 }
 
-/// Defaults for every kind we know; other kinds pass through.
-pub fn apply(kind: &str, obj: &mut Value) {
-    match kind {
-        "Pod" => pod(obj),
-        "Namespace" => {
-            if let Some(spec) = object_entry(obj, "spec") {
-                default(spec, "finalizers", json!(["kubernetes"]));
-            }
-            if let Some(o) = obj.as_object_mut() {
-                o.insert("status".into(), json!({"phase": "Active"}));
-            }
-            let name = obj
-                .pointer("/metadata/name")
-                .cloned()
-                .unwrap_or(Value::Null);
-            if let Some(meta) = object_at(obj, "metadata") {
-                let labels = meta.entry("labels").or_insert_with(|| json!({}));
-                if let Some(labels) = labels.as_object_mut() {
-                    labels.insert("kubernetes.io/metadata.name".into(), name);
-                }
-            }
-        }
-        "Secret" => {
-            if let Some(o) = obj.as_object_mut() {
-                default(o, "type", json!("Opaque"));
-            }
-        }
-        "Service" => {
-            if let Some(spec) = object_at(obj, "spec") {
-                default(spec, "type", json!("ClusterIP"));
-                default(spec, "sessionAffinity", json!("None"));
-                if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
-                    for port in ports.iter_mut().filter_map(Value::as_object_mut) {
-                        default(port, "protocol", json!("TCP"));
-                        if let Some(p) = port.get("port").cloned() {
-                            default(port, "targetPort", p);
-                        }
-                    }
-                }
-            }
-        }
-        "Deployment" => {
-            if let Some(spec) = object_at(obj, "spec") {
-                default(spec, "replicas", json!(1));
-                default(spec, "revisionHistoryLimit", json!(10));
-                default(spec, "progressDeadlineSeconds", json!(600));
-                let strategy = object_entry_map(spec, "strategy");
-                default(strategy, "type", json!("RollingUpdate"));
-                if strategy.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
-                    let rolling = object_entry_map(strategy, "rollingUpdate");
-                    default(rolling, "maxUnavailable", json!("25%"));
-                    default(rolling, "maxSurge", json!("25%"));
-                }
-            }
-            template(obj);
-        }
-        "ReplicaSet" => {
-            if let Some(spec) = object_at(obj, "spec") {
-                default(spec, "replicas", json!(1));
-            }
-            template(obj);
-        }
-        "Job" => {
-            if let Some(spec) = object_at(obj, "spec") {
-                default(spec, "parallelism", json!(1));
-                default(spec, "completions", json!(1));
-                default(spec, "backoffLimit", json!(6));
-                default(spec, "completionMode", json!("NonIndexed"));
-                default(spec, "suspend", json!(false));
-            }
-            if let Some(spec) = obj
-                .pointer_mut("/spec/template/spec")
-                .and_then(Value::as_object_mut)
-            {
-                default(spec, "restartPolicy", json!("Never"));
-            }
-            template(obj);
-        }
-        _ => {}
+/// Namespace defaults: the kubernetes finalizer, phase Active, and the
+/// `kubernetes.io/metadata.name` label.
+pub fn namespace(obj: &mut Value) {
+    if let Some(spec) = object_entry(obj, "spec") {
+        default(spec, "finalizers", json!(["kubernetes"]));
     }
+    if let Some(o) = obj.as_object_mut() {
+        o.insert("status".into(), json!({"phase": "Active"}));
+    }
+    let name = obj
+        .pointer("/metadata/name")
+        .cloned()
+        .unwrap_or(Value::Null);
+    if let Some(meta) = object_at(obj, "metadata") {
+        let labels = meta.entry("labels").or_insert_with(|| json!({}));
+        if let Some(labels) = labels.as_object_mut() {
+            labels.insert("kubernetes.io/metadata.name".into(), name);
+        }
+    }
+}
+
+/// Secret defaults: type Opaque.
+pub fn secret(obj: &mut Value) {
+    if let Some(o) = obj.as_object_mut() {
+        default(o, "type", json!("Opaque"));
+    }
+}
+
+/// Service defaults: type ClusterIP, no session affinity, TCP ports whose
+/// targetPort is their port.
+pub fn service(obj: &mut Value) {
+    if let Some(spec) = object_at(obj, "spec") {
+        default(spec, "type", json!("ClusterIP"));
+        default(spec, "sessionAffinity", json!("None"));
+        if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
+            for port in ports.iter_mut().filter_map(Value::as_object_mut) {
+                default(port, "protocol", json!("TCP"));
+                if let Some(p) = port.get("port").cloned() {
+                    default(port, "targetPort", p);
+                }
+            }
+        }
+    }
+}
+
+/// Deployment defaults, the RollingUpdate strategy (25%/25%) included.
+pub fn deployment(obj: &mut Value) {
+    if let Some(spec) = object_at(obj, "spec") {
+        default(spec, "replicas", json!(1));
+        default(spec, "revisionHistoryLimit", json!(10));
+        default(spec, "progressDeadlineSeconds", json!(600));
+        let strategy = object_entry_map(spec, "strategy");
+        default(strategy, "type", json!("RollingUpdate"));
+        if strategy.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
+            let rolling = object_entry_map(strategy, "rollingUpdate");
+            default(rolling, "maxUnavailable", json!("25%"));
+            default(rolling, "maxSurge", json!("25%"));
+        }
+    }
+    template(obj);
+}
+
+/// ReplicaSet defaults.
+pub fn replica_set(obj: &mut Value) {
+    if let Some(spec) = object_at(obj, "spec") {
+        default(spec, "replicas", json!(1));
+    }
+    template(obj);
+}
+
+/// Job defaults (restartPolicy Never in its template).
+pub fn job(obj: &mut Value) {
+    if let Some(spec) = object_at(obj, "spec") {
+        default(spec, "parallelism", json!(1));
+        default(spec, "completions", json!(1));
+        default(spec, "backoffLimit", json!(6));
+        default(spec, "completionMode", json!("NonIndexed"));
+        default(spec, "suspend", json!(false));
+    }
+    if let Some(spec) = obj
+        .pointer_mut("/spec/template/spec")
+        .and_then(Value::as_object_mut)
+    {
+        default(spec, "restartPolicy", json!("Never"));
+    }
+    template(obj);
 }
 
 #[cfg(test)]

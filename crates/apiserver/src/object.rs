@@ -184,7 +184,7 @@ pub fn prepare_create(
             }
         },
     };
-    let errors = skiff_api::validation::name_errors(kind, &name);
+    let errors = crate::resources::strategy_of(resource).name_errors(&name);
     if !errors.is_empty() {
         return Err(ApiError::invalid(
             resource.group,

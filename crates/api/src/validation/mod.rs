@@ -8,7 +8,10 @@ pub mod meta;
 pub mod names;
 mod workloads;
 
-pub use workloads::{bad_quantity, events_v1_create, name_errors};
+pub use workloads::{
+    bad_quantity, config_map, deployment, events_v1_create, job, job_update, node, replica_set,
+    secret, workload_update,
+};
 
 /// One invalid field.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -234,54 +237,53 @@ pub fn pod_update(old: &Value, new: &Value) -> Vec<FieldError> {
     }]
 }
 
-/// Validates an object of `kind` on create.
-pub fn validate(kind: &str, obj: &Value) -> Vec<FieldError> {
-    let mut errors = meta::object_meta(obj.get("metadata"), "metadata");
-    errors.extend(validate_kind(kind, obj));
-    errors.extend(workloads::validate(kind, obj));
+/// ObjectMeta of any object (every kind's validation starts here).
+pub fn object_meta(obj: &Value) -> Vec<FieldError> {
+    meta::object_meta(obj.get("metadata"), "metadata")
+}
+
+/// A Pod on create (upstream ValidatePodCreate, the parts we check).
+pub fn pod(obj: &Value) -> Vec<FieldError> {
+    let mut errors = match obj.get("spec") {
+        Some(spec) => pod_spec(spec, "spec"),
+        None => vec![required("spec.containers".into())],
+    };
+    errors.extend(workloads::pod_spec_extras(obj.get("spec"), "spec"));
     errors
 }
 
-fn validate_kind(kind: &str, obj: &Value) -> Vec<FieldError> {
-    match kind {
-        "Pod" => match obj.get("spec") {
-            Some(spec) => pod_spec(spec, "spec"),
-            None => vec![required("spec.containers".into())],
-        },
-        "Deployment" | "ReplicaSet" | "Job" => {
-            let mut errors = match obj.pointer("/spec/template/spec") {
-                Some(spec) => pod_spec(spec, "spec.template.spec"),
-                None => vec![required("spec.template.spec.containers".into())],
-            };
-            if let Some(r) = obj.pointer("/spec/replicas") {
-                if r.as_i64().is_none_or(|n| n < 0) {
-                    errors.push(invalid(
-                        "spec.replicas".into(),
-                        r,
-                        "must be greater than or equal to 0",
-                    ));
-                }
-            }
-            errors
-        }
-        _ => Vec::new(),
-    }
-}
-
-/// Validates an update of `kind` from `old` to `new`.
-pub fn validate_update(kind: &str, old: &Value, new: &Value) -> Vec<FieldError> {
-    let mut errors = validate(kind, new);
-    if kind == "Pod" && errors.is_empty() {
+/// A Pod update: the new object, then what may change.
+pub fn pod_update_all(old: &Value, new: &Value) -> Vec<FieldError> {
+    let mut errors = pod(new);
+    if errors.is_empty() {
         errors.extend(pod_update(old, new));
     }
-    errors.extend(workloads::validate_update(kind, old, new));
-    if kind == "Job" && old.pointer("/spec/template") != new.pointer("/spec/template") {
-        errors.push(FieldError {
-            reason: "FieldValueInvalid",
-            field: "spec.template".into(),
-            message: "Invalid value: field is immutable".into(),
-        });
+    errors
+}
+
+/// The pod template and replicas of a Deployment, ReplicaSet or Job.
+pub(crate) fn workload_template(obj: &Value) -> Vec<FieldError> {
+    let mut errors = match obj.pointer("/spec/template/spec") {
+        Some(spec) => pod_spec(spec, "spec.template.spec"),
+        None => vec![required("spec.template.spec.containers".into())],
+    };
+    if let Some(r) = obj.pointer("/spec/replicas") {
+        if r.as_i64().is_none_or(|n| n < 0) {
+            errors.push(invalid(
+                "spec.replicas".into(),
+                r,
+                "must be greater than or equal to 0",
+            ));
+        }
     }
+    errors.extend(workloads::pod_spec_extras(
+        obj.pointer("/spec/template/spec"),
+        "spec.template.spec",
+    ));
+    errors.extend(meta::object_meta(
+        obj.pointer("/spec/template/metadata"),
+        "spec.template.metadata",
+    ));
     errors
 }
 
@@ -303,7 +305,7 @@ mod tests {
             {"name": "web", "image": "nginx", "ports": [{"containerPort": 70000}]},
             {"name": "web", "image": ""},
         ]}});
-        let errors = validate("Pod", &pod);
+        let errors = super::pod(&pod);
         assert_eq!(
             fields(&errors),
             vec![
@@ -314,7 +316,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            fields(&validate("Pod", &json!({"spec": {}}))),
+            fields(&super::pod(&json!({"spec": {}}))),
             vec![("spec.containers", "Required value")]
         );
     }
@@ -324,11 +326,8 @@ mod tests {
         let old = json!({"spec": {"containers": [{"name": "a", "image": "x:1"}], "nodeName": ""}});
         let image =
             json!({"spec": {"containers": [{"name": "a", "image": "x:2"}], "nodeName": ""}});
-        assert!(validate_update("Pod", &old, &image).is_empty());
+        assert!(pod_update_all(&old, &image).is_empty());
         let port = json!({"spec": {"containers": [{"name": "a", "image": "x:1", "ports": [{"containerPort": 1}]}], "nodeName": ""}});
-        assert_eq!(
-            validate_update("Pod", &old, &port)[0].reason,
-            "FieldValueForbidden"
-        );
+        assert_eq!(pod_update_all(&old, &port)[0].reason, "FieldValueForbidden");
     }
 }

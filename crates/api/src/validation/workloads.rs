@@ -1,8 +1,8 @@
-//! Per-kind rules beyond the pod spec: resource quantities (decode errors
+//! Per-kind validation beyond the pod spec, one function per kind (the
+//! API server's strategies call them): resource quantities (decode errors
 //! and bounds), tolerations and taints, pod templates and selectors of
 //! workloads (required, matching the template, immutable), ConfigMap and
-//! Secret size, names (DNS label or subdomain per kind) and events.k8s.io
-//! Event creation, each in upstream's wording.
+//! Secret size and events.k8s.io Event creation, in upstream's wording.
 
 use serde_json::{Map, Value};
 
@@ -76,38 +76,38 @@ pub fn bad_quantity(kind: &str, obj: &Value) -> Option<String> {
         .then(|| QUANTITY_FORMAT.to_string())
 }
 
-/// Validation findings for `kind` beyond metadata and the pod spec basics.
-pub fn validate(kind: &str, obj: &Value) -> Vec<FieldError> {
-    let mut errors = Vec::new();
-    for (spec, path) in pod_specs(kind, obj) {
-        errors.extend(resources(spec, path));
-        errors.extend(tolerations(spec, path));
-    }
-    match kind {
-        "Deployment" | "ReplicaSet" => errors.extend(selector_matches(obj)),
-        "Node" => errors.extend(taints(obj)),
-        "ConfigMap" if data_size(obj, &["data", "binaryData"]) > MAX_DATA_SIZE => {
-            errors.push(too_long(String::new(), MAX_DATA_SIZE));
-        }
-        "Secret" if data_size(obj, &["data", "stringData"]) > MAX_DATA_SIZE => {
-            errors.push(too_long("data".into(), MAX_DATA_SIZE));
-        }
-        _ => {}
-    }
-    if matches!(kind, "Deployment" | "ReplicaSet" | "Job") {
-        errors.extend(super::meta::object_meta(
-            obj.pointer("/spec/template/metadata"),
-            "spec.template.metadata",
-        ));
-    }
+/// What every pod spec gets beyond `pod_spec`: resource quantities and
+/// tolerations.
+pub(crate) fn pod_spec_extras(spec: Option<&Value>, path: &str) -> Vec<FieldError> {
+    let Some(spec) = spec else {
+        return Vec::new();
+    };
+    let mut errors = resources(spec, path);
+    errors.extend(tolerations(spec, path));
     errors
 }
 
-/// Update rules: workload selectors are immutable.
-pub fn validate_update(kind: &str, old: &Value, new: &Value) -> Vec<FieldError> {
+/// A Deployment: its template, and a selector that selects it.
+pub fn deployment(obj: &Value) -> Vec<FieldError> {
+    let mut errors = super::workload_template(obj);
+    errors.extend(selector_matches(obj));
+    errors
+}
+
+/// A ReplicaSet: as a Deployment.
+pub fn replica_set(obj: &Value) -> Vec<FieldError> {
+    deployment(obj)
+}
+
+/// A Job: its template (the selector is generated).
+pub fn job(obj: &Value) -> Vec<FieldError> {
+    super::workload_template(obj)
+}
+
+/// A Deployment or ReplicaSet update: the selector is immutable.
+pub fn workload_update(old: &Value, new: &Value) -> Vec<FieldError> {
     let mut errors = Vec::new();
-    if matches!(kind, "Deployment" | "ReplicaSet" | "Job")
-        && old.pointer("/spec/selector").is_some()
+    if old.pointer("/spec/selector").is_some()
         && old.pointer("/spec/selector") != new.pointer("/spec/selector")
     {
         errors.push(FieldError {
@@ -120,6 +120,40 @@ pub fn validate_update(kind: &str, old: &Value, new: &Value) -> Vec<FieldError> 
         });
     }
     errors
+}
+
+/// A Job update: selector and template are immutable.
+pub fn job_update(old: &Value, new: &Value) -> Vec<FieldError> {
+    let mut errors = workload_update(old, new);
+    if old.pointer("/spec/template") != new.pointer("/spec/template") {
+        errors.push(FieldError {
+            reason: "FieldValueInvalid",
+            field: "spec.template".into(),
+            message: "Invalid value: field is immutable".into(),
+        });
+    }
+    errors
+}
+
+/// A Node: its taints.
+pub fn node(obj: &Value) -> Vec<FieldError> {
+    taints(obj)
+}
+
+/// A ConfigMap: at most 1 MiB of data.
+pub fn config_map(obj: &Value) -> Vec<FieldError> {
+    if data_size(obj, &["data", "binaryData"]) > MAX_DATA_SIZE {
+        return vec![too_long(String::new(), MAX_DATA_SIZE)];
+    }
+    Vec::new()
+}
+
+/// A Secret: at most 1 MiB of data.
+pub fn secret(obj: &Value) -> Vec<FieldError> {
+    if data_size(obj, &["data", "stringData"]) > MAX_DATA_SIZE {
+        return vec![too_long("data".into(), MAX_DATA_SIZE)];
+    }
+    Vec::new()
 }
 
 fn data_size(obj: &Value, fields: &[&str]) -> usize {
@@ -306,16 +340,6 @@ fn go_label_selector(s: Option<&Value>) -> String {
     format!("v1.LabelSelector{{MatchLabels:{labels}, MatchExpressions:{exprs}}}")
 }
 
-/// Name rules per kind: namespaces are DNS labels, services DNS-1035
-/// labels, everything else DNS subdomains.
-pub fn name_errors(kind: &str, name: &str) -> Vec<String> {
-    match kind {
-        "Namespace" => names::dns1123_label(name),
-        "Service" => names::dns1035_label(name),
-        _ => names::dns1123_subdomain(name),
-    }
-}
-
 /// events.k8s.io/v1 Event creation (upstream's strict validation for
 /// events made through the new API), on the served form.
 pub fn events_v1_create(ev: &Value) -> Vec<FieldError> {
@@ -372,7 +396,7 @@ mod tests {
         let pod = json!({"spec": {"containers": [{"name": "a", "image": "i",
             "resources": {"requests": {"cpu": "2", "memory": "-1"}, "limits": {"cpu": "1"}}}]}});
         assert_eq!(bad_quantity("Pod", &pod), None);
-        let e = validate("Pod", &pod);
+        let e = super::super::pod(&pod);
         assert_eq!(e.len(), 2);
         assert_eq!(e[0].field, "spec.containers[0].resources.requests[memory]");
         assert_eq!(
@@ -385,27 +409,31 @@ mod tests {
     fn taints_selectors_and_sizes() {
         let node = json!({"spec": {"taints": [{"key": "k", "effect": "Bogus"}]}});
         assert_eq!(
-            validate("Node", &node)[0].message,
+            super::node(&node)[0].message,
             "Unsupported value: \"Bogus\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\""
         );
         let d = json!({"kind": "Deployment", "spec": {"selector": {"matchLabels": {"a": "b"}},
             "template": {"metadata": {"labels": {"a": "c"}}}}});
         assert_eq!(
-            validate("Deployment", &d)[0].message,
+            deployment(&d)
+                .iter()
+                .find(|e| e.field == "spec.template.metadata.labels")
+                .unwrap()
+                .message,
             "Invalid value: map[string]string{\"a\":\"c\"}: `selector` does not match template `labels`"
         );
         let moved = json!({"spec": {"selector": {"matchLabels": {"a": "x"}}}});
         assert_eq!(
-            validate_update("Deployment", &d, &moved)[0].message,
+            workload_update(&d, &moved)[0].message,
             "Invalid value: v1.LabelSelector{MatchLabels:map[string]string{\"a\":\"x\"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable"
         );
         let cm = json!({"data": {"a": "x".repeat(MAX_DATA_SIZE)}});
         assert_eq!(
-            validate("ConfigMap", &cm)[0].message,
+            config_map(&cm)[0].message,
             "Too long: must have at most 1048576 bytes"
         );
-        assert_eq!(name_errors("Namespace", "a.b").len(), 1);
-        assert!(name_errors("ConfigMap", "a.b").is_empty());
+        assert_eq!(names::dns1123_label("a.b").len(), 1);
+        assert!(names::dns1123_subdomain("a.b").is_empty());
     }
 
     #[test]

@@ -122,13 +122,12 @@ pub async fn create(
     warnings: Vec<String>,
 ) -> ApiResult<Outcome> {
     let name = object::prepare_create(r, ns, &mut obj)?;
+    let strategy = crate::resources::strategy_of(r);
     let obj = crate::resources::normalize(r.group, r.kind, (r.kind, r.version), obj)?;
-    if r.group == "events.k8s.io" {
-        check_valid(r, &name, skiff_api::validation::events_v1_create(&obj))?;
-    }
+    check_valid(r, &name, strategy.validate_served(&obj))?;
     let mut obj = crate::registry::convert::to_stored(r, obj);
-    skiff_api::defaults::apply(r.kind, &mut obj);
-    skiff_api::defaults::on_create(r.kind, &mut obj);
+    strategy.defaults(&mut obj);
+    strategy.prepare_for_create(&mut obj);
     let ns = obj
         .pointer("/metadata/namespace")
         .and_then(Value::as_str)
@@ -143,7 +142,9 @@ pub async fn create(
         old: None,
     };
     admission::mutate(&attrs, &mut obj).await?;
-    check_valid(r, &name, skiff_api::validation::validate(r.kind, &obj))?;
+    let mut errors = skiff_api::validation::object_meta(&obj);
+    errors.extend(strategy.validate(&obj));
+    check_valid(r, &name, errors)?;
     admission::validate(&attrs, &obj).await?;
     if let Some(manager) = &opts.field_manager {
         obj = crate::registry::managed::record_update(r, None, obj, manager);
@@ -299,7 +300,7 @@ pub async fn update(
                         }
                     }
                 }
-                skiff_api::defaults::apply(r.kind, &mut obj);
+                crate::resources::strategy_of(r).defaults(&mut obj);
                 obj
             }
         };
@@ -313,11 +314,11 @@ pub async fn update(
             old: Some(&old),
         };
         admission::mutate(&attrs, &mut new).await?;
-        check_valid(
-            r,
-            name,
-            skiff_api::validation::validate_update(r.kind, &old, &new),
-        )?;
+        check_valid(r, name, {
+            let mut errors = skiff_api::validation::object_meta(&new);
+            errors.extend(crate::resources::strategy_of(r).validate_update(&old, &new));
+            errors
+        })?;
         admission::validate(&attrs, &new).await?;
         object::prepare_update(&old, &mut new);
         if let Some(ns) = ns {

@@ -2,12 +2,13 @@
 
 use k8s_openapi::api::core::v1::Binding;
 
-use super::{Kind, Typed};
+use super::{Kind, Plain, Typed};
 
 pub static KIND: Kind = Kind {
     group: "",
     kind: "Binding",
     resource: None,
     selectable_fields: &[],
+    strategy: &Plain,
     typed: &Typed::<Binding>::NEW,
 };

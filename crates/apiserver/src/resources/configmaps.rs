@@ -1,8 +1,10 @@
 //! ConfigMaps.
 
 use k8s_openapi::api::core::v1::ConfigMap;
+use serde_json::Value;
+use skiff_api::validation::FieldError;
 
-use super::{resource, Kind, Typed, NONE};
+use super::{resource, Kind, Strategy, Typed, NONE};
 
 pub static KIND: Kind = Kind {
     group: "",
@@ -19,5 +21,15 @@ pub static KIND: Kind = Kind {
         NONE,
     )),
     selectable_fields: &[],
+    strategy: &ConfigMapStrategy,
     typed: &Typed::<ConfigMap>::NEW,
 };
+
+#[derive(Debug)]
+struct ConfigMapStrategy;
+
+impl Strategy for ConfigMapStrategy {
+    fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        skiff_api::validation::config_map(obj)
+    }
+}

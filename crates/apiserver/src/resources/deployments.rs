@@ -1,8 +1,10 @@
 //! Deployments, with status and scale.
 
 use k8s_openapi::api::apps::v1::Deployment;
+use serde_json::Value;
+use skiff_api::validation::FieldError;
 
-use super::{resource, Kind, Typed, ALL};
+use super::{resource, Kind, Strategy, Typed, ALL};
 
 pub static KIND: Kind = Kind {
     group: "apps",
@@ -19,5 +21,23 @@ pub static KIND: Kind = Kind {
         &["status", "scale"],
     )),
     selectable_fields: &[],
+    strategy: &DeploymentStrategy,
     typed: &Typed::<Deployment>::NEW,
 };
+
+#[derive(Debug)]
+struct DeploymentStrategy;
+
+impl Strategy for DeploymentStrategy {
+    fn defaults(&self, obj: &mut Value) {
+        skiff_api::defaults::deployment(obj);
+    }
+    fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        skiff_api::validation::deployment(obj)
+    }
+    fn validate_update(&self, old: &Value, new: &Value) -> Vec<FieldError> {
+        let mut errors = self.validate(new);
+        errors.extend(skiff_api::validation::workload_update(old, new));
+        errors
+    }
+}

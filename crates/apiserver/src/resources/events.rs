@@ -2,7 +2,7 @@
 
 use k8s_openapi::api::core::v1::Event;
 
-use super::{resource, Kind, Typed, NONE};
+use super::{resource, Kind, Plain, Typed, NONE};
 
 pub static KIND: Kind = Kind {
     group: "",
@@ -31,5 +31,6 @@ pub static KIND: Kind = Kind {
         "source",
         "type",
     ],
+    strategy: &Plain,
     typed: &Typed::<Event>::NEW,
 };

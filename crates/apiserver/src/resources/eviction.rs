@@ -2,12 +2,13 @@
 
 use k8s_openapi::api::policy::v1::Eviction;
 
-use super::{Kind, Typed};
+use super::{Kind, Plain, Typed};
 
 pub static KIND: Kind = Kind {
     group: "policy",
     kind: "Eviction",
     resource: None,
     selectable_fields: &[],
+    strategy: &Plain,
     typed: &Typed::<Eviction>::NEW,
 };

@@ -1,8 +1,10 @@
 //! Jobs, with status.
 
 use k8s_openapi::api::batch::v1::Job;
+use serde_json::Value;
+use skiff_api::validation::FieldError;
 
-use super::{resource, Kind, Typed, ALL, NONE};
+use super::{resource, Kind, Strategy, Typed, ALL, NONE};
 
 pub static KIND: Kind = Kind {
     group: "batch",
@@ -19,5 +21,26 @@ pub static KIND: Kind = Kind {
         &["status"],
     )),
     selectable_fields: &["status.successful"],
+    strategy: &JobStrategy,
     typed: &Typed::<Job>::NEW,
 };
+
+#[derive(Debug)]
+struct JobStrategy;
+
+impl Strategy for JobStrategy {
+    fn defaults(&self, obj: &mut Value) {
+        skiff_api::defaults::job(obj);
+    }
+    fn prepare_for_create(&self, obj: &mut Value) {
+        skiff_api::defaults::job_selector(obj);
+    }
+    fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        skiff_api::validation::job(obj)
+    }
+    fn validate_update(&self, old: &Value, new: &Value) -> Vec<FieldError> {
+        let mut errors = self.validate(new);
+        errors.extend(skiff_api::validation::job_update(old, new));
+        errors
+    }
+}

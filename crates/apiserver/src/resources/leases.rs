@@ -2,7 +2,7 @@
 
 use k8s_openapi::api::coordination::v1::Lease;
 
-use super::{resource, Kind, Typed, NONE};
+use super::{resource, Kind, Plain, Typed, NONE};
 
 pub static KIND: Kind = Kind {
     group: "coordination.k8s.io",
@@ -19,5 +19,6 @@ pub static KIND: Kind = Kind {
         NONE,
     )),
     selectable_fields: &[],
+    strategy: &Plain,
     typed: &Typed::<Lease>::NEW,
 };

@@ -2,16 +2,21 @@
 //! `deployments.rs`, ...): each holds its resource entry (group, version,
 //! plural, scope, short names, categories, subresources, storage), the
 //! fields it can be selected by and its k8s-openapi type, from which typed
-//! decoding, field validation and the OpenAPI schema come. Adding a kind is
-//! a new file and a line in [`KINDS`]; its defaults, validation and printer
-//! columns are skiff-api's, by kind name. One list drives discovery,
-//! routing and storage keys.
+//! decoding, field validation and the OpenAPI schema come, and its
+//! [`Strategy`] (defaults, create-time fields, validation, name rule, with
+//! skiff-api's functions for the kind), as upstream's
+//! `registry/<kind>/strategy.go`. Adding a kind is a new file and a line
+//! in [`KINDS`]. Table columns and patch schemas come from skiff-api by
+//! kind name (they also cover built-in kinds not served yet). One list
+//! drives discovery, routing and storage keys.
 
 use std::marker::PhantomData;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
+
+use skiff_api::validation::FieldError;
 
 use crate::decode::strict::Segment;
 use crate::status::ApiResult;
@@ -155,7 +160,44 @@ pub struct Kind {
     pub selectable_fields: &'static [&'static str],
     /// Its k8s-openapi type.
     pub typed: &'static dyn TypedKind,
+    /// How its objects are defaulted and validated.
+    pub strategy: &'static dyn Strategy,
 }
+
+/// A kind's write rules, as upstream's `registry/<kind>/strategy.go`
+/// holds them: defaulting, what create sets, validation on create and
+/// update (beyond ObjectMeta, which every kind gets), and the name rule.
+/// Each kind's file implements it with skiff-api's functions for the kind.
+pub trait Strategy: Sync + std::fmt::Debug {
+    /// Defaults, on create and update (upstream `SetDefaults_<Kind>`).
+    fn defaults(&self, _obj: &mut Value) {}
+    /// What create sets beyond defaults (generated fields).
+    fn prepare_for_create(&self, _obj: &mut Value) {}
+    /// Validation of a new object, stored form, beyond ObjectMeta.
+    fn validate(&self, _obj: &Value) -> Vec<FieldError> {
+        Vec::new()
+    }
+    /// Validation of an update: the new object and what may change.
+    fn validate_update(&self, _old: &Value, new: &Value) -> Vec<FieldError> {
+        self.validate(new)
+    }
+    /// Validation of a new object in the form the client sent (for kinds
+    /// served in another form than they are stored in).
+    fn validate_served(&self, _obj: &Value) -> Vec<FieldError> {
+        Vec::new()
+    }
+    /// What is wrong with `name` as this kind's name (most kinds: a DNS
+    /// subdomain).
+    fn name_errors(&self, name: &str) -> Vec<String> {
+        skiff_api::validation::names::dns1123_subdomain(name)
+    }
+}
+
+/// A kind with no rules beyond ObjectMeta and the name.
+#[derive(Debug)]
+pub struct Plain;
+
+impl Strategy for Plain {}
 
 /// Decodes `obj` (stored form of a `group`/`kind` object) as its type and
 /// returns it as that type encodes (see `decode::typed`); quantities must
@@ -191,6 +233,12 @@ pub fn find_kind(group: &str, kind: &str) -> Option<&'static Kind> {
         .iter()
         .copied()
         .find(|k| k.group == group && k.kind == kind)
+}
+
+/// How a resource's objects are defaulted and validated ([`Plain`] for a
+/// resource without a kind file, which cannot happen for a served one).
+pub fn strategy_of(r: &Resource) -> &'static dyn Strategy {
+    kind_of(r).map_or(&Plain, |k| k.strategy)
 }
 
 /// The kind a resource serves.

@@ -1,8 +1,9 @@
 //! Namespaces: cluster-scoped, DNS-label names, the kubernetes finalizer.
 
 use k8s_openapi::api::core::v1::Namespace;
+use serde_json::Value;
 
-use super::{resource, Kind, Typed, NONE};
+use super::{resource, Kind, Strategy, Typed, NONE};
 
 pub static KIND: Kind = Kind {
     group: "",
@@ -19,5 +20,18 @@ pub static KIND: Kind = Kind {
         &["status"],
     )),
     selectable_fields: &["status.phase"],
+    strategy: &NamespaceStrategy,
     typed: &Typed::<Namespace>::NEW,
 };
+
+#[derive(Debug)]
+struct NamespaceStrategy;
+
+impl Strategy for NamespaceStrategy {
+    fn defaults(&self, obj: &mut Value) {
+        skiff_api::defaults::namespace(obj);
+    }
+    fn name_errors(&self, name: &str) -> Vec<String> {
+        skiff_api::validation::names::dns1123_label(name)
+    }
+}

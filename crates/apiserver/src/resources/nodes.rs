@@ -1,8 +1,10 @@
 //! Nodes: cluster-scoped, with status.
 
 use k8s_openapi::api::core::v1::Node;
+use serde_json::Value;
+use skiff_api::validation::FieldError;
 
-use super::{resource, Kind, Typed, NONE};
+use super::{resource, Kind, Strategy, Typed, NONE};
 
 pub static KIND: Kind = Kind {
     group: "",
@@ -19,5 +21,15 @@ pub static KIND: Kind = Kind {
         &["status"],
     )),
     selectable_fields: &["spec.unschedulable"],
+    strategy: &NodeStrategy,
     typed: &Typed::<Node>::NEW,
 };
+
+#[derive(Debug)]
+struct NodeStrategy;
+
+impl Strategy for NodeStrategy {
+    fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        skiff_api::validation::node(obj)
+    }
+}

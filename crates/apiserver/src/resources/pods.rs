@@ -1,8 +1,10 @@
 //! Pods, with status, binding and eviction subresources.
 
 use k8s_openapi::api::core::v1::Pod;
+use serde_json::Value;
+use skiff_api::validation::FieldError;
 
-use super::{resource, Kind, Typed, ALL};
+use super::{resource, Kind, Strategy, Typed, ALL};
 
 pub static KIND: Kind = Kind {
     group: "",
@@ -28,5 +30,21 @@ pub static KIND: Kind = Kind {
         "status.podIP",
         "status.nominatedNodeName",
     ],
+    strategy: &PodStrategy,
     typed: &Typed::<Pod>::NEW,
 };
+
+#[derive(Debug)]
+struct PodStrategy;
+
+impl Strategy for PodStrategy {
+    fn defaults(&self, obj: &mut Value) {
+        skiff_api::defaults::pod(obj);
+    }
+    fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        skiff_api::validation::pod(obj)
+    }
+    fn validate_update(&self, old: &Value, new: &Value) -> Vec<FieldError> {
+        skiff_api::validation::pod_update_all(old, new)
+    }
+}

@@ -1,8 +1,10 @@
 //! ReplicaSets, with status and scale.
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
+use serde_json::Value;
+use skiff_api::validation::FieldError;
 
-use super::{resource, Kind, Typed, ALL};
+use super::{resource, Kind, Strategy, Typed, ALL};
 
 pub static KIND: Kind = Kind {
     group: "apps",
@@ -19,5 +21,23 @@ pub static KIND: Kind = Kind {
         &["status", "scale"],
     )),
     selectable_fields: &[],
+    strategy: &ReplicaSetStrategy,
     typed: &Typed::<ReplicaSet>::NEW,
 };
+
+#[derive(Debug)]
+struct ReplicaSetStrategy;
+
+impl Strategy for ReplicaSetStrategy {
+    fn defaults(&self, obj: &mut Value) {
+        skiff_api::defaults::replica_set(obj);
+    }
+    fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        skiff_api::validation::replica_set(obj)
+    }
+    fn validate_update(&self, old: &Value, new: &Value) -> Vec<FieldError> {
+        let mut errors = self.validate(new);
+        errors.extend(skiff_api::validation::workload_update(old, new));
+        errors
+    }
+}

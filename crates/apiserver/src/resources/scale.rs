@@ -2,12 +2,13 @@
 
 use k8s_openapi::api::autoscaling::v1::Scale;
 
-use super::{Kind, Typed};
+use super::{Kind, Plain, Typed};
 
 pub static KIND: Kind = Kind {
     group: "autoscaling",
     kind: "Scale",
     resource: None,
     selectable_fields: &[],
+    strategy: &Plain,
     typed: &Typed::<Scale>::NEW,
 };

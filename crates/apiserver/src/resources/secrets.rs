@@ -1,8 +1,10 @@
 //! Secrets.
 
 use k8s_openapi::api::core::v1::Secret;
+use serde_json::Value;
+use skiff_api::validation::FieldError;
 
-use super::{resource, Kind, Typed, NONE};
+use super::{resource, Kind, Strategy, Typed, NONE};
 
 pub static KIND: Kind = Kind {
     group: "",
@@ -11,5 +13,18 @@ pub static KIND: Kind = Kind {
         "", "v1", "secrets", "secret", "Secret", true, NONE, NONE, NONE,
     )),
     selectable_fields: &["type"],
+    strategy: &SecretStrategy,
     typed: &Typed::<Secret>::NEW,
 };
+
+#[derive(Debug)]
+struct SecretStrategy;
+
+impl Strategy for SecretStrategy {
+    fn defaults(&self, obj: &mut Value) {
+        skiff_api::defaults::secret(obj);
+    }
+    fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        skiff_api::validation::secret(obj)
+    }
+}

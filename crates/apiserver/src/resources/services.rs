@@ -1,8 +1,9 @@
 //! Services (DNS-1035 names).
 
 use k8s_openapi::api::core::v1::Service;
+use serde_json::Value;
 
-use super::{resource, Kind, Typed, ALL};
+use super::{resource, Kind, Strategy, Typed, ALL};
 
 pub static KIND: Kind = Kind {
     group: "",
@@ -19,5 +20,18 @@ pub static KIND: Kind = Kind {
         &["status"],
     )),
     selectable_fields: &[],
+    strategy: &ServiceStrategy,
     typed: &Typed::<Service>::NEW,
 };
+
+#[derive(Debug)]
+struct ServiceStrategy;
+
+impl Strategy for ServiceStrategy {
+    fn defaults(&self, obj: &mut Value) {
+        skiff_api::defaults::service(obj);
+    }
+    fn name_errors(&self, name: &str) -> Vec<String> {
+        skiff_api::validation::names::dns1035_label(name)
+    }
+}
