@@ -326,6 +326,40 @@ pub fn job(obj: &mut Value) {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn an_empty_deployment_strategy_is_rolling_update_25_percent() {
+        let mut d = json!({"spec": {"strategy": {}, "template": {"spec": {"containers": []}}}});
+        deployment(&mut d);
+        assert_eq!(
+            d["spec"]["strategy"],
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}})
+        );
+        let mut recreate = json!({"spec": {"strategy": {"type": "Recreate"}}});
+        deployment(&mut recreate);
+        assert_eq!(recreate["spec"]["strategy"], json!({"type": "Recreate"}));
+    }
+
+    #[test]
+    fn a_new_job_gets_its_selector_and_labels_unless_manual() {
+        let mut j =
+            json!({"metadata": {"name": "pi", "uid": "u-1"}, "spec": {"template": {"spec": {}}}});
+        job_selector(&mut j);
+        assert_eq!(
+            j["spec"]["selector"],
+            json!({"matchLabels": {"batch.kubernetes.io/controller-uid": "u-1"}})
+        );
+        let labels = &j["spec"]["template"]["metadata"]["labels"];
+        assert_eq!(labels["batch.kubernetes.io/job-name"], "pi");
+        assert_eq!(labels["controller-uid"], "u-1");
+        assert_eq!(labels["job-name"], "pi");
+        let mut manual = json!({"metadata": {"name": "pi", "uid": "u-1"},
+            "spec": {"manualSelector": true, "template": {}}});
+        job_selector(&mut manual);
+        assert!(manual["spec"].get("selector").is_none());
+    }
+
     use super::*;
 
     #[test]

@@ -222,3 +222,23 @@ async fn http2_posts_to_unserved_paths_get_their_404() {
         );
     }
 }
+
+/// A Status is written as upstream's encoder writes it: fields in order, a
+/// trailing newline, and `details` (empty) on the generic 404.
+#[tokio::test]
+async fn status_bodies_are_upstreams_bytes() {
+    let server = TestServer::start().await;
+    let got = exchange(
+        &server,
+        "GET /apis/nope.example.com/v1/things HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        b"",
+    )
+    .await;
+    assert!(got.starts_with("HTTP/1.1 404"), "{got}");
+    assert!(
+        got.ends_with(
+            "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"the server could not find the requested resource\",\"reason\":\"NotFound\",\"details\":{},\"code\":404}\n"
+        ),
+        "{got}"
+    );
+}

@@ -6,7 +6,7 @@
 //! - [`clock`]: time as a trait, with a fake for tests;
 //! - [`leader`]: Lease leader election;
 //! - [`recorder`]: an event recorder with upstream's aggregation and spam
-//!   filter;
+//!   filter ([`correlator`]);
 //! - [`trimmed`]: pods and nodes decoded without managedFields, tolerant of
 //!   objects that do not decode as their type;
 //! - [`http`]: the HTTP/2 kube client client-go's transport resembles;
@@ -18,6 +18,7 @@
 
 mod api_error;
 pub mod clock;
+pub mod correlator;
 pub mod http;
 pub mod leader;
 pub mod recorder;

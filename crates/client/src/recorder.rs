@@ -27,6 +27,7 @@ use kube::Client;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::api_error::{is_conflict, is_not_found};
+use crate::correlator::{Correlator, EventKey, Verdict, COMBINED_PREFIX};
 
 /// How many event keys are remembered for deduplication (client-go's LRU).
 pub const MAX_REMEMBERED: usize = 4096;
@@ -134,6 +135,7 @@ pub struct Recorder {
     instance: String,
     queue: mpsc::Sender<Item>,
     dropped: Arc<AtomicU64>,
+    correlator: Arc<std::sync::Mutex<Correlator>>,
 }
 
 impl std::fmt::Debug for Recorder {
@@ -163,6 +165,7 @@ impl Recorder {
             instance: instance.to_string(),
             queue,
             dropped: Arc::default(),
+            correlator: Arc::default(),
         }
     }
 
@@ -180,7 +183,41 @@ impl Recorder {
             reason: reason.to_string(),
             message: message.to_string(),
         };
-        let ev = self.new_event(pod, type_, reason, action, message, Time(Timestamp::now()));
+        let correlation = EventKey {
+            aggregate: [
+                self.component.as_str(),
+                "Pod",
+                &key.namespace,
+                &key.name,
+                &key.uid,
+                "v1",
+                type_.as_str(),
+                reason,
+            ]
+            .join("\u{0}"),
+            message: message.to_string(),
+        };
+        let verdict = self
+            .correlator
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .observe(&correlation, std::time::Instant::now());
+        let (key, message) = match verdict {
+            Verdict::Drop => {
+                tracing::debug!(pod = %key.name, reason, "event dropped by the spam filter");
+                return;
+            }
+            Verdict::Write => (key, message.to_string()),
+            // One combined event per source, object, type and reason.
+            Verdict::Combine(combined) => (
+                Key {
+                    message: COMBINED_PREFIX.to_string(),
+                    ..key
+                },
+                combined,
+            ),
+        };
+        let ev = self.new_event(pod, type_, reason, action, &message, Time(Timestamp::now()));
         // Closed only when the runtime is going away: nothing to tell.
         if let Err(mpsc::error::TrySendError::Full(_)) =
             self.queue.try_send(Item::Event(Box::new((key, ev))))
