@@ -39,6 +39,11 @@ pub fn decode_as<T>(obj: &Value) -> Result<T, String>
 where
     T: DeserializeOwned + schemars::JsonSchema,
 {
+    // The plain decoder first: tracking the path costs on every value,
+    // and only a failure needs it.
+    if let Ok(typed) = T::deserialize(obj) {
+        return Ok(typed);
+    }
     serde_path_to_error::deserialize(obj).map_err(|e| {
         let path: Vec<Step> = e.path().iter().filter_map(Step::from_segment).collect();
         go_message::<T>(obj, &path, &e.inner().to_string())
