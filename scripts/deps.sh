@@ -12,6 +12,13 @@ packages=(
   pkg-config
   curl                # raw HTTPS checks in the API tests
   kubectl             # the versioned kubectl binaries the end-to-end tests drive
+  # The node agent's runtime (see ../shared/docs/containerd.md):
+  containerd          # the CRI runtime the agent supervises
+  runc
+  containernetworking-plugins   # bridge, host-local, portmap, loopback in /usr/lib/cni
+  iptables            # bridge ipMasq and portmap call it; without it a pod cannot be torn down
+  busybox-static      # the offline docker.io/library/busybox:latest image is built from it
+  docker-registry     # the image-pull tests start a local registry
 )
 
 missing=()

@@ -8,6 +8,16 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh
 cargo fmt --all --check
 
+# A clean clone under CI builds once: incremental caches only cost disk there.
+if [ -n "${CI:-}" ]; then
+  export CARGO_INCREMENTAL=0
+fi
+# Say so plainly when the disk is nearly full rather than failing in the linker.
+avail_kb=$(df -Pk . | awk 'NR == 2 { print $4 }')
+if [ "${avail_kb:-0}" -lt 6000000 ]; then
+  echo "warning: only $((avail_kb / 1024)) MiB free under $(pwd); a clean test build needs about 5 GiB" >&2
+fi
+
 log=$(mktemp)
 trace=$(mktemp)
 trap 'rm -f "$log" "$trace"' EXIT

@@ -1,0 +1,30 @@
+//! skiff-node: the node agent (upstream's kubelet), talking to the cluster
+//! only through the API (a kube client: HTTP, or `skiff server`'s
+//! in-process loopback) and to containers only through CRI.
+//!
+//! - [`registration`]: the Node object from the machine, its status
+//!   heartbeat and its Lease in kube-node-lease;
+//! - [`runtime`]: the [`runtime::Runtime`] trait (CRI v1), its containerd
+//!   client, the containerd supervisor, and a fake for unit tests;
+//! - [`images`]: the built-in images (pause, busybox) and airgap imports;
+//! - [`network`]: the CNI config written from the node's podCIDR and the
+//!   host prerequisites;
+//! - [`pod_worker`]: one worker per pod UID: compute actions (pure), then
+//!   carry them out;
+//! - [`status`]: pod status from what the runtime reports;
+//! - [`logs`]: CRI log files; [`server`]: the agent's HTTPS endpoint
+//!   (logs now, exec and port-forward later);
+//! - [`agent`]: wires them into [`agent::Agent::run`].
+//!
+//! It never reaches into the API server's internals.
+
+pub mod agent;
+pub mod backoff;
+pub mod images;
+pub mod logs;
+pub mod network;
+pub mod pod_worker;
+pub mod registration;
+pub mod runtime;
+pub mod server;
+pub mod status;

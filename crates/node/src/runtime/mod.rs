@@ -1,0 +1,102 @@
+//! The container runtime boundary: [`Runtime`], the CRI v1 calls the agent
+//! makes, with the real client ([`cri::CriRuntime`], tonic over containerd's
+//! unix socket) and a fake ([`fake::FakeRuntime`]) beside it, and the
+//! supervisor of the agent's own containerd ([`containerd`]).
+//!
+//! Requests and answers are CRI's own messages (as upstream's
+//! `RuntimeService`/`ImageManagerService` interfaces); nothing here knows
+//! about pods as the API sees them.
+
+pub mod containerd;
+pub mod cri;
+pub mod fake;
+
+use async_trait::async_trait;
+pub use k8s_cri::v1 as api;
+
+/// A CRI call that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The runtime's socket could not be reached.
+    #[error("cannot connect to the container runtime at {endpoint}: {source}")]
+    Connect {
+        endpoint: String,
+        #[source]
+        source: tonic::transport::Error,
+    },
+    /// The runtime answered with an error.
+    #[error("{message}")]
+    Status { code: tonic::Code, message: String },
+}
+
+impl Error {
+    /// The gRPC code of a runtime error (Unavailable when unreachable).
+    pub fn code(&self) -> tonic::Code {
+        match self {
+            Error::Connect { .. } => tonic::Code::Unavailable,
+            Error::Status { code, .. } => *code,
+        }
+    }
+
+    /// The runtime's message alone.
+    pub fn message(&self) -> String {
+        match self {
+            Error::Connect { .. } => self.to_string(),
+            Error::Status { message, .. } => message.clone(),
+        }
+    }
+
+    pub fn is_not_found(&self) -> bool {
+        self.code() == tonic::Code::NotFound
+    }
+}
+
+impl From<tonic::Status> for Error {
+    fn from(s: tonic::Status) -> Self {
+        Error::Status {
+            code: s.code(),
+            message: s.message().to_string(),
+        }
+    }
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The CRI calls the agent makes (RuntimeService and ImageService).
+#[async_trait]
+pub trait Runtime: Send + Sync + std::fmt::Debug {
+    async fn version(&self) -> Result<api::VersionResponse>;
+    async fn status(&self) -> Result<api::StatusResponse>;
+
+    async fn run_pod_sandbox(
+        &self,
+        config: api::PodSandboxConfig,
+        runtime_handler: String,
+    ) -> Result<String>;
+    async fn stop_pod_sandbox(&self, id: &str) -> Result<()>;
+    async fn remove_pod_sandbox(&self, id: &str) -> Result<()>;
+    async fn pod_sandbox_status(&self, id: &str) -> Result<api::PodSandboxStatus>;
+    async fn list_pod_sandboxes(&self) -> Result<Vec<api::PodSandbox>>;
+
+    async fn create_container(
+        &self,
+        sandbox_id: &str,
+        config: api::ContainerConfig,
+        sandbox_config: api::PodSandboxConfig,
+    ) -> Result<String>;
+    async fn start_container(&self, id: &str) -> Result<()>;
+    async fn stop_container(&self, id: &str, timeout_seconds: i64) -> Result<()>;
+    async fn remove_container(&self, id: &str) -> Result<()>;
+    async fn list_containers(&self) -> Result<Vec<api::Container>>;
+    async fn container_status(&self, id: &str) -> Result<api::ContainerStatus>;
+
+    /// The image's status, `None` when it is not present.
+    async fn image_status(&self, image: &str) -> Result<Option<api::Image>>;
+    /// Pulls `image`; returns its image reference (ID).
+    async fn pull_image(
+        &self,
+        image: &str,
+        sandbox_config: Option<api::PodSandboxConfig>,
+    ) -> Result<String>;
+}
