@@ -6,8 +6,8 @@
 //! - [`authn`]: who is asking; [`authz`]: whether they may ([`authz::Authorizer`]);
 //! - [`request`]: what a URL names (resource, namespace, name, verb);
 //! - [`handlers`]: one file per verb (get, list, watch, create, update,
-//!   patch and apply, delete, binding, scale and eviction), query checks,
-//!   Tables;
+//!   patch and apply, delete, binding, scale and eviction, log — proxied
+//!   to the pod's node agent), query checks, Tables;
 //! - [`admission`]: mutating then validating plugins, one file each;
 //! - [`registry`]: storing objects: the shared write path, deletion,
 //!   managedFields, conversion;
@@ -64,6 +64,8 @@ pub enum Error {
     Tls(#[from] serve::Error),
     #[error(transparent)]
     Auth(#[from] authn::Error),
+    #[error(transparent)]
+    KubeletClient(#[from] handlers::log::Error),
     #[error("cannot listen on {addr}: {source}")]
     Listen {
         addr: SocketAddr,
@@ -110,6 +112,9 @@ pub struct AppState {
     pub bookmark_every: std::time::Duration,
     /// One watch cache per storage resource name.
     pub caches: Arc<watchcache::Caches>,
+    /// TLS with the client certificate presented to node agents
+    /// (`pods/log`); none: logs are unavailable.
+    pub kubelet_tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 impl AppState {
@@ -126,6 +131,7 @@ impl AppState {
             advertise,
             bookmark_every,
             caches,
+            kubelet_tls: None,
         }
     }
 
@@ -246,7 +252,11 @@ impl ApiServer {
         let advertise = format!("{host}:{}", local_addr.port());
         let kubeconfig = config.data_dir.join("admin.kubeconfig");
         serve::pki::write_admin_kubeconfig(&pki, &format!("https://{advertise}"), &kubeconfig)?;
-        let state = AppState::new(store, advertise, config.bookmark_every);
+        let mut state = AppState::new(store, advertise, config.bookmark_every);
+        state.kubelet_tls = Some(handlers::log::kubelet_client_tls(
+            &pki.kubelet_client_cert,
+            &pki.kubelet_client_key,
+        )?);
         Ok(ApiServer {
             router: router(state.clone(), tokens),
             state,

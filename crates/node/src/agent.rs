@@ -1,1 +1,563 @@
-//! TODO
+//! [`Agent::run`]: the node agent put together. It prepares the host,
+//! starts (or connects to) containerd, imports the built-in images,
+//! registers the Node and keeps its status and Lease fresh, writes the CNI
+//! config once the node has a podCIDR, serves logs, and runs one
+//! [`PodWorker`] per pod bound to this node, woken by the pod watch and by
+//! a relist of the runtime every second (upstream's PLEG).
+//!
+//! It talks to the cluster only through its kube client. Containers
+//! outlive it unless `stop_pods_on_exit`.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
+use kube::runtime::watcher;
+use tokio::sync::{watch, Notify};
+use tokio_util::sync::CancellationToken;
+
+use crate::images;
+use crate::network::{self, CniConfig};
+use crate::pod_worker::observed;
+use crate::pod_worker::sync::{Context, Outcome, PodApi, PodWorker};
+use crate::registration::{self, Health, Registration};
+use crate::runtime::containerd::{self, Containerd};
+use crate::runtime::cri::CriRuntime;
+use crate::runtime::Runtime;
+
+/// Errors that stop the agent before it runs.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot create {path}: {source}")]
+    DataDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot find this node's IP address: {0}")]
+    NodeIp(String),
+    #[error("containerd: {0}")]
+    Containerd(#[source] containerd::Error),
+    #[error("runtime: {0}")]
+    Runtime(#[source] crate::runtime::Error),
+    #[error("images: {0}")]
+    Images(#[source] images::Error),
+    #[error("the agent's server: {0}")]
+    Server(String),
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// How to run the agent.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub node_name: String,
+    /// Everything of this node lives here: containerd, logs, CNI, PKI.
+    pub data_dir: PathBuf,
+    /// Use this CRI socket instead of starting containerd.
+    pub container_runtime_endpoint: Option<PathBuf>,
+    /// The containerd binary to start.
+    pub containerd_binary: PathBuf,
+    /// The agent's HTTPS port (logs); 0 picks one.
+    pub port: u16,
+    /// Address the agent's server listens on.
+    pub bind_address: IpAddr,
+    /// The node's IP (found from the default route when unset).
+    pub node_ip: Option<IpAddr>,
+    pub labels: BTreeMap<String, String>,
+    pub taints: Vec<k8s_openapi::api::core::v1::Taint>,
+    /// The CNI bridge device.
+    pub bridge: String,
+    /// PEM of the CA whose client certificates (the API server's) the
+    /// agent's server accepts.
+    pub client_ca_pem: String,
+    /// Stop every pod's containers when the agent stops.
+    pub stop_pods_on_exit: bool,
+    pub max_pods: u32,
+    /// How often the Node's status and Lease are refreshed.
+    pub status_update_frequency: Duration,
+}
+
+impl Config {
+    pub fn new(node_name: &str, data_dir: PathBuf) -> Self {
+        Self {
+            node_name: node_name.to_string(),
+            data_dir,
+            container_runtime_endpoint: None,
+            containerd_binary: PathBuf::from("containerd"),
+            port: 10250,
+            bind_address: IpAddr::from([0, 0, 0, 0]),
+            node_ip: None,
+            labels: BTreeMap::new(),
+            taints: vec![],
+            bridge: "skiff0".into(),
+            client_ca_pem: String::new(),
+            stop_pods_on_exit: false,
+            max_pods: 110,
+            status_update_frequency: Duration::from_secs(10),
+        }
+    }
+
+    pub fn log_root(&self) -> PathBuf {
+        self.data_dir.join("pods")
+    }
+}
+
+/// Status and deletion through the API.
+#[derive(Clone)]
+struct ApiPods(kube::Client);
+
+impl std::fmt::Debug for ApiPods {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiPods")
+    }
+}
+
+#[async_trait]
+impl PodApi for ApiPods {
+    async fn patch_status(&self, pod: &Pod, status: &PodStatus) -> Result<(), String> {
+        let api: Api<Pod> = Api::namespaced(
+            self.0.clone(),
+            pod.metadata.namespace.as_deref().unwrap_or("default"),
+        );
+        let body = serde_json::json!({
+            "metadata": { "uid": pod.metadata.uid },
+            "status": status,
+        });
+        api.patch_status(
+            pod.metadata.name.as_deref().unwrap_or_default(),
+            &PatchParams::default(),
+            &Patch::Merge(&body),
+        )
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+    }
+
+    async fn delete(&self, pod: &Pod) -> Result<(), String> {
+        let api: Api<Pod> = Api::namespaced(
+            self.0.clone(),
+            pod.metadata.namespace.as_deref().unwrap_or("default"),
+        );
+        let params = DeleteParams {
+            grace_period_seconds: Some(0),
+            preconditions: Some(Preconditions {
+                uid: pod.metadata.uid.clone(),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        match api
+            .delete(pod.metadata.name.as_deref().unwrap_or_default(), &params)
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if skiff_client::is_not_found(&e) || skiff_client::is_conflict(&e) => Ok(()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
+/// A running worker's handles.
+#[derive(Debug)]
+struct Handle {
+    pod: watch::Sender<Option<Arc<Pod>>>,
+    wake: Arc<Notify>,
+}
+
+/// The node agent.
+pub struct Agent {
+    config: Config,
+    client: kube::Client,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    pub fn new(config: Config, client: kube::Client) -> Self {
+        Self { config, client }
+    }
+
+    /// Runs until `shutdown`.
+    pub async fn run(self, shutdown: CancellationToken) -> Result<()> {
+        let config = self.config;
+        let client = self.client;
+        let log_root = config.log_root();
+        for dir in [&config.data_dir, &log_root] {
+            std::fs::create_dir_all(dir).map_err(|source| Error::DataDir {
+                path: dir.clone(),
+                source,
+            })?;
+        }
+        let host_problems = network::prepare_host();
+        for p in &host_problems {
+            tracing::warn!(problem = %p, "host prerequisite");
+        }
+        let node_ip = match config.node_ip {
+            Some(ip) => ip,
+            None => registration::machine::node_ip().map_err(|e| Error::NodeIp(e.to_string()))?,
+        };
+
+        // The runtime: our own containerd unless told otherwise.
+        let cni_conf_dir = config.data_dir.join("cni").join("net.d");
+        let (up_tx, up_rx) = watch::channel(true);
+        let (socket, containerd_task) = match &config.container_runtime_endpoint {
+            Some(endpoint) => (endpoint.clone(), None),
+            None => {
+                let mut cfg =
+                    containerd::Config::new(&config.data_dir, images::builtin::PAUSE_IMAGE);
+                cfg.binary = config.containerd_binary.clone();
+                cfg.cni_conf_dir = cni_conf_dir.clone();
+                let c = Containerd::start(cfg).await.map_err(Error::Containerd)?;
+                let socket = c.socket();
+                let task = tokio::spawn(c.run(up_tx, shutdown.clone()));
+                (socket, Some(task))
+            }
+        };
+        let runtime: Arc<dyn Runtime> =
+            Arc::new(CriRuntime::new(socket.clone()).map_err(Error::Runtime)?);
+        let version = runtime.version().await.map_err(Error::Runtime)?;
+        tracing::info!(runtime = %version.runtime_name, version = %version.runtime_version, "container runtime is up");
+
+        let mut present = HashSet::new();
+        for name in [images::builtin::PAUSE_IMAGE, images::builtin::BUSYBOX_IMAGE] {
+            if runtime.image_status(name).await.ok().flatten().is_some() {
+                present.insert(name.to_string());
+            }
+        }
+        let imported = images::import::ensure_builtin(
+            std::path::Path::new("ctr"),
+            &socket,
+            &config.data_dir,
+            None,
+            |name: &str| present.contains(name),
+        )
+        .await
+        .map_err(Error::Images)?;
+        for (what, e) in &imported.failed {
+            tracing::warn!(image = %what, error = %e, "image not imported");
+        }
+
+        // Registration, status and Lease.
+        let registration = Registration::new(
+            client.clone(),
+            registration::Config {
+                node_name: config.node_name.clone(),
+                labels: config.labels.clone(),
+                taints: config.taints.clone(),
+                kubelet_port: config.port,
+                node_ip: Some(node_ip),
+                max_pods: config.max_pods,
+                root_dir: config.data_dir.clone(),
+                status_update_frequency: config.status_update_frequency,
+                ..registration::Config::new(&config.node_name, &config.data_dir)
+            },
+        );
+        let mut pod_cidr = registration.pod_cidr();
+        let runtime_version = format!("{}://{}", version.runtime_name, version.runtime_version);
+        let (health_tx, health_rx) = watch::channel(Health {
+            runtime_version: Some(runtime_version.clone()),
+            runtime_problem: None,
+            network_problem: Some("container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized".into()),
+            host_problems: host_problems.clone(),
+        });
+        let registration_task = tokio::spawn(registration.run(health_rx, shutdown.clone()));
+
+        // The network, once the node has a podCIDR.
+        let network_ready = Arc::new(AtomicBool::new(false));
+        let network_task = {
+            let network_ready = network_ready.clone();
+            let shutdown = shutdown.clone();
+            let cni = CniConfig {
+                bridge: config.bridge.clone(),
+                pod_cidr: String::new(),
+                ipam_dir: config.data_dir.join("cni").join("ipam"),
+            };
+            let runtime = runtime.clone();
+            let health_tx = health_tx.clone();
+            let host_problems = host_problems.clone();
+            let runtime_version = runtime_version.clone();
+            let mut up_rx = up_rx.clone();
+            tokio::spawn(async move {
+                let mut written: Option<String> = None;
+                loop {
+                    let cidr = pod_cidr.borrow_and_update().clone();
+                    if let Some(cidr) = cidr.filter(|c| written.as_ref() != Some(c)) {
+                        let cni = CniConfig {
+                            pod_cidr: cidr.clone(),
+                            ..cni.clone()
+                        };
+                        match cni.write(&cni_conf_dir) {
+                            Ok(path) => {
+                                tracing::info!(pod_cidr = %cidr, conflist = %path.display(), "CNI config written");
+                                written = Some(cidr);
+                            }
+                            Err(e) => tracing::warn!(error = %e, "cannot write the CNI config"),
+                        }
+                    }
+                    // What the runtime says of itself decides the health.
+                    let up = *up_rx.borrow_and_update();
+                    let health =
+                        health_of(runtime.as_ref(), up, &runtime_version, &host_problems).await;
+                    network_ready.store(health.network_problem.is_none(), Ordering::SeqCst);
+                    health_tx.send_if_modified(|h| {
+                        if *h != health {
+                            *h = health;
+                            true
+                        } else {
+                            false
+                        }
+                    });
+                    tokio::select! {
+                        _ = shutdown.cancelled() => return,
+                        r = pod_cidr.changed() => { if r.is_err() { return } }
+                        _ = up_rx.changed() => {}
+                        _ = tokio::time::sleep(if network_ready.load(Ordering::SeqCst) { Duration::from_secs(5) } else { Duration::from_millis(200) }) => {}
+                    }
+                }
+            })
+        };
+
+        // Pods.
+        let recorder =
+            skiff_client::recorder::Recorder::new(client.clone(), "kubelet", &config.node_name);
+        let ctx = Arc::new(Context {
+            runtime: runtime.clone(),
+            events: Arc::new(recorder.clone()),
+            api: Arc::new(ApiPods(client.clone())),
+            node_ip: node_ip.to_string(),
+            log_root: log_root.clone(),
+            network_ready: network_ready.clone(),
+        });
+        let pods = run_pods(
+            client.clone(),
+            ctx,
+            config.node_name.clone(),
+            shutdown.clone(),
+        );
+        pods.await;
+
+        let _ = network_task.await;
+        if let Ok(Err(e)) = registration_task.await {
+            tracing::warn!(error = %e, "node registration stopped with an error");
+        }
+        if config.stop_pods_on_exit {
+            stop_everything(runtime.as_ref()).await;
+        }
+        recorder.flush().await;
+        if let Some(task) = containerd_task {
+            let _ = task.await;
+        }
+        Ok(())
+    }
+}
+
+async fn health_of(runtime: &dyn Runtime, up: bool, version: &str, host: &[String]) -> Health {
+    let mut health = Health {
+        runtime_version: Some(version.to_string()),
+        runtime_problem: None,
+        network_problem: None,
+        host_problems: host.to_vec(),
+    };
+    if !up {
+        health.runtime_problem = Some("container runtime is down".into());
+        return health;
+    }
+    match runtime.status().await {
+        Err(e) => {
+            health.runtime_problem = Some(format!("container runtime is down: {}", e.go_text()))
+        }
+        Ok(status) => {
+            let conditions = status.status.map(|s| s.conditions).unwrap_or_default();
+            for c in conditions.iter().filter(|c| !c.status) {
+                let text = format!(
+                    "{}=false reason:{} message:{}",
+                    c.r#type, c.reason, c.message
+                );
+                if c.r#type == "NetworkReady" {
+                    health.network_problem =
+                        Some(format!("container runtime network not ready: {text}"));
+                } else {
+                    health.runtime_problem = Some(format!("container runtime not ready: {text}"));
+                }
+            }
+        }
+    }
+    health
+}
+
+async fn stop_everything(runtime: &dyn Runtime) {
+    if let Ok(containers) = runtime.list_containers().await {
+        for c in containers {
+            let _ = runtime.stop_container(&c.id, 10).await;
+        }
+    }
+    if let Ok(sandboxes) = runtime.list_pod_sandboxes().await {
+        for s in sandboxes {
+            let _ = runtime.stop_pod_sandbox(&s.id).await;
+            let _ = runtime.remove_pod_sandbox(&s.id).await;
+        }
+    }
+}
+
+/// Spawns a worker task for `uid`.
+fn spawn_worker(
+    ctx: Arc<Context>,
+    uid: String,
+    pod: Option<Arc<Pod>>,
+    shutdown: CancellationToken,
+) -> Handle {
+    let (tx, mut rx) = watch::channel(pod);
+    let wake = Arc::new(Notify::new());
+    let notify = wake.clone();
+    tokio::spawn(async move {
+        let mut worker = PodWorker::new(ctx, uid);
+        let mut gone = false;
+        loop {
+            let pod = if gone {
+                None
+            } else {
+                rx.borrow_and_update().clone()
+            };
+            let outcome = worker.sync(pod.as_deref()).await;
+            let deadline = match outcome {
+                Outcome::Done => return,
+                Outcome::Continue(at) => {
+                    at.unwrap_or_else(|| Instant::now() + Duration::from_secs(10))
+                }
+            };
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                r = rx.changed(), if !gone => { if r.is_err() { gone = true } }
+                _ = notify.notified() => {}
+                _ = tokio::time::sleep_until(deadline.into()) => {}
+            }
+        }
+    });
+    Handle { pod: tx, wake }
+}
+
+/// The pod watch (this node's pods only), the workers, and the relist.
+async fn run_pods(
+    client: kube::Client,
+    ctx: Arc<Context>,
+    node: String,
+    shutdown: CancellationToken,
+) {
+    let api: Api<Pod> = Api::all(client);
+    let config = watcher::Config::default().fields(&format!("spec.nodeName={node}"));
+    let mut stream = watcher(api, config).boxed();
+    let mut workers: HashMap<String, Handle> = HashMap::new();
+    let mut init: HashSet<String> = HashSet::new();
+    let mut synced = false;
+    let mut relist = tokio::time::interval(Duration::from_secs(1));
+    relist.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut fingerprints: BTreeMap<String, Vec<(String, i32)>> = BTreeMap::new();
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            event = stream.next() => {
+                let Some(event) = event else { break };
+                match event {
+                    Ok(watcher::Event::Apply(pod)) | Ok(watcher::Event::InitApply(pod)) => {
+                        let Some(uid) = pod.metadata.uid.clone() else { continue };
+                        if !synced {
+                            init.insert(uid.clone());
+                        }
+                        let pod = Arc::new(pod);
+                        match workers.get(&uid) {
+                            Some(h) if !h.pod.is_closed() => { h.pod.send_replace(Some(pod)); }
+                            _ => {
+                                let h = spawn_worker(ctx.clone(), uid.clone(), Some(pod), shutdown.clone());
+                                workers.insert(uid, h);
+                            }
+                        }
+                    }
+                    Ok(watcher::Event::Delete(pod)) => {
+                        if let Some(uid) = pod.metadata.uid.as_deref() {
+                            if let Some(h) = workers.remove(uid) {
+                                h.pod.send_replace(None);
+                            }
+                        }
+                    }
+                    Ok(watcher::Event::Init) => {
+                        init.clear();
+                    }
+                    Ok(watcher::Event::InitDone) => {
+                        // Pods that vanished while the watch was away.
+                        let gone: Vec<String> = workers.keys().filter(|u| !init.contains(*u)).cloned().collect();
+                        for uid in gone {
+                            if let Some(h) = workers.remove(&uid) {
+                                h.pod.send_replace(None);
+                            }
+                        }
+                        synced = true;
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "pod watch failed; retrying");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                }
+            }
+            _ = relist.tick() => {
+                let Ok(now) = relist_fingerprints(ctx.runtime.as_ref()).await else { continue };
+                for (uid, fp) in &now {
+                    if fingerprints.get(uid) != Some(fp) {
+                        match workers.get(uid) {
+                            Some(h) => h.wake.notify_one(),
+                            None if synced => {
+                                // Runtime objects of a pod the API does not have.
+                                tracing::info!(%uid, "removing containers of a pod that is not in the API");
+                                let h = spawn_worker(ctx.clone(), uid.clone(), None, shutdown.clone());
+                                workers.insert(uid.clone(), h);
+                            }
+                            None => {}
+                        }
+                    }
+                }
+                fingerprints = now;
+                workers.retain(|_, h| !h.pod.is_closed() || h.pod.receiver_count() > 0);
+            }
+        }
+    }
+}
+
+/// Per pod UID, its sandboxes' and containers' (ID, state): what changes
+/// when something happens in the runtime.
+async fn relist_fingerprints(
+    runtime: &dyn Runtime,
+) -> crate::runtime::Result<BTreeMap<String, Vec<(String, i32)>>> {
+    let mut out: BTreeMap<String, Vec<(String, i32)>> = BTreeMap::new();
+    for s in runtime.list_pod_sandboxes().await? {
+        if let Some(uid) = observed::pod_uid(&s.labels) {
+            out.entry(uid.to_string())
+                .or_default()
+                .push((s.id.clone(), s.state));
+        }
+    }
+    for c in runtime.list_containers().await? {
+        if let Some(uid) = observed::pod_uid(&c.labels) {
+            out.entry(uid.to_string())
+                .or_default()
+                .push((c.id.clone(), c.state + 10));
+        }
+    }
+    for v in out.values_mut() {
+        v.sort();
+    }
+    Ok(out)
+}

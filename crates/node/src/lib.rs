@@ -18,6 +18,16 @@
 //!
 //! It never reaches into the API server's internals.
 
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic
+    )
+)]
+
 pub mod agent;
 pub mod backoff;
 pub mod images;

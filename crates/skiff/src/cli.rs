@@ -23,6 +23,73 @@ pub enum Command {
     Kubeconfig(KubeconfigArgs),
     /// Run only the scheduler, against any API server.
     Scheduler(SchedulerArgs),
+    /// Run only the node agent (kubelet), against any API server.
+    Agent(AgentArgs),
+    /// Stop and remove every pod this node ran, its CNI state and the data
+    /// dir, so the next start is clean (as kubeadm reset).
+    Reset(ResetArgs),
+}
+
+/// Flags the node agent has in `skiff server` and `skiff agent`.
+#[derive(Debug, Args)]
+pub struct NodeArgs {
+    /// Use this CRI socket instead of starting containerd.
+    #[arg(long)]
+    pub container_runtime_endpoint: Option<PathBuf>,
+
+    /// The agent's HTTPS port (logs).
+    #[arg(long, default_value_t = 10250)]
+    pub kubelet_port: u16,
+
+    /// The node's IP (default: the source address of the default route).
+    #[arg(long)]
+    pub node_ip: Option<std::net::IpAddr>,
+
+    /// The CNI bridge device.
+    #[arg(long, default_value = "skiff0")]
+    pub bridge_name: String,
+
+    /// Taints to register the node with (`key=value:Effect`, comma-separated).
+    #[arg(long)]
+    pub register_with_taints: Vec<String>,
+
+    /// Stop every pod's containers when the agent stops (by default they
+    /// keep running, as under a kubelet).
+    #[arg(long)]
+    pub stop_pods_on_exit: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    /// Kubeconfig of the API server.
+    #[arg(long)]
+    pub kubeconfig: PathBuf,
+
+    /// The Node's name (default: the hostname).
+    #[arg(long)]
+    pub node_name: Option<String>,
+
+    /// Where the agent's state lives (containerd, logs, CNI).
+    #[arg(long, default_value = "/var/lib/skiff-agent")]
+    pub data_dir: PathBuf,
+
+    /// CA whose client certificates the agent's server accepts (default:
+    /// the kubeconfig's CA).
+    #[arg(long)]
+    pub client_ca_file: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub node: NodeArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ResetArgs {
+    #[arg(long, default_value = "/var/lib/skiff")]
+    pub data_dir: PathBuf,
+
+    /// The CNI bridge device to remove.
+    #[arg(long, default_value = "skiff0")]
+    pub bridge_name: String,
 }
 
 #[derive(Debug, Args)]
@@ -65,6 +132,27 @@ pub struct ServerArgs {
     /// Do not run the scheduler inside this server.
     #[arg(long)]
     pub disable_scheduler: bool,
+
+    /// Do not run the node agent inside this server (nodes join with
+    /// `skiff agent`).
+    #[arg(long)]
+    pub disable_agent: bool,
+
+    /// This server's node name (default: the hostname).
+    #[arg(long)]
+    pub node_name: Option<String>,
+
+    /// Pod IPs come from this range; each node gets a /24 of it.
+    #[arg(long, default_value = "10.244.0.0/16")]
+    pub cluster_cidr: String,
+
+    /// Register this server's node with the taint
+    /// node-role.kubernetes.io/control-plane:NoSchedule.
+    #[arg(long)]
+    pub taint_control_plane: bool,
+
+    #[command(flatten)]
+    pub node: NodeArgs,
 
     /// Keep store history for at most this many seconds.
     #[arg(long, default_value_t = 300)]

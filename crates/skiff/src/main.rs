@@ -1,7 +1,9 @@
 //! The `skiff` binary: parses the command line and hands off to the
 //! component crates. Wiring only; no logic of its own lives here.
 
+mod agent;
 mod cli;
+mod reset;
 mod scheduler;
 mod server;
 
@@ -51,6 +53,14 @@ fn main() -> anyhow::Result<()> {
                 .build()?;
             runtime.block_on(scheduler::run(args))
         }
+        cli::Command::Agent(args) => {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .thread_name("skiff")
+                .build()?;
+            runtime.block_on(agent::run(args))
+        }
+        cli::Command::Reset(args) => reset::run(args),
         cli::Command::Server(args) => {
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

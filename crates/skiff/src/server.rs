@@ -50,10 +50,48 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     // the in-process loopback (same handlers and checks, no TCP or TLS).
     let loopback = kube::Client::new(api.loopback(), "default");
     let api = tokio::spawn(api.run(shutdown.clone()));
+
+    // Node IPAM: a podCIDR per node from --cluster-cidr.
+    let ipam = skiff_controllers::nodeipam::NodeIpam::new(&args.cluster_cidr, 24)
+        .map_err(|e| anyhow::anyhow!("--cluster-cidr: {e}"))?;
+    let ipam = tokio::spawn(ipam.run(loopback.clone(), shutdown.clone()));
+
+    // The node agent, a client of this API server through the loopback.
+    let agent = if args.disable_agent {
+        None
+    } else {
+        let ca = std::fs::read_to_string(data_dir.join("pki").join("ca.crt"))
+            .context("cannot read the cluster CA")?;
+        let name = args
+            .node_name
+            .clone()
+            .unwrap_or_else(crate::agent::default_node_name);
+        let mut config = crate::agent::config(&args.node, name, data_dir.join("node"), ca)?;
+        config.labels.insert(
+            "node-role.kubernetes.io/control-plane".into(),
+            String::new(),
+        );
+        if args.taint_control_plane {
+            config.taints.push(k8s_openapi::api::core::v1::Taint {
+                key: "node-role.kubernetes.io/control-plane".into(),
+                effect: "NoSchedule".into(),
+                ..Default::default()
+            });
+        }
+        let agent = skiff_node::agent::Agent::new(config, loopback.clone());
+        let shutdown = shutdown.clone();
+        Some(tokio::spawn(async move {
+            // The API keeps serving when the node cannot start (containerd
+            // missing, say); the error is in the log.
+            if let Err(e) = agent.run(shutdown).await {
+                tracing::error!(error = %e, "the node agent stopped");
+            }
+        }))
+    };
     let scheduler = if args.disable_scheduler {
         None
     } else {
-        let client = loopback;
+        let client = loopback.clone();
         Some(tokio::spawn(crate::scheduler::run_with(
             client,
             true,
@@ -77,6 +115,12 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     shutdown.cancel();
     compactor.await?;
     api.await?;
+    if let Some(agent) = agent {
+        let _ = agent.await;
+    }
+    if let Ok(Err(e)) = ipam.await {
+        tracing::warn!(error = %e, "node IPAM stopped with an error");
+    }
     if let Some(scheduler) = scheduler {
         if let Err(e) = scheduler.await? {
             tracing::warn!(error = %e, "scheduler stopped with an error");

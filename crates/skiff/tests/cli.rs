@@ -98,6 +98,9 @@ fn start_server_with(env: &[(&str, &str)], args: &[&str], drain: bool) -> Runnin
             "0",
             "--bind-address",
             "127.0.0.1",
+            // These tests are about the control plane; the node agent's
+            // are in node.rs.
+            "--disable-agent",
             "--data-dir",
         ])
         .arg(&data_dir)

@@ -27,6 +27,7 @@ mod create;
 mod delete;
 mod get;
 mod list;
+pub mod log;
 pub mod params;
 mod patch;
 pub mod scale;
@@ -202,6 +203,7 @@ async fn handle(state: AppState, req: Request) -> ApiResult<Response> {
             }
             ListMode::Exact => list(&state, r, ns, &q, out).await,
         },
+        (Method::GET, Some(name), Some("log")) => log::log(&state, r, ns, name, &q).await,
         (Method::GET, Some(name), Some("scale")) => {
             crate::handlers::scale::get(&state, r, ns, name).await
         }

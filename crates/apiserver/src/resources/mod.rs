@@ -76,6 +76,7 @@ pub fn subresource_kind(
     match sub {
         "binding" => ("", "v1", "Binding", &["create"]),
         "eviction" => ("policy", "v1", "Eviction", &["create"]),
+        "log" => ("", "v1", "Pod", &["get"]),
         "scale" => ("autoscaling", "v1", "Scale", &["get", "patch", "update"]),
         _ => (r.group, r.version, r.kind, &["get", "patch", "update"]),
     }

@@ -1,4 +1,4 @@
-//! Pods, with status, binding and eviction subresources.
+//! Pods, with status, binding, eviction and log subresources.
 
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::Value;
@@ -18,7 +18,7 @@ pub static KIND: Kind = Kind {
         true,
         &["po"],
         ALL,
-        &["status", "binding", "eviction"],
+        &["status", "binding", "eviction", "log"],
     )),
     selectable_fields: &[
         "spec.nodeName",

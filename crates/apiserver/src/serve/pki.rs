@@ -1,8 +1,10 @@
 //! The cluster PKI, created on first start the way kubeadm does: a CA, a
 //! serving certificate for the API server (SANs: localhost, 127.0.0.1, ::1,
 //! the host name, every host IP and the in-cluster `kubernetes.*` names),
-//! and an admin client certificate (O=system:masters) written into
-//! `<data-dir>/admin.kubeconfig`. Later starts load the same files.
+//! an admin client certificate (O=system:masters) written into
+//! `<data-dir>/admin.kubeconfig`, and the client certificate the API
+//! server presents to node agents (`pods/log`), as kubeadm's
+//! `apiserver-kubelet-client`. Later starts load the same files.
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -41,6 +43,9 @@ pub struct Pki {
     pub serving_key: String,
     pub admin_cert: String,
     pub admin_key: String,
+    /// What the API server presents to node agents.
+    pub kubelet_client_cert: String,
+    pub kubelet_client_key: String,
 }
 
 const CA_CERT: &str = "ca.crt";
@@ -49,6 +54,8 @@ const SERVING_CERT: &str = "apiserver.crt";
 const SERVING_KEY: &str = "apiserver.key";
 const ADMIN_CERT: &str = "admin.crt";
 const ADMIN_KEY: &str = "admin.key";
+const KUBELET_CLIENT_CERT: &str = "apiserver-kubelet-client.crt";
+const KUBELET_CLIENT_KEY: &str = "apiserver-kubelet-client.key";
 
 fn read(dir: &Path, name: &str) -> Result<String> {
     let path = dir.join(name);
@@ -157,7 +164,14 @@ pub fn ensure(dir: &Path) -> Result<Pki> {
         write(dir, CA_KEY, &key.serialize_pem(), true)?;
         write(dir, CA_CERT, &cert.pem(), false)?;
         // A new CA invalidates every certificate it did not sign.
-        for stale in [SERVING_CERT, SERVING_KEY, ADMIN_CERT, ADMIN_KEY] {
+        for stale in [
+            SERVING_CERT,
+            SERVING_KEY,
+            ADMIN_CERT,
+            ADMIN_KEY,
+            KUBELET_CLIENT_CERT,
+            KUBELET_CLIENT_KEY,
+        ] {
             let _ = std::fs::remove_file(dir.join(stale));
         }
     }
@@ -187,6 +201,11 @@ pub fn ensure(dir: &Path) -> Result<Pki> {
         write(dir, ADMIN_KEY, &key, true)?;
         write(dir, ADMIN_CERT, &cert, false)?;
     }
+    if !dir.join(KUBELET_CLIENT_CERT).exists() || !dir.join(KUBELET_CLIENT_KEY).exists() {
+        let (cert, key) = client_cert(&ca, "kube-apiserver-kubelet-client", &["system:masters"])?;
+        write(dir, KUBELET_CLIENT_KEY, &key, true)?;
+        write(dir, KUBELET_CLIENT_CERT, &cert, false)?;
+    }
     Ok(Pki {
         dir: dir.to_path_buf(),
         ca_cert,
@@ -194,6 +213,8 @@ pub fn ensure(dir: &Path) -> Result<Pki> {
         serving_key: read(dir, SERVING_KEY)?,
         admin_cert: read(dir, ADMIN_CERT)?,
         admin_key: read(dir, ADMIN_KEY)?,
+        kubelet_client_cert: read(dir, KUBELET_CLIENT_CERT)?,
+        kubelet_client_key: read(dir, KUBELET_CLIENT_KEY)?,
     })
 }
 

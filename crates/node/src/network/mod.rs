@@ -1,1 +1,233 @@
-//! TODO
+//! The pod network: the CNI conflist the agent writes from its node's
+//! podCIDR (bridge with host-local IPAM, portmap, loopback; plugins from
+//! Debian's containernetworking-plugins), the host settings pods need
+//! (IP forwarding, bridge netfilter, overlayfs), and the clean-up of what
+//! the plugins leave behind (the bridge device, host-local's leases).
+//!
+//! containerd calls the plugins; this module only writes their config and
+//! checks the host. It does not allocate addresses itself.
+
+use std::path::{Path, PathBuf};
+
+/// Errors writing the network config.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot write the CNI config {path}: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("podCIDR {0:?} is not an IPv4 CIDR")]
+    BadCidr(String),
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The conflist's file name; containerd reads the first file in its dir.
+pub const CONFLIST: &str = "10-skiff.conflist";
+
+/// What the conflist is made from.
+#[derive(Debug, Clone)]
+pub struct CniConfig {
+    /// The bridge device (at most 15 bytes); tests give each node its own.
+    pub bridge: String,
+    /// The node's podCIDR, e.g. `10.244.0.0/24`.
+    pub pod_cidr: String,
+    /// host-local's lease dir (under the node's data dir).
+    pub ipam_dir: PathBuf,
+}
+
+/// Checks `cidr` is `a.b.c.d/n`.
+fn check_cidr(cidr: &str) -> Result<()> {
+    let (ip, bits) = cidr
+        .split_once('/')
+        .ok_or_else(|| Error::BadCidr(cidr.into()))?;
+    let ok = ip.parse::<std::net::Ipv4Addr>().is_ok() && bits.parse::<u8>().is_ok_and(|b| b <= 32);
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::BadCidr(cidr.into()))
+    }
+}
+
+impl CniConfig {
+    /// The conflist's JSON.
+    pub fn conflist(&self) -> Result<String> {
+        check_cidr(&self.pod_cidr)?;
+        let doc = serde_json::json!({
+            "cniVersion": "0.4.0",
+            // The network is named after its bridge: nodes sharing a host
+            // (tests) keep apart in libcni's cache and iptables comments.
+            "name": self.bridge,
+            "plugins": [
+                {
+                    "type": "bridge",
+                    "bridge": self.bridge,
+                    "isGateway": true,
+                    "ipMasq": true,
+                    "hairpinMode": true,
+                    "ipam": {
+                        "type": "host-local",
+                        "ranges": [[{ "subnet": self.pod_cidr }]],
+                        "routes": [{ "dst": "0.0.0.0/0" }],
+                        "dataDir": self.ipam_dir,
+                    }
+                },
+                { "type": "portmap", "capabilities": { "portMappings": true } },
+                { "type": "loopback" }
+            ]
+        });
+        Ok(serde_json::to_string_pretty(&doc).unwrap_or_default())
+    }
+
+    /// Writes the conflist into `dir` (atomically: containerd watches the dir).
+    pub fn write(&self, dir: &Path) -> Result<PathBuf> {
+        let text = self.conflist()?;
+        let path = dir.join(CONFLIST);
+        let tmp = dir.join(format!(".{CONFLIST}.tmp"));
+        let write = || -> std::io::Result<()> {
+            std::fs::create_dir_all(dir)?;
+            std::fs::create_dir_all(&self.ipam_dir)?;
+            if std::fs::read_to_string(&path).is_ok_and(|old| old == text) {
+                return Ok(());
+            }
+            std::fs::write(&tmp, &text)?;
+            std::fs::rename(&tmp, &path)
+        };
+        write().map_err(|source| Error::Write {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(path)
+    }
+}
+
+/// Sets what pods need from the host where it can, and names what it
+/// cannot (for the Node's Ready condition and the log).
+pub fn prepare_host() -> Vec<String> {
+    let mut problems = vec![];
+    if let Err(e) = set_proc("/proc/sys/net/ipv4/ip_forward", "1") {
+        problems.push(format!("net.ipv4.ip_forward cannot be set to 1: {e}"));
+    }
+    let bridge_nf = Path::new("/proc/sys/net/bridge/bridge-nf-call-iptables");
+    if !bridge_nf.exists() {
+        // br_netfilter is a module; load it if we may.
+        let _ = std::process::Command::new("modprobe")
+            .arg("br_netfilter")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+    if bridge_nf.exists() {
+        if let Err(e) = set_proc(bridge_nf, "1") {
+            problems.push(format!(
+                "net.bridge.bridge-nf-call-iptables cannot be set to 1: {e}"
+            ));
+        }
+    }
+    // Without br_netfilter, traffic between pods on one bridge skips
+    // iptables; Services (when they come) need it. Pods still work, so
+    // this is only logged.
+    let overlay = std::fs::read_to_string("/proc/filesystems")
+        .map(|f| {
+            f.lines()
+                .any(|l| l.split_whitespace().last() == Some("overlay"))
+        })
+        .unwrap_or(false);
+    if !overlay {
+        let _ = std::process::Command::new("modprobe")
+            .arg("overlay")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+        let again = std::fs::read_to_string("/proc/filesystems")
+            .map(|f| {
+                f.lines()
+                    .any(|l| l.split_whitespace().last() == Some("overlay"))
+            })
+            .unwrap_or(false);
+        if !again {
+            problems.push("the kernel has no overlay filesystem (containerd's overlayfs snapshotter needs it)".into());
+        }
+    }
+    for binary in [
+        "iptables",
+        "/usr/lib/cni/bridge",
+        "/usr/lib/cni/host-local",
+        "/usr/lib/cni/portmap",
+    ] {
+        if !on_path(binary) {
+            problems.push(format!("{binary} is not installed"));
+        }
+    }
+    problems
+}
+
+fn set_proc(path: impl AsRef<Path>, value: &str) -> std::io::Result<()> {
+    let path = path.as_ref();
+    if std::fs::read_to_string(path)?.trim() == value {
+        return Ok(());
+    }
+    std::fs::write(path, value)
+}
+
+fn on_path(binary: &str) -> bool {
+    if binary.contains('/') {
+        return Path::new(binary).exists();
+    }
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(binary).exists()))
+        .unwrap_or(false)
+        || ["/usr/sbin", "/sbin"]
+            .iter()
+            .any(|d| Path::new(d).join(binary).exists())
+}
+
+/// Removes the bridge device (the plugin never does) and host-local's
+/// leases; for `skiff reset` and tests.
+pub fn remove_bridge(bridge: &str) {
+    let _ = std::process::Command::new("ip")
+        .args(["link", "delete", bridge])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conflist_has_the_chain_and_the_range() {
+        let c = CniConfig {
+            bridge: "skiff0".into(),
+            pod_cidr: "10.244.3.0/24".into(),
+            ipam_dir: "/d/ipam".into(),
+        };
+        let v: serde_json::Value = serde_json::from_str(&c.conflist().unwrap()).unwrap();
+        let types: Vec<&str> = v["plugins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(types, ["bridge", "portmap", "loopback"]);
+        assert_eq!(
+            v["plugins"][0]["ipam"]["ranges"][0][0]["subnet"],
+            "10.244.3.0/24"
+        );
+        assert_eq!(v["plugins"][0]["bridge"], "skiff0");
+    }
+
+    #[test]
+    fn a_bad_cidr_is_refused() {
+        let c = CniConfig {
+            bridge: "b".into(),
+            pod_cidr: "10.244.3.0".into(),
+            ipam_dir: "/d".into(),
+        };
+        assert!(matches!(c.conflist(), Err(Error::BadCidr(_))));
+    }
+}

@@ -1,1 +1,12 @@
-//! TODO
+//! One worker per pod UID (upstream's pod workers): it learns the pod the
+//! API wants and what the runtime has ([`observed`]), computes what to do
+//! ([`actions`], pure), carries it out ([`sync`]: images, sandbox,
+//! containers, back-off, events, termination) and reports the pod's status
+//! ([`crate::status`]). CRI configs come from [`config`].
+
+pub mod actions;
+pub mod config;
+pub mod events;
+pub mod images;
+pub mod observed;
+pub mod sync;

@@ -1,1 +1,335 @@
-//! TODO
+//! [`FakeRuntime`]: an in-memory CRI runtime for unit tests of the agent's
+//! logic (and, later, for simulated nodes). Sandboxes and containers move
+//! through CRI's states as containerd's do; a test can make a container
+//! exit ([`FakeRuntime::exit`]) or a call fail ([`FakeRuntime::fail_next`]).
+//! Nothing runs and nothing touches the host.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+
+use super::{api, Error, Result, Runtime};
+
+#[derive(Debug, Default)]
+struct State {
+    next: u64,
+    sandboxes: BTreeMap<String, (api::PodSandboxConfig, i32, i64)>,
+    containers: BTreeMap<String, api::ContainerStatus>,
+    container_sandbox: HashMap<String, String>,
+    images: BTreeMap<String, api::Image>,
+    /// Images a pull can find (as a registry would).
+    pullable: BTreeMap<String, u64>,
+    fail_next: HashMap<&'static str, Error>,
+    calls: Vec<String>,
+}
+
+/// The fake runtime. Cheap to share behind an `Arc`.
+#[derive(Debug, Default)]
+pub struct FakeRuntime {
+    state: Mutex<State>,
+}
+
+fn now() -> i64 {
+    chrono::Utc::now().timestamp_nanos_opt().unwrap_or_default()
+}
+
+impl FakeRuntime {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// An image already present on the node.
+    pub fn add_image(&self, name: &str, size: u64) {
+        let mut s = self.lock();
+        s.images.insert(name.to_string(), image(name, size));
+    }
+
+    /// An image a pull will find.
+    pub fn add_pullable(&self, name: &str, size: u64) {
+        self.lock().pullable.insert(name.to_string(), size);
+    }
+
+    /// The next call of `method` fails with `error`.
+    pub fn fail_next(&self, method: &'static str, error: Error) {
+        self.lock().fail_next.insert(method, error);
+    }
+
+    /// Makes a running container exit with `code`.
+    pub fn exit(&self, id: &str, code: i32, reason: &str) {
+        let mut s = self.lock();
+        if let Some(c) = s.containers.get_mut(id) {
+            c.state = api::ContainerState::ContainerExited as i32;
+            c.exit_code = code;
+            c.finished_at = now();
+            c.reason = reason.to_string();
+        }
+    }
+
+    /// The calls made so far, in order (`method id`).
+    pub fn calls(&self) -> Vec<String> {
+        self.lock().calls.clone()
+    }
+
+    fn enter(
+        &self,
+        call: String,
+        method: &'static str,
+    ) -> Result<std::sync::MutexGuard<'_, State>> {
+        let mut s = self.lock();
+        s.calls.push(call);
+        if let Some(e) = s.fail_next.remove(method) {
+            return Err(e);
+        }
+        Ok(s)
+    }
+}
+
+fn image(name: &str, size: u64) -> api::Image {
+    api::Image {
+        id: format!("sha256:{:0>64}", name.len()),
+        repo_tags: vec![name.to_string()],
+        size,
+        ..Default::default()
+    }
+}
+
+fn not_found(what: &str, id: &str) -> Error {
+    Error::Status {
+        code: tonic::Code::NotFound,
+        message: format!("an error occurred when try to find {what} {id:?}: not found"),
+    }
+}
+
+#[async_trait]
+impl Runtime for FakeRuntime {
+    async fn version(&self) -> Result<api::VersionResponse> {
+        Ok(api::VersionResponse {
+            version: "0.1.0".into(),
+            runtime_name: "fake".into(),
+            runtime_version: "0.1.0".into(),
+            runtime_api_version: "v1".into(),
+        })
+    }
+
+    async fn status(&self) -> Result<api::StatusResponse> {
+        let cond = |t: &str| api::RuntimeCondition {
+            r#type: t.into(),
+            status: true,
+            ..Default::default()
+        };
+        Ok(api::StatusResponse {
+            status: Some(api::RuntimeStatus {
+                conditions: vec![cond("RuntimeReady"), cond("NetworkReady")],
+            }),
+            ..Default::default()
+        })
+    }
+
+    async fn run_pod_sandbox(&self, config: api::PodSandboxConfig, _: String) -> Result<String> {
+        let mut s = self.enter("RunPodSandbox".into(), "run_pod_sandbox")?;
+        s.next += 1;
+        let id = format!("sandbox-{}", s.next);
+        s.sandboxes.insert(
+            id.clone(),
+            (config, api::PodSandboxState::SandboxReady as i32, now()),
+        );
+        Ok(id)
+    }
+
+    async fn stop_pod_sandbox(&self, id: &str) -> Result<()> {
+        let mut s = self.enter(format!("StopPodSandbox {id}"), "stop_pod_sandbox")?;
+        let in_sandbox: Vec<String> = s
+            .container_sandbox
+            .iter()
+            .filter(|(_, sb)| sb.as_str() == id)
+            .map(|(c, _)| c.clone())
+            .collect();
+        for c in in_sandbox {
+            if let Some(st) = s.containers.get_mut(&c) {
+                if st.state == api::ContainerState::ContainerRunning as i32 {
+                    st.state = api::ContainerState::ContainerExited as i32;
+                    st.exit_code = 137;
+                    st.finished_at = now();
+                    st.reason = "Error".into();
+                }
+            }
+        }
+        if let Some(sb) = s.sandboxes.get_mut(id) {
+            sb.1 = api::PodSandboxState::SandboxNotready as i32;
+        }
+        Ok(())
+    }
+
+    async fn remove_pod_sandbox(&self, id: &str) -> Result<()> {
+        let mut s = self.enter(format!("RemovePodSandbox {id}"), "remove_pod_sandbox")?;
+        s.sandboxes.remove(id);
+        let gone: Vec<String> = s
+            .container_sandbox
+            .iter()
+            .filter(|(_, sb)| sb.as_str() == id)
+            .map(|(c, _)| c.clone())
+            .collect();
+        for c in gone {
+            s.containers.remove(&c);
+            s.container_sandbox.remove(&c);
+        }
+        Ok(())
+    }
+
+    async fn pod_sandbox_status(&self, id: &str) -> Result<api::PodSandboxStatus> {
+        let s = self.lock();
+        let (config, state, created) = s
+            .sandboxes
+            .get(id)
+            .ok_or_else(|| not_found("sandbox", id))?;
+        Ok(api::PodSandboxStatus {
+            id: id.into(),
+            metadata: config.metadata.clone(),
+            state: *state,
+            created_at: *created,
+            network: Some(api::PodSandboxNetworkStatus {
+                ip: "10.88.0.2".into(),
+                additional_ips: vec![],
+            }),
+            labels: config.labels.clone(),
+            annotations: config.annotations.clone(),
+            ..Default::default()
+        })
+    }
+
+    async fn list_pod_sandboxes(&self) -> Result<Vec<api::PodSandbox>> {
+        let s = self.lock();
+        Ok(s.sandboxes
+            .iter()
+            .map(|(id, (config, state, created))| api::PodSandbox {
+                id: id.clone(),
+                metadata: config.metadata.clone(),
+                state: *state,
+                created_at: *created,
+                labels: config.labels.clone(),
+                annotations: config.annotations.clone(),
+                runtime_handler: String::new(),
+            })
+            .collect())
+    }
+
+    async fn create_container(
+        &self,
+        sandbox_id: &str,
+        config: api::ContainerConfig,
+        _: api::PodSandboxConfig,
+    ) -> Result<String> {
+        let mut s = self.enter(format!("CreateContainer {sandbox_id}"), "create_container")?;
+        if !s.sandboxes.contains_key(sandbox_id) {
+            return Err(not_found("sandbox", sandbox_id));
+        }
+        let image = config.image.clone().unwrap_or_default().image;
+        let Some(img) = s.images.get(&image).cloned() else {
+            return Err(not_found("image", &image));
+        };
+        s.next += 1;
+        let id = format!("container-{}", s.next);
+        let meta = config.metadata.clone().unwrap_or_default();
+        s.containers.insert(
+            id.clone(),
+            api::ContainerStatus {
+                id: id.clone(),
+                metadata: Some(meta),
+                state: api::ContainerState::ContainerCreated as i32,
+                created_at: now(),
+                image: config.image.clone(),
+                image_ref: img.id.clone(),
+                labels: config.labels.clone(),
+                annotations: config.annotations.clone(),
+                log_path: config.log_path.clone(),
+                ..Default::default()
+            },
+        );
+        s.container_sandbox
+            .insert(id.clone(), sandbox_id.to_string());
+        Ok(id)
+    }
+
+    async fn start_container(&self, id: &str) -> Result<()> {
+        let mut s = self.enter(format!("StartContainer {id}"), "start_container")?;
+        let c = s
+            .containers
+            .get_mut(id)
+            .ok_or_else(|| not_found("container", id))?;
+        c.state = api::ContainerState::ContainerRunning as i32;
+        c.started_at = now();
+        Ok(())
+    }
+
+    async fn stop_container(&self, id: &str, _timeout: i64) -> Result<()> {
+        let mut s = self.enter(format!("StopContainer {id}"), "stop_container")?;
+        if let Some(c) = s.containers.get_mut(id) {
+            if c.state == api::ContainerState::ContainerRunning as i32 {
+                c.state = api::ContainerState::ContainerExited as i32;
+                c.exit_code = 0;
+                c.reason = "Completed".into();
+                c.finished_at = now();
+            }
+        }
+        Ok(())
+    }
+
+    async fn remove_container(&self, id: &str) -> Result<()> {
+        let mut s = self.enter(format!("RemoveContainer {id}"), "remove_container")?;
+        s.containers.remove(id);
+        s.container_sandbox.remove(id);
+        Ok(())
+    }
+
+    async fn list_containers(&self) -> Result<Vec<api::Container>> {
+        let s = self.lock();
+        Ok(s.containers
+            .iter()
+            .map(|(id, c)| api::Container {
+                id: id.clone(),
+                pod_sandbox_id: s.container_sandbox.get(id).cloned().unwrap_or_default(),
+                metadata: c.metadata.clone(),
+                image: c.image.clone(),
+                image_ref: c.image_ref.clone(),
+                image_id: c.image_id.clone(),
+                state: c.state,
+                created_at: c.created_at,
+                labels: c.labels.clone(),
+                annotations: c.annotations.clone(),
+            })
+            .collect())
+    }
+
+    async fn container_status(&self, id: &str) -> Result<api::ContainerStatus> {
+        self.lock()
+            .containers
+            .get(id)
+            .cloned()
+            .ok_or_else(|| not_found("container", id))
+    }
+
+    async fn image_status(&self, name: &str) -> Result<Option<api::Image>> {
+        Ok(self.lock().images.get(name).cloned())
+    }
+
+    async fn pull_image(&self, name: &str, _: Option<api::PodSandboxConfig>) -> Result<String> {
+        let mut s = self.enter(format!("PullImage {name}"), "pull_image")?;
+        let Some(size) = s.pullable.get(name).copied() else {
+            return Err(Error::Status {
+                code: tonic::Code::NotFound,
+                message: format!(
+                    "failed to pull and unpack image \"{name}\": failed to resolve reference \"{name}\": {name}: not found"
+                ),
+            });
+        };
+        let img = image(name, size);
+        let id = img.id.clone();
+        s.images.insert(name.to_string(), img);
+        Ok(id)
+    }
+}

@@ -46,8 +46,45 @@ impl Error {
         }
     }
 
+    /// The error as the kubelet prints a gRPC error from the runtime
+    /// (Go's `status.Error` text): `rpc error: code = NotFound desc = ...`.
+    pub fn go_text(&self) -> String {
+        match self {
+            Error::Connect { .. } => {
+                format!("rpc error: code = Unavailable desc = {self}")
+            }
+            Error::Status { code, message } => {
+                format!("rpc error: code = {} desc = {message}", go_code(*code))
+            }
+        }
+    }
+
     pub fn is_not_found(&self) -> bool {
         self.code() == tonic::Code::NotFound
+    }
+}
+
+/// gRPC codes by the names Go's codes package prints.
+pub fn go_code(code: tonic::Code) -> &'static str {
+    use tonic::Code::*;
+    match code {
+        Ok => "OK",
+        Cancelled => "Canceled",
+        Unknown => "Unknown",
+        InvalidArgument => "InvalidArgument",
+        DeadlineExceeded => "DeadlineExceeded",
+        NotFound => "NotFound",
+        AlreadyExists => "AlreadyExists",
+        PermissionDenied => "PermissionDenied",
+        ResourceExhausted => "ResourceExhausted",
+        FailedPrecondition => "FailedPrecondition",
+        Aborted => "Aborted",
+        OutOfRange => "OutOfRange",
+        Unimplemented => "Unimplemented",
+        Internal => "Internal",
+        Unavailable => "Unavailable",
+        DataLoss => "DataLoss",
+        Unauthenticated => "Unauthenticated",
     }
 }
 

@@ -1,1 +1,537 @@
-//! TODO
+//! A pod's status from what the runtime has (upstream's
+//! `generateAPIPodStatus` and `getPhase`): containerStatuses (state,
+//! lastState, restartCount, IDs), phase, the pod conditions, IPs and
+//! startTime. Pure: the worker passes the pod, the runtime's view, the
+//! waiting reasons of its last sync and the time; patching is the
+//! worker's, and only when the result differs from the pod's status.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
+    ContainerStatus, HostIP, Pod, PodCondition, PodIP, PodStatus,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+
+use crate::pod_worker::images::Waiting;
+use crate::pod_worker::observed::{Container, PodRuntime, State};
+
+/// What besides the runtime decides a status.
+#[derive(Debug, Clone)]
+pub struct Inputs<'a> {
+    /// Per container name: why it is waiting, from the last sync.
+    pub waiting: &'a BTreeMap<String, Waiting>,
+    /// The node's IP (hostIP; podIP for hostNetwork pods).
+    pub node_ip: &'a str,
+    pub now: Timestamp,
+}
+
+fn time_of(nanos: i64) -> Option<Time> {
+    if nanos <= 0 {
+        return None;
+    }
+    // The API keeps seconds.
+    Timestamp::from_second(nanos / 1_000_000_000).ok().map(Time)
+}
+
+fn container_id(c: &Container) -> String {
+    format!("containerd://{}", c.id)
+}
+
+fn terminated(c: &Container) -> ContainerStateTerminated {
+    let reason = if !c.reason.is_empty() {
+        c.reason.clone()
+    } else if c.exit_code == 0 {
+        "Completed".into()
+    } else {
+        "Error".into()
+    };
+    ContainerStateTerminated {
+        exit_code: c.exit_code,
+        reason: Some(reason),
+        message: (!c.message.is_empty()).then(|| c.message.clone()),
+        started_at: time_of(c.started_at),
+        finished_at: time_of(c.finished_at),
+        container_id: Some(container_id(c)),
+        signal: None,
+    }
+}
+
+fn waiting(reason: &str, message: Option<&str>) -> ContainerState {
+    ContainerState {
+        waiting: Some(ContainerStateWaiting {
+            reason: Some(reason.to_string()),
+            message: message.map(str::to_string),
+        }),
+        ..Default::default()
+    }
+}
+
+fn terminated_state(c: &Container) -> ContainerState {
+    ContainerState {
+        terminated: Some(terminated(c)),
+        ..Default::default()
+    }
+}
+
+/// The status of every container of the spec, in spec order.
+pub fn container_statuses(pod: &Pod, rt: &PodRuntime, inputs: &Inputs<'_>) -> Vec<ContainerStatus> {
+    let specs = pod
+        .spec
+        .as_ref()
+        .map(|s| s.containers.as_slice())
+        .unwrap_or(&[]);
+    specs
+        .iter()
+        .map(|spec| {
+            let image = spec.image.clone().unwrap_or_default();
+            let why = inputs.waiting.get(&spec.name);
+            let latest = rt.latest(&spec.name);
+            let mut status = ContainerStatus {
+                name: spec.name.clone(),
+                image: image.clone(),
+                image_id: String::new(),
+                ready: false,
+                restart_count: latest.map(|l| l.restart_count as i32).unwrap_or(0),
+                started: Some(false),
+                ..Default::default()
+            };
+            match latest {
+                None => {
+                    status.state = Some(match why {
+                        Some(w) => waiting(
+                            &w.reason,
+                            Some(&w.message)
+                                .filter(|m| !m.is_empty())
+                                .map(|m| m.as_str()),
+                        ),
+                        None => waiting("ContainerCreating", None),
+                    });
+                }
+                Some(l) => {
+                    status.container_id = Some(container_id(l));
+                    status.image_id = l.image_ref.clone();
+                    let previous = rt.previous(&spec.name);
+                    match l.state {
+                        State::Running => {
+                            status.state = Some(ContainerState {
+                                running: Some(ContainerStateRunning {
+                                    started_at: time_of(l.started_at),
+                                }),
+                                ..Default::default()
+                            });
+                            status.started = Some(true);
+                            // Probes come later: running is ready.
+                            status.ready = true;
+                            status.last_state = previous.map(terminated_state);
+                        }
+                        State::Exited => match why {
+                            // It will be started again: waiting, with this
+                            // run as its last state.
+                            Some(w) => {
+                                status.state = Some(waiting(
+                                    &w.reason,
+                                    Some(w.message.as_str()).filter(|m| !m.is_empty()),
+                                ));
+                                status.last_state = Some(terminated_state(l));
+                            }
+                            None => {
+                                status.state = Some(terminated_state(l));
+                                status.last_state = previous.map(terminated_state);
+                            }
+                        },
+                        State::Created | State::Unknown => {
+                            status.state = Some(match why {
+                                Some(w) => waiting(
+                                    &w.reason,
+                                    Some(w.message.as_str()).filter(|m| !m.is_empty()),
+                                ),
+                                None => waiting("ContainerCreating", None),
+                            });
+                            status.last_state = previous.map(terminated_state);
+                        }
+                    }
+                }
+            }
+            if status.last_state.is_none() {
+                status.last_state = Some(ContainerState::default());
+            }
+            status
+        })
+        .collect()
+}
+
+/// The pod's phase from its containers (upstream's `getPhase`).
+pub fn phase(pod: &Pod, statuses: &[ContainerStatus]) -> &'static str {
+    let policy = crate::pod_worker::actions::restart_policy(pod);
+    let (mut running, mut waiting, mut stopped, mut succeeded) = (0, 0, 0, 0);
+    for s in statuses {
+        let state = s.state.clone().unwrap_or_default();
+        if state.running.is_some() {
+            running += 1;
+        } else if let Some(t) = state.terminated {
+            stopped += 1;
+            if t.exit_code == 0 {
+                succeeded += 1;
+            }
+        } else if state.waiting.is_some() {
+            let has_run = s
+                .last_state
+                .as_ref()
+                .is_some_and(|l| l.terminated.is_some());
+            if has_run {
+                stopped += 1;
+            } else {
+                waiting += 1;
+            }
+        } else {
+            waiting += 1;
+        }
+    }
+    if statuses.is_empty() || waiting > 0 {
+        return "Pending";
+    }
+    if running > 0 {
+        return "Running";
+    }
+    if stopped > 0 {
+        return match policy {
+            "Always" => "Running",
+            "OnFailure" => {
+                if stopped == succeeded {
+                    "Succeeded"
+                } else {
+                    "Running"
+                }
+            }
+            _ => {
+                if stopped == succeeded {
+                    "Succeeded"
+                } else {
+                    "Failed"
+                }
+            }
+        };
+    }
+    "Pending"
+}
+
+fn condition(
+    existing: &[PodCondition],
+    type_: &str,
+    ok: bool,
+    reason: Option<&str>,
+    message: Option<String>,
+    now: Timestamp,
+) -> PodCondition {
+    let status = if ok { "True" } else { "False" };
+    let since = existing
+        .iter()
+        .find(|c| c.type_ == type_ && c.status == status)
+        .and_then(|c| c.last_transition_time.clone())
+        .unwrap_or(Time(now));
+    PodCondition {
+        type_: type_.to_string(),
+        status: status.to_string(),
+        reason: reason.map(str::to_string),
+        message,
+        last_transition_time: Some(since),
+        last_probe_time: None,
+        observed_generation: None,
+    }
+}
+
+/// The whole status the agent reports for `pod`.
+pub fn pod_status(pod: &Pod, rt: &PodRuntime, inputs: &Inputs<'_>) -> PodStatus {
+    let current = pod.status.clone().unwrap_or_default();
+    let existing = current.conditions.clone().unwrap_or_default();
+    let statuses = container_statuses(pod, rt, inputs);
+    let phase = phase(pod, &statuses);
+    let host_network = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.host_network)
+        .unwrap_or(false);
+    let sandbox = rt.ready_sandbox();
+    let pod_ip = if host_network {
+        sandbox.map(|_| inputs.node_ip.to_string())
+    } else {
+        sandbox
+            .and_then(|s| s.ip.clone())
+            .filter(|ip| !ip.is_empty())
+    }
+    // Once known, an IP stays reported while the pod finishes.
+    .or_else(|| {
+        matches!(phase, "Succeeded" | "Failed")
+            .then(|| current.pod_ip.clone())
+            .flatten()
+    });
+    let unready: Vec<&str> = statuses
+        .iter()
+        .filter(|s| !s.ready)
+        .map(|s| s.name.as_str())
+        .collect();
+    let completed = matches!(phase, "Succeeded" | "Failed");
+    let (ready_reason, ready_message) = if completed {
+        (Some("PodCompleted"), None)
+    } else if unready.is_empty() {
+        (None, None)
+    } else {
+        (
+            Some("ContainersNotReady"),
+            Some(format!(
+                "containers with unready status: [{}]",
+                unready.join(" ")
+            )),
+        )
+    };
+    let all_ready = unready.is_empty() && !completed;
+    let mut conditions = vec![
+        condition(
+            &existing,
+            "PodReadyToStartContainers",
+            sandbox.is_some(),
+            None,
+            None,
+            inputs.now,
+        ),
+        condition(&existing, "Initialized", true, None, None, inputs.now),
+        condition(
+            &existing,
+            "Ready",
+            all_ready,
+            ready_reason,
+            ready_message.clone(),
+            inputs.now,
+        ),
+        condition(
+            &existing,
+            "ContainersReady",
+            all_ready,
+            ready_reason,
+            ready_message,
+            inputs.now,
+        ),
+    ];
+    if let Some(scheduled) = existing.iter().find(|c| c.type_ == "PodScheduled") {
+        conditions.push(scheduled.clone());
+    }
+    PodStatus {
+        phase: Some(phase.to_string()),
+        conditions: Some(conditions),
+        host_ip: Some(inputs.node_ip.to_string()),
+        host_ips: Some(vec![HostIP {
+            ip: inputs.node_ip.to_string(),
+        }]),
+        pod_ip: pod_ip.clone(),
+        pod_ips: pod_ip.map(|ip| vec![PodIP { ip }]),
+        start_time: current.start_time.clone().or(Some(Time(inputs.now))),
+        qos_class: current.qos_class.clone(),
+        container_statuses: Some(statuses),
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pod_worker::observed::Sandbox;
+
+    fn pod(policy: &str) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "default", "uid": "u1"},
+            "spec": {"restartPolicy": policy, "containers": [{"name": "c", "image": "busybox"}]},
+            "status": {"phase": "Pending", "qosClass": "BestEffort",
+                       "conditions": [{"type": "PodScheduled", "status": "True"}]}
+        }))
+        .unwrap()
+    }
+
+    fn instance(state: State, exit: i32, restarts: u32) -> Container {
+        Container {
+            id: format!("id{restarts}"),
+            name: "c".into(),
+            sandbox_id: "s".into(),
+            state,
+            restart_count: restarts,
+            hash: String::new(),
+            created_at: restarts as i64,
+            started_at: 1_700_000_000_000_000_000,
+            finished_at: 1_700_000_001_000_000_000,
+            exit_code: exit,
+            reason: String::new(),
+            message: String::new(),
+            image: "busybox".into(),
+            image_ref: "sha256:abc".into(),
+        }
+    }
+
+    fn rt(containers: Vec<Container>) -> PodRuntime {
+        let mut r = PodRuntime {
+            sandboxes: vec![Sandbox {
+                id: "s".into(),
+                ready: true,
+                attempt: 0,
+                created_at: 1,
+                ip: Some("10.244.0.5".into()),
+            }],
+            containers,
+        };
+        crate::pod_worker::observed::sort(&mut r);
+        r
+    }
+
+    fn inputs(w: &BTreeMap<String, Waiting>) -> Inputs<'_> {
+        Inputs {
+            waiting: w,
+            node_ip: "192.168.1.2",
+            now: Timestamp::from_second(1_700_000_100).unwrap(),
+        }
+    }
+
+    #[test]
+    fn running_pod() {
+        let w = BTreeMap::new();
+        let s = pod_status(
+            &pod("Always"),
+            &rt(vec![instance(State::Running, 0, 0)]),
+            &inputs(&w),
+        );
+        assert_eq!(s.phase.as_deref(), Some("Running"));
+        assert_eq!(s.pod_ip.as_deref(), Some("10.244.0.5"));
+        assert_eq!(s.qos_class.as_deref(), Some("BestEffort"));
+        let c = &s.container_statuses.as_ref().unwrap()[0];
+        assert!(c.ready);
+        assert_eq!(c.container_id.as_deref(), Some("containerd://id0"));
+        let types: Vec<(&str, &str)> = s
+            .conditions
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|c| (c.type_.as_str(), c.status.as_str()))
+            .collect();
+        assert_eq!(
+            types,
+            [
+                ("PodReadyToStartContainers", "True"),
+                ("Initialized", "True"),
+                ("Ready", "True"),
+                ("ContainersReady", "True"),
+                ("PodScheduled", "True")
+            ]
+        );
+    }
+
+    #[test]
+    fn crash_loop_is_running_with_a_waiting_container() {
+        let mut w = BTreeMap::new();
+        w.insert(
+            "c".to_string(),
+            Waiting::new(
+                "CrashLoopBackOff",
+                "back-off 10s restarting failed container=c pod=p_default(u1)",
+            ),
+        );
+        let s = pod_status(
+            &pod("Always"),
+            &rt(vec![
+                instance(State::Exited, 1, 1),
+                instance(State::Exited, 1, 0),
+            ]),
+            &inputs(&w),
+        );
+        assert_eq!(s.phase.as_deref(), Some("Running"));
+        let c = &s.container_statuses.as_ref().unwrap()[0];
+        assert_eq!(c.restart_count, 1);
+        assert_eq!(
+            c.state
+                .as_ref()
+                .unwrap()
+                .waiting
+                .as_ref()
+                .unwrap()
+                .reason
+                .as_deref(),
+            Some("CrashLoopBackOff")
+        );
+        assert_eq!(
+            c.last_state
+                .as_ref()
+                .unwrap()
+                .terminated
+                .as_ref()
+                .unwrap()
+                .exit_code,
+            1
+        );
+        let ready = s
+            .conditions
+            .as_ref()
+            .unwrap()
+            .iter()
+            .find(|c| c.type_ == "Ready")
+            .unwrap();
+        assert_eq!(
+            ready.message.as_deref(),
+            Some("containers with unready status: [c]")
+        );
+    }
+
+    #[test]
+    fn phases_by_policy() {
+        let w = BTreeMap::new();
+        let cases = [
+            ("Never", 0, "Succeeded"),
+            ("Never", 3, "Failed"),
+            ("OnFailure", 0, "Succeeded"),
+        ];
+        for (policy, code, want) in cases {
+            let s = pod_status(
+                &pod(policy),
+                &rt(vec![instance(State::Exited, code, 0)]),
+                &inputs(&w),
+            );
+            assert_eq!(s.phase.as_deref(), Some(want), "{policy} {code}");
+            let t = s.container_statuses.as_ref().unwrap()[0]
+                .state
+                .as_ref()
+                .unwrap()
+                .terminated
+                .clone()
+                .unwrap();
+            assert_eq!(
+                t.reason.as_deref(),
+                Some(if code == 0 { "Completed" } else { "Error" })
+            );
+        }
+    }
+
+    #[test]
+    fn waiting_for_an_image_is_pending() {
+        let mut w = BTreeMap::new();
+        w.insert("c".to_string(), Waiting::new("ErrImagePull", "not found"));
+        let s = pod_status(&pod("Always"), &rt(vec![]), &inputs(&w));
+        assert_eq!(s.phase.as_deref(), Some("Pending"));
+        let st = s.container_statuses.as_ref().unwrap()[0]
+            .state
+            .clone()
+            .unwrap();
+        assert_eq!(st.waiting.unwrap().reason.as_deref(), Some("ErrImagePull"));
+    }
+
+    #[test]
+    fn transition_times_are_kept_when_nothing_changes() {
+        let w = BTreeMap::new();
+        let p0 = pod("Always");
+        let runtime = rt(vec![instance(State::Running, 0, 0)]);
+        let s1 = pod_status(&p0, &runtime, &inputs(&w));
+        let mut p1 = p0.clone();
+        p1.status = Some(s1.clone());
+        let later = Inputs {
+            now: Timestamp::from_second(1_700_000_500).unwrap(),
+            ..inputs(&w)
+        };
+        assert_eq!(pod_status(&p1, &runtime, &later), s1);
+    }
+}

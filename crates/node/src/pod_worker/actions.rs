@@ -1,0 +1,411 @@
+//! [`compute_pod_actions`]: what to do for one pod, as a pure function of
+//! the pod the API wants and what the runtime has (upstream's
+//! `computePodActions`). No I/O; back-off is decided when the actions are
+//! carried out.
+
+use k8s_openapi::api::core::v1::{Container as SpecContainer, Pod};
+
+use super::observed::{PodRuntime, State};
+
+/// What one sync should do.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Actions {
+    /// Stop every container and the sandbox (before a new sandbox, or
+    /// because nothing is left to run).
+    pub kill_pod: bool,
+    /// Start a new sandbox (and then the containers in `start`).
+    pub create_sandbox: bool,
+    /// The new sandbox's attempt number.
+    pub sandbox_attempt: u32,
+    /// A sandbox existed and is gone or dead: upstream's SandboxChanged.
+    pub sandbox_changed: bool,
+    /// Indexes into `spec.containers` to start, in order.
+    pub start: Vec<usize>,
+    /// Running containers to stop: (container ID, name, why).
+    pub kill: Vec<(String, String, String)>,
+}
+
+/// The pod's restart policy, `Always` when unset.
+pub fn restart_policy(pod: &Pod) -> &str {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.restart_policy.as_deref())
+        .unwrap_or("Always")
+}
+
+fn containers(pod: &Pod) -> &[SpecContainer] {
+    pod.spec
+        .as_ref()
+        .map(|s| s.containers.as_slice())
+        .unwrap_or(&[])
+}
+
+/// A stable hash of the parts of a container's spec that need a new
+/// container when they change (as upstream's container hash).
+pub fn container_hash(c: &SpecContainer) -> String {
+    let mut c = c.clone();
+    // Fields the kubelet may change in place (resources with in-place
+    // resize) stay out of the hash.
+    c.resources = None;
+    c.resize_policy = None;
+    let text = serde_json::to_string(&c).unwrap_or_default();
+    // FNV-1a, 64 bits: stable across builds, unlike std's hasher.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// Whether the container should be (re)started now, ignoring back-off
+/// (upstream's `ShouldContainerBeRestarted`).
+pub fn should_restart(pod: &Pod, c: &SpecContainer, rt: &PodRuntime) -> bool {
+    if pod.metadata.deletion_timestamp.is_some() {
+        return false;
+    }
+    let Some(latest) = rt.latest(&c.name) else {
+        return true;
+    };
+    match latest.state {
+        State::Running => false,
+        State::Created | State::Unknown => true,
+        State::Exited => match restart_policy(pod) {
+            "Never" => false,
+            "OnFailure" => latest.exit_code != 0,
+            _ => true,
+        },
+    }
+}
+
+fn succeeded(c: &SpecContainer, rt: &PodRuntime) -> bool {
+    rt.latest(&c.name)
+        .is_some_and(|l| l.state == State::Exited && l.exit_code == 0)
+}
+
+/// Whether the sandbox must be (re)created, and with which attempt.
+fn sandbox_changed(rt: &PodRuntime) -> (bool, u32, bool) {
+    let Some(newest) = rt.sandboxes.first() else {
+        return (true, 0, false);
+    };
+    let ready = rt.sandboxes.iter().filter(|s| s.ready).count();
+    if !newest.ready || ready > 1 {
+        return (true, newest.attempt + 1, true);
+    }
+    (false, newest.attempt, false)
+}
+
+/// The actions for a pod that is neither being deleted nor finished.
+pub fn compute_pod_actions(pod: &Pod, rt: &PodRuntime) -> Actions {
+    let specs = containers(pod);
+    let (create, attempt, changed) = sandbox_changed(rt);
+    if create {
+        let mut actions = Actions {
+            kill_pod: !rt.sandboxes.is_empty() || rt.running().next().is_some(),
+            create_sandbox: true,
+            sandbox_attempt: attempt,
+            sandbox_changed: changed,
+            ..Actions::default()
+        };
+        // A pod that must not restart, whose containers have run, gets no
+        // new sandbox: it is finished.
+        if restart_policy(pod) == "Never" && attempt != 0 && !rt.containers.is_empty() {
+            actions.create_sandbox = false;
+            return actions;
+        }
+        actions.start = specs
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| !(restart_policy(pod) == "OnFailure" && succeeded(c, rt)))
+            .filter(|(_, c)| !(restart_policy(pod) == "Never" && rt.latest(&c.name).is_some()))
+            .map(|(i, _)| i)
+            .collect();
+        if actions.start.is_empty() {
+            actions.create_sandbox = false;
+        }
+        return actions;
+    }
+
+    let mut actions = Actions {
+        sandbox_attempt: attempt,
+        ..Actions::default()
+    };
+    let mut keep = 0;
+    for (i, c) in specs.iter().enumerate() {
+        match rt.latest(&c.name) {
+            Some(latest) if latest.state == State::Running => {
+                if !latest.hash.is_empty() && latest.hash != container_hash(c) {
+                    actions.kill.push((
+                        latest.id.clone(),
+                        c.name.clone(),
+                        format!("Container {} definition changed, will be restarted", c.name),
+                    ));
+                    actions.start.push(i);
+                } else {
+                    keep += 1;
+                }
+            }
+            _ => {
+                if should_restart(pod, c, rt) {
+                    actions.start.push(i);
+                }
+            }
+        }
+    }
+    if keep == 0 && actions.start.is_empty() {
+        actions.kill_pod = true;
+    }
+    actions
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::observed::{Container, Sandbox};
+    use super::*;
+
+    fn pod(policy: &str, names: &[&str]) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "default", "uid": "u1"},
+            "spec": {
+                "restartPolicy": policy,
+                "containers": names.iter().map(|n| serde_json::json!({"name": n, "image": "busybox"})).collect::<Vec<_>>()
+            }
+        }))
+        .unwrap()
+    }
+
+    fn sandbox(ready: bool, attempt: u32) -> Sandbox {
+        Sandbox {
+            id: format!("s{attempt}"),
+            ready,
+            attempt,
+            created_at: attempt as i64,
+            ip: Some("10.0.0.2".into()),
+        }
+    }
+
+    fn container(p: &Pod, name: &str, state: State, exit: i32, restarts: u32) -> Container {
+        let spec = p
+            .spec
+            .as_ref()
+            .unwrap()
+            .containers
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap();
+        Container {
+            id: format!("{name}-{restarts}"),
+            name: name.into(),
+            sandbox_id: "s0".into(),
+            state,
+            restart_count: restarts,
+            hash: container_hash(spec),
+            created_at: restarts as i64,
+            started_at: 0,
+            finished_at: 0,
+            exit_code: exit,
+            reason: String::new(),
+            message: String::new(),
+            image: "busybox".into(),
+            image_ref: String::new(),
+        }
+    }
+
+    fn rt(sandboxes: Vec<Sandbox>, containers: Vec<Container>) -> PodRuntime {
+        let mut r = PodRuntime {
+            sandboxes,
+            containers,
+        };
+        super::super::observed::sort(&mut r);
+        r
+    }
+
+    struct Case {
+        name: &'static str,
+        policy: &'static str,
+        runtime: fn(&Pod) -> PodRuntime,
+        want: Actions,
+    }
+
+    #[test]
+    fn table() {
+        let cases = [
+            Case {
+                name: "a new pod gets a sandbox and every container",
+                policy: "Always",
+                runtime: |_| PodRuntime::default(),
+                want: Actions {
+                    create_sandbox: true,
+                    start: vec![0, 1],
+                    ..Actions::default()
+                },
+            },
+            Case {
+                name: "a running pod is left alone",
+                policy: "Always",
+                runtime: |p| {
+                    rt(
+                        vec![sandbox(true, 0)],
+                        vec![
+                            container(p, "a", State::Running, 0, 0),
+                            container(p, "b", State::Running, 0, 0),
+                        ],
+                    )
+                },
+                want: Actions::default(),
+            },
+            Case {
+                name: "an exited container restarts under Always",
+                policy: "Always",
+                runtime: |p| {
+                    rt(
+                        vec![sandbox(true, 0)],
+                        vec![
+                            container(p, "a", State::Exited, 0, 0),
+                            container(p, "b", State::Running, 0, 0),
+                        ],
+                    )
+                },
+                want: Actions {
+                    start: vec![0],
+                    ..Actions::default()
+                },
+            },
+            Case {
+                name: "OnFailure restarts only the failed one",
+                policy: "OnFailure",
+                runtime: |p| {
+                    rt(
+                        vec![sandbox(true, 0)],
+                        vec![
+                            container(p, "a", State::Exited, 0, 0),
+                            container(p, "b", State::Exited, 2, 0),
+                        ],
+                    )
+                },
+                want: Actions {
+                    start: vec![1],
+                    ..Actions::default()
+                },
+            },
+            Case {
+                name: "OnFailure with every container succeeded kills the pod",
+                policy: "OnFailure",
+                runtime: |p| {
+                    rt(
+                        vec![sandbox(true, 0)],
+                        vec![
+                            container(p, "a", State::Exited, 0, 0),
+                            container(p, "b", State::Exited, 0, 1),
+                        ],
+                    )
+                },
+                want: Actions {
+                    kill_pod: true,
+                    ..Actions::default()
+                },
+            },
+            Case {
+                name: "Never with every container exited kills the pod",
+                policy: "Never",
+                runtime: |p| {
+                    rt(
+                        vec![sandbox(true, 0)],
+                        vec![
+                            container(p, "a", State::Exited, 1, 0),
+                            container(p, "b", State::Exited, 0, 0),
+                        ],
+                    )
+                },
+                want: Actions {
+                    kill_pod: true,
+                    ..Actions::default()
+                },
+            },
+            Case {
+                name: "a dead sandbox is recreated with every container",
+                policy: "Always",
+                runtime: |p| {
+                    rt(
+                        vec![sandbox(false, 0)],
+                        vec![
+                            container(p, "a", State::Exited, 137, 0),
+                            container(p, "b", State::Exited, 137, 0),
+                        ],
+                    )
+                },
+                want: Actions {
+                    kill_pod: true,
+                    create_sandbox: true,
+                    sandbox_attempt: 1,
+                    sandbox_changed: true,
+                    start: vec![0, 1],
+                    ..Actions::default()
+                },
+            },
+            Case {
+                name: "Never: a dead sandbox after containers ran is not recreated",
+                policy: "Never",
+                runtime: |p| {
+                    rt(
+                        vec![sandbox(false, 0)],
+                        vec![container(p, "a", State::Exited, 0, 0)],
+                    )
+                },
+                want: Actions {
+                    kill_pod: true,
+                    sandbox_attempt: 1,
+                    sandbox_changed: true,
+                    ..Actions::default()
+                },
+            },
+            Case {
+                name: "a created but not started container is started",
+                policy: "Always",
+                runtime: |p| {
+                    rt(
+                        vec![sandbox(true, 0)],
+                        vec![
+                            container(p, "a", State::Created, 0, 0),
+                            container(p, "b", State::Running, 0, 0),
+                        ],
+                    )
+                },
+                want: Actions {
+                    start: vec![0],
+                    ..Actions::default()
+                },
+            },
+        ];
+        for case in cases {
+            let p = pod(case.policy, &["a", "b"]);
+            let got = compute_pod_actions(&p, &(case.runtime)(&p));
+            assert_eq!(got, case.want, "{}", case.name);
+        }
+    }
+
+    #[test]
+    fn a_changed_spec_restarts_the_container() {
+        let p = pod("Always", &["a"]);
+        let mut c = container(&p, "a", State::Running, 0, 0);
+        c.hash = "other".into();
+        let got = compute_pod_actions(&p, &rt(vec![sandbox(true, 0)], vec![c]));
+        assert_eq!(got.start, vec![0]);
+        assert_eq!(got.kill.len(), 1);
+        assert_eq!(
+            got.kill[0].2,
+            "Container a definition changed, will be restarted"
+        );
+    }
+
+    #[test]
+    fn the_hash_is_stable_and_ignores_resources() {
+        let p = pod("Always", &["a"]);
+        let mut c = p.spec.as_ref().unwrap().containers[0].clone();
+        let h = container_hash(&c);
+        c.resources = Some(Default::default());
+        assert_eq!(container_hash(&c), h);
+        c.image = Some("other".into());
+        assert_ne!(container_hash(&c), h);
+    }
+}

@@ -1,0 +1,275 @@
+//! Making sure a container's image is there before it is created, per its
+//! imagePullPolicy (upstream's image manager `EnsureImageExists`): the
+//! Pulling/Pulled/Failed/BackOff events in the kubelet's words, and the
+//! waiting reasons ErrImagePull, ImagePullBackOff, ErrImageNeverPull and
+//! InvalidImageName. Pull failures back off per pod and image.
+
+use std::time::Instant;
+
+use k8s_openapi::api::core::v1::{Container, Pod};
+
+use super::events::{EventType, Events};
+use crate::backoff::Backoff;
+use crate::runtime::{api, Runtime};
+
+/// Why a container cannot start yet: its waiting reason and message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Waiting {
+    pub reason: String,
+    pub message: String,
+}
+
+impl Waiting {
+    pub fn new(reason: &str, message: impl Into<String>) -> Self {
+        Self {
+            reason: reason.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Whether `image` is a reference containerd can parse (the docker
+/// reference grammar, loosely: what the kubelet would call invalid).
+pub fn valid_reference(image: &str) -> bool {
+    if image.is_empty()
+        || image.len() > 4096
+        || image.chars().any(|c| c.is_whitespace() || c.is_control())
+    {
+        return false;
+    }
+    let (name, digest) = match image.split_once('@') {
+        Some((n, d)) => (n, Some(d)),
+        None => (image, None),
+    };
+    if let Some(d) = digest {
+        let Some((alg, hex)) = d.split_once(':') else {
+            return false;
+        };
+        if alg.is_empty() || hex.len() < 32 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+            return false;
+        }
+    }
+    // A tag follows the last ':' after the last '/'.
+    let last_slash = name.rfind('/').map(|i| i + 1).unwrap_or(0);
+    let (repo, tag) = match name.get(last_slash..).and_then(|tail| tail.rfind(':')) {
+        Some(i) => (
+            name.get(..last_slash + i).unwrap_or_default(),
+            name.get(last_slash + i + 1..),
+        ),
+        None => (name, None),
+    };
+    if let Some(tag) = tag {
+        let ok = !tag.is_empty()
+            && tag.len() <= 128
+            && tag
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+            && !tag.starts_with(['.', '-']);
+        if !ok {
+            return false;
+        }
+    }
+    let mut parts = repo.split('/');
+    let first = parts.next().unwrap_or_default();
+    let first_is_host =
+        repo.contains('/') && (first.contains('.') || first.contains(':') || first == "localhost");
+    let path_ok = |p: &str| {
+        !p.is_empty()
+            && p.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c))
+            && p.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && p.ends_with(|c: char| c.is_ascii_alphanumeric())
+    };
+    (first_is_host || path_ok(first)) && parts.all(path_ok)
+}
+
+/// Go's time.Duration text for a pull's duration ("76ms", "1.234s").
+fn go_millis(d: std::time::Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else {
+        format!("{:.3}s", d.as_secs_f64())
+    }
+}
+
+/// The pull policy, defaulted as the API server does when absent.
+pub fn pull_policy(c: &Container) -> &str {
+    match c.image_pull_policy.as_deref() {
+        Some(p) => p,
+        None => skiff_api::defaults::image_pull_policy(c.image.as_deref().unwrap_or_default()),
+    }
+}
+
+/// Ensures `c`'s image is present; returns the image reference to create
+/// the container with, or why not.
+pub async fn ensure_image(
+    runtime: &dyn Runtime,
+    events: &dyn Events,
+    backoff: &mut Backoff,
+    pod: &Pod,
+    c: &Container,
+    sandbox: Option<api::PodSandboxConfig>,
+    now: Instant,
+) -> Result<String, Waiting> {
+    let image = c.image.clone().unwrap_or_default();
+    if !valid_reference(&image) {
+        let msg = format!(
+            "Failed to apply default image tag \"{image}\": couldn't parse image name \"{image}\": invalid reference format"
+        );
+        events.event(pod, EventType::Warning, "InspectFailed", &msg);
+        events.event(pod, EventType::Warning, "Failed", "Error: InvalidImageName");
+        return Err(Waiting::new("InvalidImageName", msg));
+    }
+    let policy = pull_policy(c);
+    let present = match runtime.image_status(&image).await {
+        Ok(i) => i.is_some(),
+        Err(e) => {
+            let msg = format!("Failed to inspect image \"{image}\": {}", e.go_text());
+            events.event(pod, EventType::Warning, "InspectFailed", &msg);
+            return Err(Waiting::new("ImageInspectError", msg));
+        }
+    };
+    if present && policy != "Always" {
+        events.event(
+            pod,
+            EventType::Normal,
+            "Pulled",
+            &format!("Container image \"{image}\" already present on machine"),
+        );
+        return Ok(image);
+    }
+    if !present && policy == "Never" {
+        let msg = format!("Container image \"{image}\" is not present with pull policy of Never");
+        events.event(pod, EventType::Warning, "ErrImageNeverPull", &msg);
+        return Err(Waiting::new("ErrImageNeverPull", msg));
+    }
+    let key = format!(
+        "{}/{}",
+        pod.metadata.uid.as_deref().unwrap_or_default(),
+        image
+    );
+    let failed_at = backoff.last_update(&key).unwrap_or(now);
+    if backoff.in_backoff_since(&key, failed_at, now) {
+        let msg = format!("Back-off pulling image \"{image}\"");
+        events.event(pod, EventType::Normal, "BackOff", &msg);
+        events.event(pod, EventType::Warning, "Failed", "Error: ImagePullBackOff");
+        return Err(Waiting::new("ImagePullBackOff", msg));
+    }
+    events.event(
+        pod,
+        EventType::Normal,
+        "Pulling",
+        &format!("Pulling image \"{image}\""),
+    );
+    let started = Instant::now();
+    match runtime.pull_image(&image, sandbox).await {
+        Ok(_) => {
+            let took = started.elapsed();
+            let size = runtime
+                .image_status(&image)
+                .await
+                .ok()
+                .flatten()
+                .map(|i| i.size)
+                .unwrap_or(0);
+            events.event(
+                pod,
+                EventType::Normal,
+                "Pulled",
+                &format!(
+                    "Successfully pulled image \"{image}\" in {t} ({t} including waiting). Image size: {size} bytes.",
+                    t = go_millis(took)
+                ),
+            );
+            backoff.forget(&key);
+            Ok(image)
+        }
+        Err(e) if present && registry_unreachable(&e) => {
+            // Offline first: with no registry to ask, an image the node
+            // already has (imported, airgap) is used as IfNotPresent
+            // would. Upstream would fail here; a node with no internet
+            // could then never run `kubectl run --image=busybox`.
+            events.event(
+                pod,
+                EventType::Warning,
+                "Failed",
+                &format!(
+                    "Failed to pull image \"{image}\": {}; using the image present on the machine",
+                    e.go_text()
+                ),
+            );
+            events.event(
+                pod,
+                EventType::Normal,
+                "Pulled",
+                &format!("Container image \"{image}\" already present on machine"),
+            );
+            Ok(image)
+        }
+        Err(e) => {
+            backoff.next(&key, now);
+            let err = e.go_text();
+            events.event(
+                pod,
+                EventType::Warning,
+                "Failed",
+                &format!("Failed to pull image \"{image}\": {err}"),
+            );
+            events.event(pod, EventType::Warning, "Failed", "Error: ErrImagePull");
+            Err(Waiting::new("ErrImagePull", err))
+        }
+    }
+}
+
+/// Whether a pull failed because no registry could be reached (as
+/// opposed to the registry answering that the image is not there).
+fn registry_unreachable(e: &crate::runtime::Error) -> bool {
+    let m = e.message();
+    e.code() != tonic::Code::NotFound
+        && [
+            "no such host",
+            "connection refused",
+            "network is unreachable",
+            "i/o timeout",
+            "dial tcp",
+        ]
+        .iter()
+        .any(|s| m.contains(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references() {
+        for ok in [
+            "busybox",
+            "busybox:1.36",
+            "docker.io/library/busybox:latest",
+            "localhost:5000/a/b:v1",
+            "127.0.0.1:5000/x",
+            "repo@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        ] {
+            assert!(valid_reference(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "Busybox",
+            "busy box",
+            "busybox:",
+            "busybox:-x",
+            "a//b",
+            "x@sha256:zz",
+        ] {
+            assert!(!valid_reference(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn millis() {
+        assert_eq!(go_millis(std::time::Duration::from_millis(76)), "76ms");
+        assert_eq!(go_millis(std::time::Duration::from_millis(1234)), "1.234s");
+    }
+}

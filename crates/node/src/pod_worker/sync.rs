@@ -1,0 +1,673 @@
+//! [`PodWorker::sync`]: one pass of a pod's worker. It reads what the
+//! runtime has for the pod, then either tears it down (deleted, or gone
+//! from the API) or carries out [`compute_pod_actions`]: sandbox, image,
+//! create and start each container under the crash-loop back-off, with
+//! the kubelet's events; then reports the status when it changed.
+//!
+//! It owns one pod's runtime objects and back-off state. It never lists
+//! other pods' containers and never writes anything to the API but this
+//! pod's status and, at the end, its deletion.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use k8s_openapi::jiff::Timestamp;
+
+use super::actions::compute_pod_actions;
+use super::config::{container_config, grace_period, sandbox_config};
+use super::events::{EventType, Events};
+use super::images::{ensure_image, Waiting};
+use super::observed::{self, PodRuntime, State};
+use crate::backoff::{go_duration, Backoff};
+use crate::runtime::{Result as RuntimeResult, Runtime};
+use crate::status;
+
+/// The kubelet's floor for a kill's grace period.
+const MIN_GRACE_SECONDS: i64 = 2;
+
+/// What the worker writes to the API about its pod.
+#[async_trait]
+pub trait PodApi: Send + Sync + std::fmt::Debug {
+    /// Replaces the pod's status.
+    async fn patch_status(&self, pod: &Pod, status: &PodStatus) -> Result<(), String>;
+    /// Deletes the pod object with grace 0 (its UID as precondition).
+    async fn delete(&self, pod: &Pod) -> Result<(), String>;
+}
+
+/// What every worker shares.
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub runtime: Arc<dyn Runtime>,
+    pub events: Arc<dyn Events>,
+    pub api: Arc<dyn PodApi>,
+    pub node_ip: String,
+    pub log_root: PathBuf,
+    /// Whether pod networking (CNI) is up; pods that need it wait.
+    pub network_ready: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// How a sync ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Sync again at the latest at this instant (a back-off ends), or
+    /// on the next change.
+    Continue(Option<Instant>),
+    /// The pod is gone and everything of it removed: the worker ends.
+    Done,
+}
+
+/// One pod's worker state.
+#[derive(Debug)]
+pub struct PodWorker {
+    ctx: Arc<Context>,
+    uid: String,
+    crash: Backoff,
+    pulls: Backoff,
+    sandbox_backoff: Backoff,
+    waiting: BTreeMap<String, Waiting>,
+    last_reported: Option<PodStatus>,
+    /// The last pod seen, for tearing it down once it is gone.
+    last_pod: Option<Pod>,
+}
+
+/// `format.Pod`: `name_namespace(uid)`.
+pub fn pod_ref(pod: &Pod) -> String {
+    format!(
+        "{}_{}({})",
+        pod.metadata.name.as_deref().unwrap_or_default(),
+        pod.metadata.namespace.as_deref().unwrap_or("default"),
+        pod.metadata.uid.as_deref().unwrap_or_default()
+    )
+}
+
+/// The instant a wall-clock time (ns since the epoch) corresponds to.
+fn instant_of(nanos: i64, now: Instant) -> Instant {
+    let wall = Timestamp::now().as_nanosecond() as i64;
+    let ago = Duration::from_nanos(wall.saturating_sub(nanos).max(0) as u64);
+    now.checked_sub(ago).unwrap_or(now)
+}
+
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Everything the runtime has for pod `uid`.
+pub async fn observe(runtime: &dyn Runtime, uid: &str) -> RuntimeResult<PodRuntime> {
+    let mut pod = PodRuntime::default();
+    for s in runtime.list_pod_sandboxes().await? {
+        if observed::pod_uid(&s.labels) != Some(uid) {
+            continue;
+        }
+        let ip = if s.state == crate::runtime::api::PodSandboxState::SandboxReady as i32 {
+            runtime
+                .pod_sandbox_status(&s.id)
+                .await
+                .ok()
+                .and_then(|st| st.network)
+                .map(|n| n.ip)
+                .filter(|ip| !ip.is_empty())
+        } else {
+            None
+        };
+        pod.sandboxes.push(observed::sandbox(&s, ip));
+    }
+    for c in runtime.list_containers().await? {
+        if observed::pod_uid(&c.labels) != Some(uid) {
+            continue;
+        }
+        match runtime.container_status(&c.id).await {
+            Ok(status) => pod
+                .containers
+                .push(observed::container(&c.pod_sandbox_id, &status)),
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    observed::sort(&mut pod);
+    Ok(pod)
+}
+
+impl PodWorker {
+    pub fn new(ctx: Arc<Context>, uid: String) -> Self {
+        Self {
+            ctx,
+            uid,
+            crash: Backoff::default(),
+            pulls: Backoff::default(),
+            sandbox_backoff: Backoff::new(
+                Duration::from_secs(1),
+                Duration::from_secs(30),
+                Duration::from_secs(300),
+            ),
+            waiting: BTreeMap::new(),
+            last_reported: None,
+            last_pod: None,
+        }
+    }
+
+    /// The pod's UID.
+    pub fn uid(&self) -> &str {
+        &self.uid
+    }
+
+    /// One pass. `pod` is the API's current pod, or `None` once it is
+    /// gone from the API.
+    pub async fn sync(&mut self, pod: Option<&Pod>) -> Outcome {
+        let rt = match observe(self.ctx.runtime.as_ref(), &self.uid).await {
+            Ok(rt) => rt,
+            Err(e) => {
+                tracing::warn!(uid = %self.uid, error = %e, "cannot read the pod's containers from the runtime");
+                return Outcome::Continue(Some(Instant::now() + Duration::from_secs(1)));
+            }
+        };
+        let Some(pod) = pod else {
+            let grace = self.last_pod.as_ref().map(grace_period).unwrap_or(0);
+            let last = self.last_pod.clone();
+            return match self.tear_down(last.as_ref(), &rt, grace).await {
+                Ok(()) => Outcome::Done,
+                Err(()) => Outcome::Continue(Some(Instant::now() + Duration::from_secs(1))),
+            };
+        };
+        self.last_pod = Some(pod.clone());
+        if pod.metadata.deletion_timestamp.is_some() {
+            return self.terminate(pod, &rt).await;
+        }
+        let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+        if matches!(phase, Some("Succeeded" | "Failed")) {
+            // Finished: keep the containers (and their logs), stop the sandbox.
+            for s in rt.sandboxes.iter().filter(|s| s.ready) {
+                let _ = self.ctx.runtime.stop_pod_sandbox(&s.id).await;
+            }
+            return Outcome::Continue(None);
+        }
+        let next = self.run_actions(pod, &rt).await;
+        let rt = match observe(self.ctx.runtime.as_ref(), &self.uid).await {
+            Ok(rt) => rt,
+            Err(_) => rt,
+        };
+        self.report(pod, &rt).await;
+        Outcome::Continue(next)
+    }
+
+    async fn run_actions(&mut self, pod: &Pod, rt: &PodRuntime) -> Option<Instant> {
+        let now = Instant::now();
+        let actions = compute_pod_actions(pod, rt);
+        let grace = grace_period(pod);
+        let events = self.ctx.events.clone();
+        if actions.kill_pod {
+            if actions.create_sandbox && actions.sandbox_changed {
+                events.event(
+                    pod,
+                    EventType::Normal,
+                    "SandboxChanged",
+                    "Pod sandbox changed, it will be killed and re-created.",
+                );
+            }
+            self.stop_containers(pod, rt.running().collect(), grace)
+                .await;
+            for s in rt.sandboxes.iter().filter(|s| s.ready) {
+                if let Err(e) = self.ctx.runtime.stop_pod_sandbox(&s.id).await {
+                    tracing::warn!(uid = %self.uid, error = %e, "cannot stop sandbox");
+                }
+            }
+        }
+        for (id, name, why) in &actions.kill {
+            events.event(pod, EventType::Normal, "Killing", why);
+            let _ = self
+                .ctx
+                .runtime
+                .stop_container(id, grace.max(MIN_GRACE_SECONDS))
+                .await;
+            let _ = name;
+        }
+        let log_root = self.ctx.log_root.clone();
+        let sandbox_cfg = sandbox_config(pod, actions.sandbox_attempt, &log_root);
+        let host_network = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.host_network)
+            .unwrap_or(false);
+        if actions.create_sandbox
+            && !host_network
+            && !self
+                .ctx
+                .network_ready
+                .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            events.event(
+                pod,
+                EventType::Warning,
+                "NetworkNotReady",
+                "network is not ready: container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized",
+            );
+            return Some(now + Duration::from_secs(1));
+        }
+        let sandbox_id = if actions.create_sandbox {
+            let key = "sandbox";
+            if let Some(last) = self.sandbox_backoff.last_update(key) {
+                if self.sandbox_backoff.in_backoff_since(key, last, now) {
+                    return self.sandbox_backoff.until(key, last);
+                }
+            }
+            if let Err(e) = std::fs::create_dir_all(&sandbox_cfg.log_directory) {
+                tracing::warn!(dir = %sandbox_cfg.log_directory, error = %e, "cannot create the pod's log dir");
+            }
+            match self
+                .ctx
+                .runtime
+                .run_pod_sandbox(sandbox_cfg.clone(), String::new())
+                .await
+            {
+                Ok(id) => {
+                    self.sandbox_backoff.forget(key);
+                    id
+                }
+                Err(e) => {
+                    self.sandbox_backoff.next(key, now);
+                    events.event(
+                        pod,
+                        EventType::Warning,
+                        "FailedCreatePodSandBox",
+                        &format!("Failed to create pod sandbox: {}", e.go_text()),
+                    );
+                    let last = self.sandbox_backoff.last_update(key).unwrap_or(now);
+                    return self.sandbox_backoff.until(key, last);
+                }
+            }
+        } else if let Some(s) = rt.ready_sandbox() {
+            s.id.clone()
+        } else {
+            return None;
+        };
+
+        let specs = pod
+            .spec
+            .as_ref()
+            .map(|s| s.containers.clone())
+            .unwrap_or_default();
+        let mut next = None;
+        for idx in actions.start {
+            let Some(c) = specs.get(idx) else { continue };
+            // Instances from an earlier sandbox do not count once a new
+            // sandbox starts them all again, except for the restart count.
+            let latest = rt.latest(&c.name);
+            let key = format!("{}/{}", self.uid, c.name);
+            if let Some(l) = latest.filter(|l| l.state == State::Exited) {
+                let exited = instant_of(l.finished_at, now);
+                if self.crash.in_backoff_since(&key, exited, now) {
+                    let step = self.crash.current(&key).unwrap_or(crate::backoff::INITIAL);
+                    self.waiting.insert(
+                        c.name.clone(),
+                        Waiting::new(
+                            "CrashLoopBackOff",
+                            format!(
+                                "back-off {} restarting failed container={} pod={}",
+                                go_duration(step),
+                                c.name,
+                                pod_ref(pod)
+                            ),
+                        ),
+                    );
+                    events.event(
+                        pod,
+                        EventType::Warning,
+                        "BackOff",
+                        &format!(
+                            "Back-off restarting failed container {} in pod {}",
+                            c.name,
+                            pod_ref(pod)
+                        ),
+                    );
+                    next = earliest(next, self.crash.until(&key, exited));
+                    continue;
+                }
+                self.crash.next(&key, now);
+            }
+            let image = match ensure_image(
+                self.ctx.runtime.as_ref(),
+                events.as_ref(),
+                &mut self.pulls,
+                pod,
+                c,
+                Some(sandbox_cfg.clone()),
+                now,
+            )
+            .await
+            {
+                Ok(image) => image,
+                Err(w) => {
+                    if matches!(w.reason.as_str(), "ErrImagePull" | "ImagePullBackOff") {
+                        let key =
+                            format!("{}/{}", self.uid, c.image.as_deref().unwrap_or_default());
+                        if let Some(last) = self.pulls.last_update(&key) {
+                            next = earliest(next, self.pulls.until(&key, last));
+                        }
+                    }
+                    self.waiting.insert(c.name.clone(), w);
+                    continue;
+                }
+            };
+            let restart = latest.map(|l| l.restart_count + 1).unwrap_or(0);
+            self.remove_old_instances(rt, &c.name).await;
+            let config = container_config(pod, c, restart, &image);
+            let id = match self
+                .ctx
+                .runtime
+                .create_container(&sandbox_id, config, sandbox_cfg.clone())
+                .await
+            {
+                Ok(id) => id,
+                Err(e) => {
+                    let msg = e.go_text();
+                    events.event(pod, EventType::Warning, "Failed", &format!("Error: {msg}"));
+                    self.waiting
+                        .insert(c.name.clone(), Waiting::new("CreateContainerError", msg));
+                    continue;
+                }
+            };
+            events.event(
+                pod,
+                EventType::Normal,
+                "Created",
+                &format!("Created container: {}", c.name),
+            );
+            if let Err(e) = self.ctx.runtime.start_container(&id).await {
+                let msg = e.go_text();
+                events.event(pod, EventType::Warning, "Failed", &format!("Error: {msg}"));
+                self.waiting
+                    .insert(c.name.clone(), Waiting::new("RunContainerError", msg));
+                continue;
+            }
+            events.event(
+                pod,
+                EventType::Normal,
+                "Started",
+                &format!("Started container {}", c.name),
+            );
+            self.waiting.remove(&c.name);
+        }
+        next
+    }
+
+    /// Keeps the newest dead instance of a container (for `logs
+    /// --previous`) and removes older ones, as the kubelet's GC keeps one.
+    async fn remove_old_instances(&self, rt: &PodRuntime, name: &str) {
+        for old in rt
+            .containers
+            .iter()
+            .filter(|c| c.name == name && c.state != State::Running)
+            .skip(1)
+        {
+            let _ = self.ctx.runtime.remove_container(&old.id).await;
+        }
+    }
+
+    async fn stop_containers(&self, pod: &Pod, running: Vec<&observed::Container>, grace: i64) {
+        let grace = grace.max(MIN_GRACE_SECONDS);
+        let stops = running.into_iter().map(|c| {
+            self.ctx.events.event(
+                pod,
+                EventType::Normal,
+                "Killing",
+                &format!("Stopping container {}", c.name),
+            );
+            let runtime = self.ctx.runtime.clone();
+            let id = c.id.clone();
+            async move {
+                if let Err(e) = runtime.stop_container(&id, grace).await {
+                    tracing::warn!(container = %id, error = %e, "cannot stop container");
+                }
+            }
+        });
+        futures::future::join_all(stops).await;
+    }
+
+    /// Stops and removes everything the pod has in the runtime.
+    async fn tear_down(&self, pod: Option<&Pod>, rt: &PodRuntime, grace: i64) -> Result<(), ()> {
+        let running: Vec<&observed::Container> = rt.running().collect();
+        match pod {
+            Some(pod) => self.stop_containers(pod, running, grace).await,
+            None => {
+                for c in running {
+                    let _ = self
+                        .ctx
+                        .runtime
+                        .stop_container(&c.id, grace.max(MIN_GRACE_SECONDS))
+                        .await;
+                }
+            }
+        }
+        let mut ok = true;
+        for s in &rt.sandboxes {
+            if let Err(e) = self.ctx.runtime.stop_pod_sandbox(&s.id).await {
+                if !e.is_not_found() {
+                    tracing::warn!(sandbox = %s.id, error = %e, "cannot stop sandbox");
+                    ok = false;
+                }
+            }
+        }
+        for c in &rt.containers {
+            if let Err(e) = self.ctx.runtime.remove_container(&c.id).await {
+                if !e.is_not_found() {
+                    ok = false;
+                }
+            }
+        }
+        for s in &rt.sandboxes {
+            if let Err(e) = self.ctx.runtime.remove_pod_sandbox(&s.id).await {
+                if !e.is_not_found() {
+                    tracing::warn!(sandbox = %s.id, error = %e, "cannot remove sandbox");
+                    ok = false;
+                }
+            }
+        }
+        if ok {
+            Ok(())
+        } else {
+            Err(())
+        }
+    }
+
+    async fn terminate(&mut self, pod: &Pod, rt: &PodRuntime) -> Outcome {
+        let grace = grace_period(pod);
+        if self.tear_down(Some(pod), rt, grace).await.is_err() {
+            return Outcome::Continue(Some(Instant::now() + Duration::from_secs(1)));
+        }
+        match self.ctx.api.delete(pod).await {
+            Ok(()) => Outcome::Done,
+            Err(e) => {
+                tracing::warn!(pod = %pod_ref(pod), error = %e, "cannot delete the pod object");
+                Outcome::Continue(Some(Instant::now() + Duration::from_secs(1)))
+            }
+        }
+    }
+
+    async fn report(&mut self, pod: &Pod, rt: &PodRuntime) {
+        let inputs = status::Inputs {
+            waiting: &self.waiting,
+            node_ip: &self.ctx.node_ip,
+            now: Timestamp::now(),
+        };
+        let status = status::pod_status(pod, rt, &inputs);
+        if pod.status.as_ref() == Some(&status) || self.last_reported.as_ref() == Some(&status) {
+            return;
+        }
+        match self.ctx.api.patch_status(pod, &status).await {
+            Ok(()) => self.last_reported = Some(status),
+            Err(e) => tracing::warn!(pod = %pod_ref(pod), error = %e, "cannot update pod status"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pod_worker::events::Recorded;
+    use crate::runtime::fake::FakeRuntime;
+
+    #[derive(Debug, Default)]
+    struct FakeApi {
+        statuses: std::sync::Mutex<Vec<PodStatus>>,
+        deleted: std::sync::atomic::AtomicBool,
+    }
+
+    #[async_trait]
+    impl PodApi for FakeApi {
+        async fn patch_status(&self, _pod: &Pod, status: &PodStatus) -> Result<(), String> {
+            self.statuses.lock().unwrap().push(status.clone());
+            Ok(())
+        }
+        async fn delete(&self, _pod: &Pod) -> Result<(), String> {
+            self.deleted
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+            Ok(())
+        }
+    }
+
+    fn pod(policy: &str) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "default", "uid": "u1"},
+            "spec": {"restartPolicy": policy, "containers": [{"name": "c", "image": "busybox:1", "imagePullPolicy": "IfNotPresent"}]}
+        }))
+        .unwrap()
+    }
+
+    fn setup() -> (Arc<FakeRuntime>, Arc<Recorded>, Arc<FakeApi>, PodWorker) {
+        let runtime = Arc::new(FakeRuntime::new());
+        let events = Arc::new(Recorded::default());
+        let api = Arc::new(FakeApi::default());
+        let dir = std::env::temp_dir().join(format!("skiff-worker-test-{}", uuid::Uuid::new_v4()));
+        let ctx = Arc::new(Context {
+            runtime: runtime.clone(),
+            events: events.clone(),
+            api: api.clone(),
+            node_ip: "192.168.0.2".into(),
+            log_root: dir,
+            network_ready: Arc::new(std::sync::atomic::AtomicBool::new(true)),
+        });
+        let worker = PodWorker::new(ctx, "u1".into());
+        (runtime, events, api, worker)
+    }
+
+    #[tokio::test]
+    async fn a_pod_starts_and_reports_running() {
+        let (runtime, events, api, mut worker) = setup();
+        runtime.add_image("busybox:1", 100);
+        let p = pod("Always");
+        assert!(matches!(worker.sync(Some(&p)).await, Outcome::Continue(_)));
+        assert_eq!(events.reasons(), ["Pulled", "Created", "Started"]);
+        let status = api.statuses.lock().unwrap().last().cloned().unwrap();
+        assert_eq!(status.phase.as_deref(), Some("Running"));
+        assert_eq!(status.pod_ip.as_deref(), Some("10.88.0.2"));
+    }
+
+    #[tokio::test]
+    async fn a_crash_restarts_at_once_then_backs_off() {
+        let (runtime, events, api, mut worker) = setup();
+        runtime.add_image("busybox:1", 100);
+        let p = pod("Always");
+        worker.sync(Some(&p)).await;
+        let first = observe(runtime.as_ref(), "u1").await.unwrap().containers[0]
+            .id
+            .clone();
+        runtime.exit(&first, 1, "Error");
+        worker.sync(Some(&p)).await;
+        let rt = observe(runtime.as_ref(), "u1").await.unwrap();
+        assert_eq!(
+            rt.containers[0].restart_count, 1,
+            "the first restart is at once"
+        );
+        runtime.exit(&rt.containers[0].id, 1, "Error");
+        let next = worker.sync(Some(&p)).await;
+        assert!(matches!(next, Outcome::Continue(Some(_))), "{next:?}");
+        assert!(events.reasons().contains(&"BackOff".to_string()));
+        let status = api.statuses.lock().unwrap().last().cloned().unwrap();
+        let c = &status.container_statuses.unwrap()[0];
+        let waiting = c.state.as_ref().unwrap().waiting.clone().unwrap();
+        assert_eq!(waiting.reason.as_deref(), Some("CrashLoopBackOff"));
+        assert!(waiting
+            .message
+            .unwrap()
+            .starts_with("back-off 10s restarting failed container=c pod=p_default(u1)"));
+        assert_eq!(c.restart_count, 1);
+    }
+
+    #[tokio::test]
+    async fn a_missing_image_is_err_image_pull() {
+        let (_runtime, events, api, mut worker) = setup();
+        let p = pod("Always");
+        worker.sync(Some(&p)).await;
+        assert_eq!(events.reasons(), ["Pulling", "Failed", "Failed"]);
+        let status = api.statuses.lock().unwrap().last().cloned().unwrap();
+        let w = status.container_statuses.unwrap()[0]
+            .state
+            .clone()
+            .unwrap()
+            .waiting
+            .unwrap();
+        assert_eq!(w.reason.as_deref(), Some("ErrImagePull"));
+        assert!(w
+            .message
+            .unwrap()
+            .starts_with("rpc error: code = NotFound desc = failed to pull and unpack image"));
+        // The next sync is inside the back-off.
+        worker.sync(Some(&p)).await;
+        let status = api.statuses.lock().unwrap().last().cloned().unwrap();
+        let w = status.container_statuses.unwrap()[0]
+            .state
+            .clone()
+            .unwrap()
+            .waiting
+            .unwrap();
+        assert_eq!(w.reason.as_deref(), Some("ImagePullBackOff"));
+        assert_eq!(
+            w.message.as_deref(),
+            Some("Back-off pulling image \"busybox:1\"")
+        );
+    }
+
+    #[tokio::test]
+    async fn deletion_stops_removes_and_deletes_the_object() {
+        let (runtime, events, api, mut worker) = setup();
+        runtime.add_image("busybox:1", 100);
+        let mut p = pod("Always");
+        worker.sync(Some(&p)).await;
+        p.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            Timestamp::now(),
+        ));
+        p.metadata.deletion_grace_period_seconds = Some(5);
+        assert_eq!(worker.sync(Some(&p)).await, Outcome::Done);
+        assert!(events.reasons().contains(&"Killing".to_string()));
+        assert!(api.deleted.load(std::sync::atomic::Ordering::SeqCst));
+        let rt = observe(runtime.as_ref(), "u1").await.unwrap();
+        assert!(
+            rt.sandboxes.is_empty() && rt.containers.is_empty(),
+            "{rt:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn never_keeps_the_finished_pod() {
+        let (runtime, _events, api, mut worker) = setup();
+        runtime.add_image("busybox:1", 100);
+        let p = pod("Never");
+        worker.sync(Some(&p)).await;
+        let id = observe(runtime.as_ref(), "u1").await.unwrap().containers[0]
+            .id
+            .clone();
+        runtime.exit(&id, 3, "Error");
+        worker.sync(Some(&p)).await;
+        let status = api.statuses.lock().unwrap().last().cloned().unwrap();
+        assert_eq!(status.phase.as_deref(), Some("Failed"));
+        let rt = observe(runtime.as_ref(), "u1").await.unwrap();
+        assert_eq!(rt.containers.len(), 1, "the container stays for its logs");
+        assert!(!rt.sandboxes[0].ready, "the sandbox is stopped");
+    }
+}

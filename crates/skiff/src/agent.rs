@@ -1,0 +1,86 @@
+//! `skiff agent`, and the node agent `skiff server` runs in-process: both
+//! talk to an API server through a kube client like any other client.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use skiff_node::agent::{Agent, Config};
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::{AgentArgs, NodeArgs};
+
+/// The agent's config from the flags `skiff server` and `skiff agent` share.
+pub fn config(
+    node: &NodeArgs,
+    node_name: String,
+    data_dir: PathBuf,
+    client_ca_pem: String,
+) -> anyhow::Result<Config> {
+    let mut config = Config::new(&node_name, data_dir);
+    config.container_runtime_endpoint = node.container_runtime_endpoint.clone();
+    config.port = node.kubelet_port;
+    config.node_ip = node.node_ip;
+    config.bridge = node.bridge_name.clone();
+    config.client_ca_pem = client_ca_pem;
+    config.stop_pods_on_exit = node.stop_pods_on_exit;
+    for spec in &node.register_with_taints {
+        config.taints.extend(
+            skiff_node::registration::node::parse_taints(spec)
+                .map_err(|e| anyhow::anyhow!("--register-with-taints: {e}"))?,
+        );
+    }
+    Ok(config)
+}
+
+/// This machine's hostname, the default node name.
+pub fn default_node_name() -> String {
+    skiff_node::registration::machine::hostname()
+        .map(|h| h.to_lowercase())
+        .unwrap_or_else(|| "skiff".into())
+}
+
+/// The CA in a kubeconfig (skiff signs its client certificates with it).
+fn kubeconfig_ca(path: &Path) -> anyhow::Result<String> {
+    let kc = kube::config::Kubeconfig::read_from(path)
+        .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
+    let cluster = kc
+        .clusters
+        .first()
+        .and_then(|c| c.cluster.as_ref())
+        .context("the kubeconfig names no cluster")?;
+    if let Some(data) = &cluster.certificate_authority_data {
+        use base64::Engine as _;
+        let pem = base64::engine::general_purpose::STANDARD
+            .decode(data.trim())
+            .context("certificate-authority-data is not base64")?;
+        return String::from_utf8(pem).context("certificate-authority-data is not PEM");
+    }
+    if let Some(file) = &cluster.certificate_authority {
+        return std::fs::read_to_string(file).with_context(|| format!("cannot read {file}"));
+    }
+    anyhow::bail!("the kubeconfig has no certificate authority; pass --client-ca-file")
+}
+
+/// `skiff agent --kubeconfig FILE --node-name N --data-dir DIR`.
+pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
+    let client = crate::scheduler::client(&args.kubeconfig).await?;
+    let ca = match &args.client_ca_file {
+        Some(file) => std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read {}", file.display()))?,
+        None => kubeconfig_ca(&args.kubeconfig)?,
+    };
+    let data_dir = std::path::absolute(&args.data_dir)?;
+    let node_name = args.node_name.clone().unwrap_or_else(default_node_name);
+    let config = config(&args.node, node_name, data_dir, ca)?;
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn(Agent::new(config, client).run(shutdown.clone()));
+    let mut task = task;
+    tokio::select! {
+        r = crate::server::wait_for_signal() => r?,
+        // The agent stopping by itself is an error worth exiting on.
+        r = &mut task => return Ok(r??),
+    }
+    shutdown.cancel();
+    task.await??;
+    Ok(())
+}

@@ -1,0 +1,345 @@
+//! A real single-node cluster for end-to-end tests: `skiff server` (the
+//! binary under test) with its own data dir, containerd, bridge, pod CIDR
+//! and ports, driven with the real kubectl. Dropping it stops the server by
+//! PID and runs `skiff reset` on its data dir, which removes its pods,
+//! containerd state, bridge and CNI state.
+
+#![allow(dead_code)] // each test binary uses a part of it
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub const SKIFF: &str = env!("CARGO_BIN_EXE_skiff");
+pub const KUBECTL: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33";
+
+/// A /16 of 10.0.0.0/8 held by one test (a lock file per range, so tests
+/// running at once never share a subnet or routes).
+pub struct CidrLease {
+    pub octet: u8,
+    lock: PathBuf,
+}
+
+impl CidrLease {
+    pub fn take() -> Self {
+        let dir = Path::new("/tmp/skiff-test-cidrs");
+        std::fs::create_dir_all(dir).unwrap();
+        for octet in 100..=250u8 {
+            let lock = dir.join(format!("10.{octet}.lock"));
+            let mine = std::process::id().to_string();
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&lock)
+            {
+                Ok(mut f) => {
+                    use std::io::Write;
+                    f.write_all(mine.as_bytes()).unwrap();
+                    return Self { octet, lock };
+                }
+                Err(_) => {
+                    // A lock left by a process that is gone is free.
+                    let owner = std::fs::read_to_string(&lock).unwrap_or_default();
+                    if !owner.is_empty() && !Path::new(&format!("/proc/{}", owner.trim())).exists()
+                    {
+                        let _ = std::fs::remove_file(&lock);
+                    }
+                }
+            }
+        }
+        panic!("no free test pod CIDR in 10.100-250.0.0/16");
+    }
+
+    pub fn cidr(&self) -> String {
+        format!("10.{}.0.0/16", self.octet)
+    }
+}
+
+impl Drop for CidrLease {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.lock);
+    }
+}
+
+/// How to start one.
+#[derive(Debug, Default, Clone)]
+pub struct Options {
+    pub taint_control_plane: bool,
+    pub disable_agent: bool,
+    pub extra: Vec<String>,
+}
+
+/// A running cluster.
+pub struct Cluster {
+    pub child: Option<Child>,
+    pub dir: tempfile::TempDir,
+    pub data_dir: PathBuf,
+    pub kubeconfig: PathBuf,
+    pub bridge: String,
+    pub kubelet_port: u16,
+    pub options: Options,
+    pub log: Arc<Mutex<Vec<String>>>,
+    pub cidr: CidrLease,
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Polls `f` every 100 ms until it gives a value, failing after `timeout`.
+pub fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+impl Cluster {
+    pub fn start(options: Options) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = dir.path().join("data");
+        let cidr = CidrLease::take();
+        let bridge = format!("sk{}", cidr.octet);
+        let kubelet_port = free_port();
+        let mut c = Self {
+            child: None,
+            dir,
+            data_dir,
+            kubeconfig: PathBuf::new(),
+            bridge,
+            kubelet_port,
+            options,
+            log: Arc::default(),
+            cidr,
+        };
+        c.kubeconfig = c.data_dir.join("admin.kubeconfig");
+        c.spawn();
+        if !c.options.disable_agent {
+            c.wait_node_ready();
+        }
+        c
+    }
+
+    /// The node's name (tests run it under a fixed one).
+    pub fn node(&self) -> String {
+        format!("node-{}", self.cidr.octet)
+    }
+
+    /// Starts (or restarts) the server process.
+    pub fn spawn(&mut self) {
+        let mut cmd = Command::new(SKIFF);
+        cmd.args([
+            "server",
+            "--https-listen-port",
+            "0",
+            "--bind-address",
+            "127.0.0.1",
+        ])
+        .arg("--data-dir")
+        .arg(&self.data_dir)
+        .args(["--cluster-cidr", &self.cidr.cidr()])
+        .args(["--bridge-name", &self.bridge])
+        .args(["--kubelet-port", &self.kubelet_port.to_string()])
+        .args(["--node-ip", "127.0.0.1"])
+        .args(["--node-name", &self.node()])
+        .args(&self.options.extra)
+        .env("SKIFF_LOG", "info,kube=warn,tower=warn,hyper=warn,h2=warn")
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped());
+        if self.options.taint_control_plane {
+            cmd.arg("--taint-control-plane");
+        }
+        if self.options.disable_agent {
+            cmd.arg("--disable-agent");
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let log = self.log.clone();
+        let ready = lines.by_ref().map_while(Result::ok).any(|line| {
+            let ready = line.contains("skiff server is running");
+            log.lock().unwrap().push(line);
+            ready
+        });
+        assert!(
+            ready,
+            "the server never said it was running:\n{}",
+            self.log_text()
+        );
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                log.lock().unwrap().push(line);
+            }
+        });
+        self.child = Some(child);
+    }
+
+    pub fn log_text(&self) -> String {
+        self.log.lock().unwrap().join("\n")
+    }
+
+    /// Stops the server with SIGTERM and waits for it.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
+            let deadline = Instant::now() + Duration::from_secs(40);
+            loop {
+                if child.try_wait().unwrap().is_some() {
+                    break;
+                }
+                if Instant::now() > deadline {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+
+    pub fn kubectl_output(&self, args: &[&str]) -> Output {
+        Command::new(KUBECTL)
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    /// kubectl, which must succeed; its stdout.
+    pub fn kubectl(&self, args: &[&str]) -> String {
+        let out = self.kubectl_output(args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}{}\nserver log:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+            self.log_text()
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// `kubectl apply -f -` of `yaml`.
+    pub fn apply(&self, yaml: &str) {
+        let mut child = Command::new(KUBECTL)
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(["apply", "-f", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(yaml.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "apply: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// A jsonpath of pod `name`.
+    pub fn pod_field(&self, name: &str, path: &str) -> String {
+        let out = self.kubectl_output(&["get", "pod", name, "-o", &format!("jsonpath={path}")]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Waits until `kubectl wait --for=...` on `target` succeeds.
+    pub fn wait(&self, target: &str, condition: &str, timeout_s: u32) {
+        self.kubectl(&[
+            "wait",
+            &format!("--for={condition}"),
+            target,
+            &format!("--timeout={timeout_s}s"),
+        ]);
+    }
+
+    pub fn wait_node_ready(&self) {
+        let node = format!("node/{}", self.node());
+        wait_for("the node to register", Duration::from_secs(60), || {
+            self.kubectl_output(&["get", &node])
+                .status
+                .success()
+                .then_some(())
+        });
+        self.wait(&node, "condition=Ready", 60);
+    }
+
+    /// The event reasons of pod `name`, oldest first.
+    pub fn event_reasons(&self, name: &str) -> Vec<String> {
+        let out = self.kubectl(&[
+            "get",
+            "events",
+            "--field-selector",
+            &format!("involvedObject.name={name}"),
+            "--sort-by=.metadata.creationTimestamp",
+            "-o",
+            "jsonpath={range .items[*]}{.reason}{\"\\n\"}{end}",
+        ]);
+        out.lines().map(str::to_string).collect()
+    }
+
+    /// The containerd the node runs (its PID).
+    pub fn containerd_pid(&self) -> Option<i32> {
+        std::fs::read_to_string(self.data_dir.join("node/containerd/containerd.pid"))
+            .ok()
+            .and_then(|p| p.trim().parse().ok())
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.stop();
+        let out = Command::new(SKIFF)
+            .arg("reset")
+            .arg("--data-dir")
+            .arg(&self.data_dir)
+            .args(["--bridge-name", &self.bridge])
+            .output();
+        if let Ok(out) = out {
+            if !out.status.success() {
+                eprintln!(
+                    "skiff reset failed: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+        }
+    }
+}
+
+/// An HTTP GET over plain TCP; the body, or the error.
+pub fn http_get(addr: &str, path: &str) -> Result<String, String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect_timeout(
+        &addr.parse().map_err(|e| format!("{addr}: {e}"))?,
+        Duration::from_secs(2),
+    )
+    .map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").map_err(|e| e.to_string())?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).map_err(|e| e.to_string())?;
+    Ok(out)
+}
