@@ -166,6 +166,79 @@ impl PodApi for ApiPods {
     }
 }
 
+/// What the agent's server needs to know of pods: names to UIDs and
+/// containers (from the pod watch), and which containers run (from the
+/// relist). Cheap reads; written by `run_pods`.
+#[derive(Debug, Clone, Default)]
+struct PodIndex {
+    pods: Arc<std::sync::RwLock<HashMap<(String, String), crate::server::PodLogInfo>>>,
+    running: Arc<std::sync::RwLock<HashSet<(String, String)>>>,
+}
+
+impl PodIndex {
+    fn lookup(&self, namespace: &str, name: &str) -> Option<crate::server::PodLogInfo> {
+        let pods = self.pods.read().unwrap_or_else(|p| p.into_inner());
+        pods.get(&(namespace.to_string(), name.to_string()))
+            .cloned()
+    }
+
+    fn is_running(&self, uid: &str, container: &str) -> bool {
+        let running = self.running.read().unwrap_or_else(|p| p.into_inner());
+        running.contains(&(uid.to_string(), container.to_string()))
+    }
+
+    fn set(&self, pod: &Pod) {
+        let (Some(uid), Some(name)) = (pod.metadata.uid.clone(), pod.metadata.name.clone()) else {
+            return;
+        };
+        let ns = pod
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        let spec = pod.spec.as_ref();
+        let containers = spec
+            .into_iter()
+            .flat_map(|s| {
+                s.init_containers
+                    .iter()
+                    .flatten()
+                    .map(|c| c.name.clone())
+                    .chain(s.containers.iter().map(|c| c.name.clone()))
+                    .chain(
+                        s.ephemeral_containers
+                            .iter()
+                            .flatten()
+                            .map(|c| c.name.clone()),
+                    )
+            })
+            .collect();
+        let mut pods = self.pods.write().unwrap_or_else(|p| p.into_inner());
+        pods.insert((ns, name), crate::server::PodLogInfo { uid, containers });
+    }
+
+    fn remove(&self, pod: &Pod) {
+        let ns = pod
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let mut pods = self.pods.write().unwrap_or_else(|p| p.into_inner());
+        if pods
+            .get(&(ns.clone(), name.clone()))
+            .map(|i| i.uid.as_str())
+            == pod.metadata.uid.as_deref()
+        {
+            pods.remove(&(ns, name));
+        }
+    }
+
+    fn set_running(&self, running: HashSet<(String, String)>) {
+        *self.running.write().unwrap_or_else(|p| p.into_inner()) = running;
+    }
+}
+
 /// A running worker's handles.
 #[derive(Debug)]
 struct Handle {
@@ -252,6 +325,31 @@ impl Agent {
             tracing::warn!(image = %what, error = %e, "image not imported");
         }
 
+        // The agent's HTTPS endpoint (logs), bound first: the Node
+        // reports its port.
+        let index = PodIndex::default();
+        let server = {
+            let mut sc = crate::server::ServerConfig::new(
+                config.node_name.clone(),
+                std::net::SocketAddr::new(config.bind_address, config.port),
+                config.data_dir.join("pki"),
+                config.client_ca_pem.clone(),
+                log_root.clone(),
+            );
+            sc.serving_ips = vec![node_ip];
+            let pods = index.clone();
+            sc.lookup = Some(Arc::new(move |ns: &str, name: &str| pods.lookup(ns, name)));
+            let running = index.clone();
+            sc.running = Some(Arc::new(move |uid: &str, c: &str| {
+                running.is_running(uid, c)
+            }));
+            crate::server::bind(sc)
+                .await
+                .map_err(|e| Error::Server(e.to_string()))?
+        };
+        let port = server.local_addr().port();
+        let server_task = tokio::spawn(server.run(shutdown.clone()));
+
         // Registration, status and Lease.
         let registration = Registration::new(
             client.clone(),
@@ -259,7 +357,7 @@ impl Agent {
                 node_name: config.node_name.clone(),
                 labels: config.labels.clone(),
                 taints: config.taints.clone(),
-                kubelet_port: config.port,
+                kubelet_port: port,
                 node_ip: Some(node_ip),
                 max_pods: config.max_pods,
                 root_dir: config.data_dir.clone(),
@@ -347,9 +445,11 @@ impl Agent {
             client.clone(),
             ctx,
             config.node_name.clone(),
+            index,
             shutdown.clone(),
         );
         pods.await;
+        let _ = server_task.await;
 
         let _ = network_task.await;
         if let Ok(Err(e)) = registration_task.await {
@@ -456,6 +556,7 @@ async fn run_pods(
     client: kube::Client,
     ctx: Arc<Context>,
     node: String,
+    index: PodIndex,
     shutdown: CancellationToken,
 ) {
     let api: Api<Pod> = Api::all(client);
@@ -475,6 +576,7 @@ async fn run_pods(
                 match event {
                     Ok(watcher::Event::Apply(pod)) | Ok(watcher::Event::InitApply(pod)) => {
                         let Some(uid) = pod.metadata.uid.clone() else { continue };
+                        index.set(&pod);
                         if !synced {
                             init.insert(uid.clone());
                         }
@@ -488,6 +590,7 @@ async fn run_pods(
                         }
                     }
                     Ok(watcher::Event::Delete(pod)) => {
+                        index.remove(&pod);
                         if let Some(uid) = pod.metadata.uid.as_deref() {
                             if let Some(h) = workers.remove(uid) {
                                 h.pod.send_replace(None);
@@ -514,7 +617,8 @@ async fn run_pods(
                 }
             }
             _ = relist.tick() => {
-                let Ok(now) = relist_fingerprints(ctx.runtime.as_ref()).await else { continue };
+                let Ok((now, running)) = relist_fingerprints(ctx.runtime.as_ref()).await else { continue };
+                index.set_running(running);
                 for (uid, fp) in &now {
                     if fingerprints.get(uid) != Some(fp) {
                         match workers.get(uid) {
@@ -540,8 +644,9 @@ async fn run_pods(
 /// when something happens in the runtime.
 async fn relist_fingerprints(
     runtime: &dyn Runtime,
-) -> crate::runtime::Result<BTreeMap<String, Vec<(String, i32)>>> {
-    let mut out: BTreeMap<String, Vec<(String, i32)>> = BTreeMap::new();
+) -> crate::runtime::Result<(Fingerprints, HashSet<(String, String)>)> {
+    let mut out: Fingerprints = BTreeMap::new();
+    let mut running = HashSet::new();
     for s in runtime.list_pod_sandboxes().await? {
         if let Some(uid) = observed::pod_uid(&s.labels) {
             out.entry(uid.to_string())
@@ -554,10 +659,17 @@ async fn relist_fingerprints(
             out.entry(uid.to_string())
                 .or_default()
                 .push((c.id.clone(), c.state + 10));
+            if c.state == crate::runtime::api::ContainerState::ContainerRunning as i32 {
+                if let Some(name) = c.labels.get(observed::CONTAINER_NAME) {
+                    running.insert((uid.to_string(), name.clone()));
+                }
+            }
         }
     }
     for v in out.values_mut() {
         v.sort();
     }
-    Ok(out)
+    Ok((out, running))
 }
+
+type Fingerprints = BTreeMap<String, Vec<(String, i32)>>;

@@ -313,6 +313,7 @@ async fn kubectl_logs_through_the_api_server_and_the_node_endpoint() {
     );
 
     // -f streams a line written after it started.
+    node.idle().await;
     let mut follow = Command::new(KUBECTL)
         .arg("--kubeconfig")
         .arg(&api.kubeconfig)

@@ -71,5 +71,399 @@ fn a_pod_runs_and_serves_on_its_ip() {
     assert_eq!(ready, "KubeletReady");
 
     // Deleting it stops the container and removes the object.
-    c.kubectl(&["delete", "pod", "web", "--wait=true", "--timeout=60s"]);
+    c.kubectl(&["delete", "pod", "web", "--grace-period=1", "--timeout=60s"]);
+}
+
+/// A container that keeps failing restarts at once, then backs off:
+/// CrashLoopBackOff in the status and the STATUS column, BackOff events,
+/// and the previous run's output through `kubectl logs --previous`.
+#[test]
+fn a_crashing_container_backs_off() {
+    let c = Cluster::start(Options::default());
+    c.kubectl(&[
+        "run",
+        "crash",
+        "--image=busybox",
+        "--image-pull-policy=IfNotPresent",
+        "--",
+        "sh",
+        "-c",
+        "echo started; exit 3",
+    ]);
+    c.wait(
+        "pod/crash",
+        "jsonpath={.status.containerStatuses[0].state.waiting.reason}=CrashLoopBackOff",
+        60,
+    );
+    let restarts: u32 = c
+        .pod_field("crash", "{.status.containerStatuses[0].restartCount}")
+        .parse()
+        .unwrap();
+    assert!(restarts >= 1, "restartCount {restarts}");
+    assert_eq!(
+        c.pod_field(
+            "crash",
+            "{.status.containerStatuses[0].lastState.terminated.exitCode}"
+        ),
+        "3"
+    );
+    assert_eq!(
+        c.pod_field(
+            "crash",
+            "{.status.containerStatuses[0].lastState.terminated.reason}"
+        ),
+        "Error"
+    );
+    let message = c.pod_field(
+        "crash",
+        "{.status.containerStatuses[0].state.waiting.message}",
+    );
+    assert!(
+        message.starts_with("back-off ")
+            && message.contains("restarting failed container=crash pod=crash_default("),
+        "{message}"
+    );
+    // Running: the container has run, and will again.
+    assert_eq!(c.pod_field("crash", "{.status.phase}"), "Running");
+    let table = c.kubectl(&["get", "pod", "crash"]);
+    assert!(
+        table.contains("CrashLoopBackOff") || table.contains("Error"),
+        "{table}"
+    );
+    let reasons = c.event_reasons("crash");
+    assert!(reasons.iter().any(|r| r == "BackOff"), "{reasons:?}");
+    let previous = c.kubectl(&["logs", "crash", "--previous"]);
+    assert_eq!(previous, "started\n");
+}
+
+/// Finished pods keep their final status: Succeeded and Failed under
+/// Never, Succeeded under OnFailure, with the exit codes.
+#[test]
+fn finished_pods_keep_their_phase_and_exit_code() {
+    let c = Cluster::start(Options::default());
+    for (name, policy, code) in [
+        ("ok", "Never", 0),
+        ("bad", "Never", 5),
+        ("retry", "OnFailure", 0),
+    ] {
+        c.kubectl(&[
+            "run",
+            name,
+            "--image=busybox",
+            "--image-pull-policy=IfNotPresent",
+            &format!("--restart={policy}"),
+            "--",
+            "sh",
+            "-c",
+            &format!("echo {name}; exit {code}"),
+        ]);
+    }
+    c.wait("pod/ok", "jsonpath={.status.phase}=Succeeded", 60);
+    c.wait("pod/bad", "jsonpath={.status.phase}=Failed", 60);
+    c.wait("pod/retry", "jsonpath={.status.phase}=Succeeded", 60);
+    assert_eq!(
+        c.pod_field(
+            "bad",
+            "{.status.containerStatuses[0].state.terminated.exitCode}"
+        ),
+        "5"
+    );
+    assert_eq!(
+        c.pod_field(
+            "bad",
+            "{.status.containerStatuses[0].state.terminated.reason}"
+        ),
+        "Error"
+    );
+    assert_eq!(
+        c.pod_field(
+            "ok",
+            "{.status.containerStatuses[0].state.terminated.reason}"
+        ),
+        "Completed"
+    );
+    assert_eq!(
+        c.pod_field("ok", "{.status.containerStatuses[0].restartCount}"),
+        "0"
+    );
+    let ready = c.pod_field("ok", "{.status.conditions[?(@.type==\"Ready\")].reason}");
+    assert_eq!(ready, "PodCompleted");
+    // The logs of a finished container stay readable.
+    assert_eq!(c.kubectl(&["logs", "bad"]), "bad\n");
+    let table = c.kubectl(&["get", "pods"]);
+    assert!(
+        table.contains("Completed") && table.contains("Error"),
+        "{table}"
+    );
+}
+
+/// Deletion: a container that handles SIGTERM exits at once, one that
+/// ignores it is killed when its grace period runs out. Either way the
+/// object goes away only after the container has stopped.
+#[test]
+fn deletion_honours_term_and_the_grace_period() {
+    let c = Cluster::start(Options::default());
+    c.apply(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: polite}
+spec:
+  terminationGracePeriodSeconds: 120
+  containers:
+  - name: c
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "trap 'echo bye; exit 0' TERM; while true; do sleep 0.2; done"]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: stubborn}
+spec:
+  terminationGracePeriodSeconds: 3
+  containers:
+  - name: c
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "3600"]
+"#,
+    );
+    c.wait("pod/polite", "condition=Ready", 60);
+    c.wait("pod/stubborn", "condition=Ready", 60);
+    // With 120 s of grace, only a container that acted on TERM lets this
+    // finish within the timeout.
+    c.kubectl(&["delete", "pod", "polite", "--timeout=40s"]);
+    // `sleep` as PID 1 ignores TERM: the agent must SIGKILL at 3 s.
+    c.kubectl(&["delete", "pod", "stubborn", "--timeout=40s"]);
+    let reasons = c.event_reasons("stubborn");
+    assert!(reasons.iter().any(|r| r == "Killing"), "{reasons:?}");
+    // Nothing of them is left in the runtime.
+    let out = std::process::Command::new("ctr")
+        .arg("--address")
+        .arg(c.data_dir.join("node/containerd/containerd.sock"))
+        .args(["-n", "k8s.io", "containers", "ls", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "",
+        "containers left"
+    );
+}
+
+/// The agent restarting (the whole server, here) adopts running pods:
+/// same container, no restart.
+#[test]
+fn a_restart_of_the_server_adopts_running_pods() {
+    let mut c = Cluster::start(Options::default());
+    c.kubectl(&[
+        "run",
+        "keep",
+        "--image=busybox",
+        "--image-pull-policy=IfNotPresent",
+        "--",
+        "sleep",
+        "3600",
+    ]);
+    c.wait("pod/keep", "condition=Ready", 60);
+    let id = c.pod_field("keep", "{.status.containerStatuses[0].containerID}");
+    c.stop();
+    c.spawn();
+    c.wait_node_ready();
+    c.wait("pod/keep", "condition=Ready", 60);
+    assert_eq!(
+        c.pod_field("keep", "{.status.containerStatuses[0].containerID}"),
+        id
+    );
+    assert_eq!(
+        c.pod_field("keep", "{.status.containerStatuses[0].restartCount}"),
+        "0"
+    );
+
+    // containerd dying is survived too: the agent starts it again, the
+    // pod keeps its container, and new pods start.
+    let pid = c.containerd_pid().expect("containerd pid");
+    std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    wait_for(
+        "containerd to be restarted",
+        Duration::from_secs(30),
+        || {
+            c.containerd_pid()
+                .filter(|p| *p != pid && std::path::Path::new(&format!("/proc/{p}")).exists())
+        },
+    );
+    c.kubectl(&[
+        "run",
+        "after",
+        "--image=busybox",
+        "--image-pull-policy=IfNotPresent",
+        "--",
+        "sleep",
+        "3600",
+    ]);
+    c.wait("pod/after", "condition=Ready", 60);
+    assert_eq!(
+        c.pod_field("keep", "{.status.containerStatuses[0].containerID}"),
+        id
+    );
+    assert_eq!(
+        c.pod_field("keep", "{.status.containerStatuses[0].restartCount}"),
+        "0"
+    );
+}
+
+/// Pods reach each other over their IPs, and a hostPort reaches a pod.
+#[test]
+fn pods_talk_over_pod_ips_and_host_ports() {
+    let c = Cluster::start(Options::default());
+    let host_port = cluster::free_port();
+    c.apply(&format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: server}}
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+  - name: httpd
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "mkdir -p /www && echo hello-from-server > /www/index.html && exec httpd -f -p 8080 -h /www"]
+    ports:
+    - containerPort: 8080
+      hostPort: {host_port}
+"#
+    ));
+    c.wait("pod/server", "condition=Ready", 60);
+    let ip = c.pod_field("server", "{.status.podIP}");
+    c.kubectl(&[
+        "run",
+        "client",
+        "--image=busybox",
+        "--image-pull-policy=IfNotPresent",
+        "--restart=Never",
+        "--",
+        // Not `-T`: busybox 1.35's static wget crashes with a timeout set.
+        "wget",
+        "-q",
+        "-O",
+        "-",
+        &format!("http://{ip}:8080/index.html"),
+    ]);
+    c.wait("pod/client", "jsonpath={.status.phase}=Succeeded", 60);
+    assert_eq!(c.kubectl(&["logs", "client"]), "hello-from-server\n");
+    let answer = wait_for("the hostPort to answer", Duration::from_secs(20), || {
+        http_get(&format!("127.0.0.1:{host_port}"), "/index.html").ok()
+    });
+    assert!(answer.contains("hello-from-server"), "{answer}");
+}
+
+/// With the control-plane taint, pods stay Pending with the scheduler's
+/// upstream message until the taint is removed.
+#[test]
+fn the_control_plane_taint_keeps_pods_pending_until_removed() {
+    let c = Cluster::start(Options {
+        taint_control_plane: true,
+        ..Options::default()
+    });
+    c.kubectl(&[
+        "run",
+        "waiting",
+        "--image=busybox",
+        "--image-pull-policy=IfNotPresent",
+        "--",
+        "sleep",
+        "3600",
+    ]);
+    let message = wait_for("FailedScheduling", Duration::from_secs(30), || {
+        let out = c.kubectl(&[
+            "get",
+            "events",
+            "--field-selector",
+            "involvedObject.name=waiting,reason=FailedScheduling",
+            "-o",
+            "jsonpath={.items[0].message}",
+        ]);
+        (!out.is_empty()).then_some(out)
+    });
+    assert!(
+        message.contains("0/1 nodes are available: 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }"),
+        "{message}"
+    );
+    assert_eq!(c.pod_field("waiting", "{.status.phase}"), "Pending");
+    c.kubectl(&[
+        "taint",
+        "nodes",
+        "--all",
+        "node-role.kubernetes.io/control-plane-",
+    ]);
+    c.wait("pod/waiting", "condition=Ready", 60);
+}
+
+/// `skiff agent` alone joins a `skiff server --disable-agent` and runs
+/// pods bound to it.
+#[test]
+fn a_standalone_agent_joins_and_runs_pods() {
+    let c = Cluster::start(Options {
+        disable_agent: true,
+        ..Options::default()
+    });
+    let agent_dir = c.dir.path().join("agent");
+    let bridge = format!("{}a", c.bridge);
+    let mut agent = std::process::Command::new(cluster::SKIFF)
+        .arg("agent")
+        .arg("--kubeconfig")
+        .arg(&c.kubeconfig)
+        .arg("--data-dir")
+        .arg(&agent_dir)
+        .args([
+            "--node-name",
+            "worker-1",
+            "--node-ip",
+            "127.0.0.1",
+            "--bridge-name",
+            &bridge,
+        ])
+        .args(["--kubelet-port", &cluster::free_port().to_string()])
+        .env("SKIFF_LOG", "warn")
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    struct Reset(std::path::PathBuf, String);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new(cluster::SKIFF)
+                .arg("reset")
+                .arg("--data-dir")
+                .arg(&self.0)
+                .args(["--bridge-name", &self.1])
+                .output();
+        }
+    }
+    let _reset = Reset(agent_dir.clone(), bridge);
+    wait_for("the agent's node", Duration::from_secs(60), || {
+        c.kubectl_output(&["get", "node", "worker-1"])
+            .status
+            .success()
+            .then_some(())
+    });
+    c.wait("node/worker-1", "condition=Ready", 60);
+    c.kubectl(&[
+        "run",
+        "joined",
+        "--image=busybox",
+        "--image-pull-policy=IfNotPresent",
+        "--",
+        "sleep",
+        "3600",
+    ]);
+    c.wait("pod/joined", "condition=Ready", 60);
+    assert_eq!(c.pod_field("joined", "{.spec.nodeName}"), "worker-1");
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &agent.id().to_string()])
+        .status();
+    let _ = agent.wait();
 }
