@@ -66,6 +66,8 @@ pub struct Config {
     pub container_runtime_endpoint: Option<PathBuf>,
     /// The containerd binary to start.
     pub containerd_binary: PathBuf,
+    /// Registries to pull from over plain HTTP (`host:port`).
+    pub insecure_registries: Vec<String>,
     /// The agent's HTTPS port (logs); 0 picks one.
     pub port: u16,
     /// Address the agent's server listens on.
@@ -93,6 +95,7 @@ impl Config {
             data_dir,
             container_runtime_endpoint: None,
             containerd_binary: PathBuf::from("containerd"),
+            insecure_registries: vec![],
             port: 10250,
             bind_address: IpAddr::from([0, 0, 0, 0]),
             node_ip: None,
@@ -285,46 +288,6 @@ impl Agent {
             None => registration::machine::node_ip().map_err(|e| Error::NodeIp(e.to_string()))?,
         };
 
-        // The runtime: our own containerd unless told otherwise.
-        let cni_conf_dir = config.data_dir.join("cni").join("net.d");
-        let (up_tx, up_rx) = watch::channel(true);
-        let (socket, containerd_task) = match &config.container_runtime_endpoint {
-            Some(endpoint) => (endpoint.clone(), None),
-            None => {
-                let mut cfg =
-                    containerd::Config::new(&config.data_dir, images::builtin::PAUSE_IMAGE);
-                cfg.binary = config.containerd_binary.clone();
-                cfg.cni_conf_dir = cni_conf_dir.clone();
-                let c = Containerd::start(cfg).await.map_err(Error::Containerd)?;
-                let socket = c.socket();
-                let task = tokio::spawn(c.run(up_tx, shutdown.clone()));
-                (socket, Some(task))
-            }
-        };
-        let runtime: Arc<dyn Runtime> =
-            Arc::new(CriRuntime::new(socket.clone()).map_err(Error::Runtime)?);
-        let version = runtime.version().await.map_err(Error::Runtime)?;
-        tracing::info!(runtime = %version.runtime_name, version = %version.runtime_version, "container runtime is up");
-
-        let mut present = HashSet::new();
-        for name in [images::builtin::PAUSE_IMAGE, images::builtin::BUSYBOX_IMAGE] {
-            if runtime.image_status(name).await.ok().flatten().is_some() {
-                present.insert(name.to_string());
-            }
-        }
-        let imported = images::import::ensure_builtin(
-            std::path::Path::new("ctr"),
-            &socket,
-            &config.data_dir,
-            None,
-            |name: &str| present.contains(name),
-        )
-        .await
-        .map_err(Error::Images)?;
-        for (what, e) in &imported.failed {
-            tracing::warn!(image = %what, error = %e, "image not imported");
-        }
-
         // The agent's HTTPS endpoint (logs), bound first: the Node
         // reports its port.
         let index = PodIndex::default();
@@ -350,7 +313,8 @@ impl Agent {
         let port = server.local_addr().port();
         let server_task = tokio::spawn(server.run(shutdown.clone()));
 
-        // Registration, status and Lease.
+        // Registration, status and Lease: first, so that a node whose
+        // runtime cannot start is seen NotReady with the reason.
         let registration = Registration::new(
             client.clone(),
             registration::Config {
@@ -366,14 +330,95 @@ impl Agent {
             },
         );
         let mut pod_cidr = registration.pod_cidr();
-        let runtime_version = format!("{}://{}", version.runtime_name, version.runtime_version);
+        let network_down = "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized".to_string();
         let (health_tx, health_rx) = watch::channel(Health {
-            runtime_version: Some(runtime_version.clone()),
-            runtime_problem: None,
-            network_problem: Some("container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized".into()),
+            runtime_version: None,
+            runtime_problem: Some(registration::RUNTIME_DOWN.into()),
+            network_problem: Some(network_down.clone()),
             host_problems: host_problems.clone(),
         });
         let registration_task = tokio::spawn(registration.run(health_rx, shutdown.clone()));
+
+        // The runtime: our own containerd unless told otherwise, retried
+        // (the node NotReady meanwhile) until it starts.
+        let cni_conf_dir = config.data_dir.join("cni").join("net.d");
+        let (up_tx, up_rx) = watch::channel(true);
+        let mut retry = Duration::from_secs(1);
+        let (socket, containerd_task) = loop {
+            let started = match &config.container_runtime_endpoint {
+                Some(endpoint) => Ok((endpoint.clone(), None)),
+                None => {
+                    let mut cfg =
+                        containerd::Config::new(&config.data_dir, images::builtin::PAUSE_IMAGE);
+                    cfg.binary = config.containerd_binary.clone();
+                    cfg.cni_conf_dir = cni_conf_dir.clone();
+                    cfg.insecure_registries = config.insecure_registries.clone();
+                    Containerd::start(cfg).await.map(|c| {
+                        let socket = c.socket();
+                        (
+                            socket,
+                            Some(tokio::spawn(c.run(up_tx.clone(), shutdown.clone()))),
+                        )
+                    })
+                }
+            };
+            let problem = match started {
+                Ok((socket, task)) => match CriRuntime::new(socket.clone()) {
+                    Ok(cri) => match cri.version().await {
+                        Ok(_) => break (socket, task),
+                        Err(e) => {
+                            if let Some(t) = task {
+                                t.abort();
+                            }
+                            e.go_text()
+                        }
+                    },
+                    Err(e) => e.to_string(),
+                },
+                Err(e) => e.to_string(),
+            };
+            tracing::error!(error = %problem, retry_in = ?retry, "the container runtime cannot start; the node stays NotReady");
+            health_tx.send_modify(|h| {
+                h.runtime_problem = Some(format!("{}: {problem}", registration::RUNTIME_DOWN))
+            });
+            tokio::select! {
+                _ = shutdown.cancelled() => {
+                    let _ = registration_task.await;
+                    let _ = server_task.await;
+                    return Ok(());
+                }
+                _ = tokio::time::sleep(retry) => {}
+            }
+            retry = (retry * 2).min(Duration::from_secs(30));
+        };
+        let runtime: Arc<dyn Runtime> =
+            Arc::new(CriRuntime::new(socket.clone()).map_err(Error::Runtime)?);
+        let version = runtime.version().await.map_err(Error::Runtime)?;
+        tracing::info!(runtime = %version.runtime_name, version = %version.runtime_version, "container runtime is up");
+        let runtime_version = format!("{}://{}", version.runtime_name, version.runtime_version);
+        health_tx.send_modify(|h| {
+            h.runtime_version = Some(runtime_version.clone());
+            h.runtime_problem = None;
+        });
+
+        let mut present = HashSet::new();
+        for name in [images::builtin::PAUSE_IMAGE, images::builtin::BUSYBOX_IMAGE] {
+            if runtime.image_status(name).await.ok().flatten().is_some() {
+                present.insert(name.to_string());
+            }
+        }
+        let imported = images::import::ensure_builtin(
+            std::path::Path::new("ctr"),
+            &socket,
+            &config.data_dir,
+            None,
+            |name: &str| present.contains(name),
+        )
+        .await
+        .map_err(Error::Images)?;
+        for (what, e) in &imported.failed {
+            tracing::warn!(image = %what, error = %e, "image not imported");
+        }
 
         // The network, once the node has a podCIDR.
         let network_ready = Arc::new(AtomicBool::new(false));
@@ -568,6 +613,7 @@ async fn run_pods(
     let mut relist = tokio::time::interval(Duration::from_secs(1));
     relist.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut fingerprints: BTreeMap<String, Vec<(String, i32)>> = BTreeMap::new();
+    let mut ticks: u64 = 0;
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
@@ -634,6 +680,12 @@ async fn run_pods(
                     }
                 }
                 fingerprints = now;
+                ticks += 1;
+                if synced && ticks % 30 == 0 {
+                    remove_stale_log_dirs(&ctx.log_root, |uid| {
+                        workers.contains_key(uid) || fingerprints.contains_key(uid)
+                    });
+                }
                 workers.retain(|_, h| !h.pod.is_closed() || h.pod.receiver_count() > 0);
             }
         }
@@ -673,3 +725,21 @@ async fn relist_fingerprints(
 }
 
 type Fingerprints = BTreeMap<String, Vec<(String, i32)>>;
+
+/// Removes pod log dirs (`<ns>_<name>_<uid>`) of pods that neither the
+/// API nor the runtime has any more (deleted while the agent was away).
+fn remove_stale_log_dirs(log_root: &std::path::Path, known: impl Fn(&str) -> bool) {
+    let Ok(entries) = std::fs::read_dir(log_root) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some((_, uid)) = name.rsplit_once('_') else {
+            continue;
+        };
+        if !known(uid) {
+            tracing::info!(dir = %e.path().display(), "removing the logs of a pod that is gone");
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}

@@ -23,6 +23,8 @@ pub fn config(
     config.bridge = node.bridge_name.clone();
     config.client_ca_pem = client_ca_pem;
     config.stop_pods_on_exit = node.stop_pods_on_exit;
+    config.containerd_binary = node.containerd_binary.clone();
+    config.insecure_registries = node.insecure_registry.clone();
     for spec in &node.register_with_taints {
         config.taints.extend(
             skiff_node::registration::node::parse_taints(spec)

@@ -57,6 +57,15 @@ pub struct NodeArgs {
     /// keep running, as under a kubelet).
     #[arg(long)]
     pub stop_pods_on_exit: bool,
+
+    /// The containerd binary the agent starts.
+    #[arg(long, default_value = "containerd")]
+    pub containerd_binary: PathBuf,
+
+    /// A registry (`host:port`) to pull from over plain HTTP; repeatable.
+    /// Registries on loopback need no flag.
+    #[arg(long)]
+    pub insecure_registry: Vec<String>,
 }
 
 #[derive(Debug, Args)]

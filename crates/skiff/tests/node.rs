@@ -467,3 +467,117 @@ fn a_standalone_agent_joins_and_runs_pods() {
         .status();
     let _ = agent.wait();
 }
+
+/// A command that is not in the image: the start fails with the
+/// runtime's message, and the container backs off like any crash.
+#[test]
+fn a_missing_command_is_a_start_error() {
+    let c = Cluster::start(Options::default());
+    c.kubectl(&[
+        "run",
+        "nocmd",
+        "--image=busybox",
+        "--image-pull-policy=IfNotPresent",
+        "--command",
+        "--",
+        "/no/such/binary",
+    ]);
+    let reason = wait_for("the start to fail", Duration::from_secs(60), || {
+        let waiting = c.pod_field(
+            "nocmd",
+            "{.status.containerStatuses[0].state.waiting.reason}",
+        );
+        let last = c.pod_field(
+            "nocmd",
+            "{.status.containerStatuses[0].lastState.terminated.reason}",
+        );
+        let now = c.pod_field(
+            "nocmd",
+            "{.status.containerStatuses[0].state.terminated.reason}",
+        );
+        [waiting, last, now]
+            .into_iter()
+            .find(|r| ["RunContainerError", "StartError", "CrashLoopBackOff"].contains(&r.as_str()))
+    });
+    assert!(!reason.is_empty());
+    let describe = c.kubectl(&["describe", "pod", "nocmd"]);
+    assert!(describe.contains("no such file or directory"), "{describe}");
+    assert!(describe.contains("Error: "), "{describe}");
+}
+
+/// hostNetwork pods share the node's network: their IP is the node's.
+#[test]
+fn a_host_network_pod_has_the_node_ip() {
+    let c = Cluster::start(Options::default());
+    c.apply(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: hostnet}
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 0
+  containers:
+  - {name: c, image: busybox, imagePullPolicy: IfNotPresent, command: ["sleep", "3600"]}
+"#,
+    );
+    c.wait("pod/hostnet", "condition=Ready", 60);
+    assert_eq!(c.pod_field("hostnet", "{.status.podIP}"), "127.0.0.1");
+    // Force deletion removes the object at once; the agent still stops
+    // and removes the container.
+    c.kubectl(&["delete", "pod", "hostnet", "--grace-period=0", "--force"]);
+    wait_for(
+        "the container to be removed",
+        Duration::from_secs(30),
+        || {
+            let out = std::process::Command::new("ctr")
+                .arg("--address")
+                .arg(c.data_dir.join("node/containerd/containerd.sock"))
+                .args(["-n", "k8s.io", "containers", "ls", "-q"])
+                .output()
+                .ok()?;
+            String::from_utf8_lossy(&out.stdout)
+                .trim()
+                .is_empty()
+                .then_some(())
+        },
+    );
+}
+
+/// Without a container runtime the node registers NotReady with the
+/// reason, and the API keeps serving.
+#[test]
+fn without_containerd_the_node_is_not_ready_and_the_api_serves() {
+    let c = Cluster::start(Options {
+        no_wait: true,
+        extra: vec![
+            "--containerd-binary".into(),
+            "/nonexistent/containerd".into(),
+        ],
+        ..Options::default()
+    });
+    let node = format!("node/{}", c.node());
+    let message = wait_for(
+        "the node to say why it is not ready",
+        Duration::from_secs(30),
+        || {
+            let out = c.kubectl_output(&[
+                "get",
+                &node,
+                "-o",
+                "jsonpath={.status.conditions[?(@.type==\"Ready\")].message}",
+            ]);
+            let m = String::from_utf8_lossy(&out.stdout).into_owned();
+            m.contains("/nonexistent/containerd").then_some(m)
+        },
+    );
+    assert!(message.contains("container runtime is down"), "{message}");
+    let status = c.kubectl(&[
+        "get",
+        &node,
+        "-o",
+        "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}",
+    ]);
+    assert_eq!(status, "False");
+    assert!(c.kubectl(&["get", "namespaces"]).contains("default"));
+}

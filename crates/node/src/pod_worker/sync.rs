@@ -134,6 +134,22 @@ pub async fn observe(runtime: &dyn Runtime, uid: &str) -> RuntimeResult<PodRunti
     Ok(pod)
 }
 
+/// Removes the log dirs of pod `uid` (`<ns>_<name>_<uid>`) once nothing
+/// of it is left in the runtime.
+fn remove_log_dirs(log_root: &std::path::Path, uid: &str) {
+    let suffix = format!("_{uid}");
+    let Ok(entries) = std::fs::read_dir(log_root) else {
+        return;
+    };
+    for e in entries.flatten() {
+        if e.file_name().to_string_lossy().ends_with(&suffix) {
+            if let Err(err) = std::fs::remove_dir_all(e.path()) {
+                tracing::warn!(dir = %e.path().display(), error = %err, "cannot remove the pod's logs");
+            }
+        }
+    }
+}
+
 impl PodWorker {
     pub fn new(ctx: Arc<Context>, uid: String) -> Self {
         Self {
@@ -469,6 +485,7 @@ impl PodWorker {
             }
         }
         if ok {
+            remove_log_dirs(&self.ctx.log_root, &self.uid);
             Ok(())
         } else {
             Err(())

@@ -68,6 +68,8 @@ impl Drop for CidrLease {
 pub struct Options {
     pub taint_control_plane: bool,
     pub disable_agent: bool,
+    /// Do not wait for the node to be Ready.
+    pub no_wait: bool,
     pub extra: Vec<String>,
 }
 
@@ -127,7 +129,7 @@ impl Cluster {
         };
         c.kubeconfig = c.data_dir.join("admin.kubeconfig");
         c.spawn();
-        if !c.options.disable_agent {
+        if !c.options.disable_agent && !c.options.no_wait {
             c.wait_node_ready();
         }
         c
