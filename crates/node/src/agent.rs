@@ -681,7 +681,7 @@ async fn run_pods(
                 }
                 fingerprints = now;
                 ticks += 1;
-                if synced && ticks % 30 == 0 {
+                if synced && ticks.is_multiple_of(30) {
                     remove_stale_log_dirs(&ctx.log_root, |uid| {
                         workers.contains_key(uid) || fingerprints.contains_key(uid)
                     });
