@@ -14,6 +14,9 @@ cat >&2 <<MSG
 Starting skiff server (https://127.0.0.1:$port, data dir $data_dir).
 To point kubectl at it (the server writes the file as it starts):
   export KUBECONFIG=$data_dir/admin.kubeconfig
-  kubectl get namespaces
+  kubectl get nodes
+  kubectl run web --image=busybox -- httpd -f -p 8080
+  kubectl wait --for=condition=Ready pod/web
+  curl http://\$(kubectl get pod web -o jsonpath='{.status.podIP}'):8080/
 MSG
 exec ./target/release/skiff server --data-dir "$data_dir" --https-listen-port "$port"

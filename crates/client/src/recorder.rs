@@ -133,6 +133,8 @@ impl Remembered {
 pub struct Recorder {
     component: String,
     instance: String,
+    /// `source.host`: the node, for a kubelet's events.
+    host: Option<String>,
     queue: mpsc::Sender<Item>,
     dropped: Arc<AtomicU64>,
     correlator: Arc<std::sync::Mutex<Correlator>>,
@@ -163,10 +165,18 @@ impl Recorder {
         Self {
             component: component.to_string(),
             instance: instance.to_string(),
+            host: None,
             queue,
             dropped: Arc::default(),
             correlator: Arc::default(),
         }
+    }
+
+    /// Names `host` as the events' `source.host`, as a kubelet does with
+    /// its node name (`kubectl get events -o wide` shows "kubelet, NODE").
+    pub fn with_host(mut self, host: &str) -> Self {
+        self.host = Some(host.to_string());
+        self
     }
 
     /// Queues an event about `pod` (or a repeat of one) for the sink.
@@ -272,7 +282,7 @@ impl Recorder {
             action: Some(action.to_string()),
             source: Some(EventSource {
                 component: Some(self.component.clone()),
-                host: None,
+                host: self.host.clone(),
             }),
             reporting_component: Some(self.component.clone()),
             reporting_instance: Some(self.instance.clone()),

@@ -66,6 +66,9 @@ pub struct Config {
     pub container_runtime_endpoint: Option<PathBuf>,
     /// The containerd binary to start.
     pub containerd_binary: PathBuf,
+    /// Image tarballs (OCI or docker-archive) imported at start, as k3s's
+    /// airgap images (default `<data-dir>/images`).
+    pub images_dir: PathBuf,
     /// Registries to pull from over plain HTTP (`host:port`).
     pub insecure_registries: Vec<String>,
     /// The agent's HTTPS port (logs); 0 picks one.
@@ -91,6 +94,7 @@ pub struct Config {
 impl Config {
     pub fn new(node_name: &str, data_dir: PathBuf) -> Self {
         Self {
+            images_dir: data_dir.join(images::import::AIRGAP_DIR),
             node_name: node_name.to_string(),
             data_dir,
             container_runtime_endpoint: None,
@@ -410,7 +414,7 @@ impl Agent {
         let imported = images::import::ensure_builtin(
             std::path::Path::new("ctr"),
             &socket,
-            &config.data_dir,
+            &config.images_dir,
             None,
             |name: &str| present.contains(name),
         )
@@ -477,7 +481,8 @@ impl Agent {
 
         // Pods.
         let recorder =
-            skiff_client::recorder::Recorder::new(client.clone(), "kubelet", &config.node_name);
+            skiff_client::recorder::Recorder::new(client.clone(), "kubelet", &config.node_name)
+                .with_host(&config.node_name);
         let ctx = Arc::new(Context {
             runtime: runtime.clone(),
             events: Arc::new(recorder.clone()),

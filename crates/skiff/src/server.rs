@@ -67,6 +67,8 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
             .clone()
             .unwrap_or_else(crate::agent::default_node_name);
         let mut config = crate::agent::config(&args.node, name, data_dir.join("node"), ca)?;
+        // Airgap images go in the server's data dir, as with k3s.
+        config.images_dir = data_dir.join("images");
         config.labels.insert(
             "node-role.kubernetes.io/control-plane".into(),
             String::new(),
@@ -102,12 +104,18 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     // One write whose failure is ignored: `eprintln!` panics when stderr
     // is gone, and writes a formatted message in pieces, so a reader that
     // quits after the first line took the server down.
+    let try_it = if args.disable_agent {
+        "Nodes join with: skiff agent --kubeconfig FILE --node-name NAME\n".to_string()
+    } else {
+        "Then run a pod and reach it:\n  kubectl get nodes\n  kubectl run web --image=busybox -- httpd -f -p 8080\n  kubectl wait --for=condition=Ready pod/web\n  curl http://$(kubectl get pod web -o jsonpath='{.status.podIP}'):8080/\n".to_string()
+    };
     let banner = format!(
         "skiff server is running: API on https://{addr}, store at revision {revision}, data dir {}.\n\
-         Point kubectl at it with:\n  export KUBECONFIG={}\n  kubectl get namespaces\n\
-         Press Ctrl-C to stop.\n",
+         Point kubectl at it with:\n  export KUBECONFIG={}\n  kubectl get namespaces\n{try_it}\
+         Press Ctrl-C to stop (pods keep running; `skiff reset --data-dir {}` removes them and all state).\n",
         data_dir.display(),
-        kubeconfig.display()
+        kubeconfig.display(),
+        data_dir.display(),
     );
     let _ = std::io::Write::write_all(&mut std::io::stderr(), banner.as_bytes());
     wait_for_signal().await?;

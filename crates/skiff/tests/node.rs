@@ -581,3 +581,35 @@ fn without_containerd_the_node_is_not_ready_and_the_api_serves() {
     assert_eq!(status, "False");
     assert!(c.kubectl(&["get", "namespaces"]).contains("default"));
 }
+
+/// An image tarball dropped in `<data-dir>/images/` is imported at start
+/// (k3s's airgap images) and runs with imagePullPolicy Never.
+#[test]
+fn airgap_images_are_imported_at_start() {
+    use skiff_node::images::oci::{archive, ImageConfig, Layer};
+    let mut c = Cluster::start(Options::default());
+    let busybox = std::fs::read("/bin/busybox").unwrap();
+    let mut layer = Layer::new();
+    layer.file("bin/busybox", 0o755, busybox).unwrap();
+    layer.symlink("bin/sleep", "busybox").unwrap();
+    let config = ImageConfig {
+        env: vec!["PATH=/bin".into()],
+        entrypoint: vec![],
+        cmd: vec!["sleep".into(), "3600".into()],
+        working_dir: None,
+    };
+    let tar = archive("docker.io/skiff/airgap:1", &layer, &config).unwrap();
+    c.stop();
+    let images = c.data_dir.join("images");
+    std::fs::create_dir_all(&images).unwrap();
+    std::fs::write(images.join("airgap.tar"), tar).unwrap();
+    c.spawn();
+    c.wait_node_ready();
+    c.kubectl(&[
+        "run",
+        "offline",
+        "--image=docker.io/skiff/airgap:1",
+        "--image-pull-policy=Never",
+    ]);
+    c.wait("pod/offline", "condition=Ready", 60);
+}

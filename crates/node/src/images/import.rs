@@ -85,7 +85,7 @@ pub struct Imported {
 }
 
 /// Makes the runtime hold what the node needs offline:
-/// 1. every `<data_dir>/images/*.tar` (airgap archives, in name order;
+/// 1. every `<airgap_dir>/*.tar` (airgap archives, in name order;
 ///    always imported, ctr skips content it has);
 /// 2. the pause image, unless `present(PAUSE_IMAGE)`; failing that fails
 ///    the call (no pod can start without it);
@@ -97,7 +97,7 @@ pub struct Imported {
 pub async fn ensure_builtin<P>(
     ctr: &Path,
     containerd_address: &Path,
-    data_dir: &Path,
+    airgap_dir: &Path,
     busybox: Option<&Path>,
     present: P,
 ) -> Result<Imported>
@@ -106,7 +106,7 @@ where
 {
     let mut done = Imported::default();
 
-    for archive in airgap_archives(&data_dir.join(AIRGAP_DIR)).await? {
+    for archive in airgap_archives(airgap_dir).await? {
         match import(ctr, containerd_address, &archive).await {
             Ok(()) => {
                 tracing::info!(archive = %archive.display(), "imported airgap images");
@@ -294,7 +294,7 @@ echo "$* [$n bytes]" >> {log}
         // Spawned: the future must be Send for the agent to run it.
         let task = tokio::spawn({
             let ctr = ctr.clone();
-            let data = dir.path().join("data");
+            let data = dir.path().join("data").join(AIRGAP_DIR);
             async move {
                 ensure_builtin(
                     &ctr,
