@@ -19,6 +19,7 @@ packages=(
   iptables            # bridge ipMasq and portmap call it; without it a pod cannot be torn down
   busybox-static      # the offline docker.io/library/busybox:latest image is built from it
   docker-registry     # the image-pull tests start a local registry
+  skopeo              # pushes test images to the local registry
 )
 
 missing=()

@@ -359,6 +359,39 @@ spec:
         http_get(&format!("127.0.0.1:{host_port}"), "/index.html").ok()
     });
     assert!(answer.contains("hello-from-server"), "{answer}");
+
+    // A second pod asking for the same hostPort does not fit the node.
+    c.apply(&format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: second}}
+spec:
+  containers:
+  - name: c
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "3600"]
+    ports:
+    - containerPort: 8080
+      hostPort: {host_port}
+"#
+    ));
+    let message = wait_for("FailedScheduling", Duration::from_secs(30), || {
+        let out = c.kubectl(&[
+            "get",
+            "events",
+            "--field-selector",
+            "involvedObject.name=second,reason=FailedScheduling",
+            "-o",
+            "jsonpath={.items[*].message}",
+        ]);
+        (!out.is_empty()).then_some(out)
+    });
+    assert!(
+        message.contains("1 node(s) didn't have free ports for the requested pod ports"),
+        "{message}"
+    );
 }
 
 /// With the control-plane taint, pods stay Pending with the scheduler's
@@ -385,7 +418,7 @@ fn the_control_plane_taint_keeps_pods_pending_until_removed() {
             "--field-selector",
             "involvedObject.name=waiting,reason=FailedScheduling",
             "-o",
-            "jsonpath={.items[0].message}",
+            "jsonpath={.items[*].message}",
         ]);
         (!out.is_empty()).then_some(out)
     });

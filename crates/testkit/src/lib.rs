@@ -5,7 +5,9 @@
 pub mod apiserver;
 pub mod etcd;
 pub mod ports;
+pub mod registry;
 
 pub use apiserver::TestApiServer;
 pub use etcd::EtcdServer;
 pub use ports::free_port;
+pub use registry::Registry;

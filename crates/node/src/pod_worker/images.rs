@@ -28,6 +28,22 @@ impl Waiting {
     }
 }
 
+/// Pull back-off per pod and image, with the error that started it (the
+/// back-off message repeats it, as upstream's since 1.32).
+#[derive(Debug, Default)]
+pub struct Pulls {
+    pub backoff: Backoff,
+    pub errors: std::collections::HashMap<String, String>,
+}
+
+impl Pulls {
+    /// When the back-off for `key` ends, if it is backing off.
+    pub fn until(&self, key: &str) -> Option<Instant> {
+        let last = self.backoff.last_update(key)?;
+        self.backoff.until(key, last)
+    }
+}
+
 /// Whether `image` is a reference containerd can parse (the docker
 /// reference grammar, loosely: what the kubelet would call invalid).
 pub fn valid_reference(image: &str) -> bool {
@@ -86,10 +102,13 @@ pub fn valid_reference(image: &str) -> bool {
 /// Go's time.Duration text for a pull's duration ("76ms", "1.234s").
 fn go_millis(d: std::time::Duration) -> String {
     let ms = d.as_millis();
-    if ms < 1000 {
+    if ms == 0 {
+        "0s".into()
+    } else if ms < 1000 {
         format!("{ms}ms")
     } else {
-        format!("{:.3}s", d.as_secs_f64())
+        let text = format!("{:.3}", ms as f64 / 1000.0);
+        format!("{}s", text.trim_end_matches('0').trim_end_matches('.'))
     }
 }
 
@@ -106,7 +125,7 @@ pub fn pull_policy(c: &Container) -> &str {
 pub async fn ensure_image(
     runtime: &dyn Runtime,
     events: &dyn Events,
-    backoff: &mut Backoff,
+    pulls: &mut Pulls,
     pod: &Pod,
     c: &Container,
     sandbox: Option<api::PodSandboxConfig>,
@@ -114,9 +133,21 @@ pub async fn ensure_image(
 ) -> Result<String, Waiting> {
     let image = c.image.clone().unwrap_or_default();
     if !valid_reference(&image) {
-        let msg = format!(
+        let mut msg = format!(
             "Failed to apply default image tag \"{image}\": couldn't parse image name \"{image}\": invalid reference format"
         );
+        // distribution/reference names the one mistake it can name.
+        let repo = image.split(['@', ':']).next().unwrap_or_default();
+        if repo.chars().any(|c| c.is_ascii_uppercase()) && !repo.contains(char::is_whitespace) {
+            let normalized = if repo.contains('/') {
+                repo.to_string()
+            } else {
+                format!("library/{repo}")
+            };
+            msg.push_str(&format!(
+                ": repository name ({normalized}) must be lowercase"
+            ));
+        }
         events.event(pod, EventType::Warning, "InspectFailed", &msg);
         events.event(pod, EventType::Warning, "Failed", "Error: InvalidImageName");
         return Err(Waiting::new("InvalidImageName", msg));
@@ -127,6 +158,12 @@ pub async fn ensure_image(
         Err(e) => {
             let msg = format!("Failed to inspect image \"{image}\": {}", e.go_text());
             events.event(pod, EventType::Warning, "InspectFailed", &msg);
+            events.event(
+                pod,
+                EventType::Warning,
+                "Failed",
+                "Error: ImageInspectError",
+            );
             return Err(Waiting::new("ImageInspectError", msg));
         }
     };
@@ -142,6 +179,12 @@ pub async fn ensure_image(
     if !present && policy == "Never" {
         let msg = format!("Container image \"{image}\" is not present with pull policy of Never");
         events.event(pod, EventType::Warning, "ErrImageNeverPull", &msg);
+        events.event(
+            pod,
+            EventType::Warning,
+            "Failed",
+            "Error: ErrImageNeverPull",
+        );
         return Err(Waiting::new("ErrImageNeverPull", msg));
     }
     let key = format!(
@@ -149,10 +192,14 @@ pub async fn ensure_image(
         pod.metadata.uid.as_deref().unwrap_or_default(),
         image
     );
-    let failed_at = backoff.last_update(&key).unwrap_or(now);
-    if backoff.in_backoff_since(&key, failed_at, now) {
-        let msg = format!("Back-off pulling image \"{image}\"");
-        events.event(pod, EventType::Normal, "BackOff", &msg);
+    let failed_at = pulls.backoff.last_update(&key).unwrap_or(now);
+    if pulls.backoff.in_backoff_since(&key, failed_at, now) {
+        let event = format!("Back-off pulling image \"{image}\"");
+        events.event(pod, EventType::Normal, "BackOff", &event);
+        let msg = match pulls.errors.get(&key) {
+            Some(err) => format!("{event}: ErrImagePull: {err}"),
+            None => event,
+        };
         events.event(pod, EventType::Warning, "Failed", "Error: ImagePullBackOff");
         return Err(Waiting::new("ImagePullBackOff", msg));
     }
@@ -182,7 +229,8 @@ pub async fn ensure_image(
                     t = go_millis(took)
                 ),
             );
-            backoff.forget(&key);
+            pulls.backoff.forget(&key);
+            pulls.errors.remove(&key);
             Ok(image)
         }
         Err(e) if present && registry_unreachable(&e) => {
@@ -208,8 +256,9 @@ pub async fn ensure_image(
             Ok(image)
         }
         Err(e) => {
-            backoff.next(&key, now);
+            pulls.backoff.next(&key, now);
             let err = e.go_text();
+            pulls.errors.insert(key.clone(), err.clone());
             events.event(
                 pod,
                 EventType::Warning,
@@ -271,5 +320,8 @@ mod tests {
     fn millis() {
         assert_eq!(go_millis(std::time::Duration::from_millis(76)), "76ms");
         assert_eq!(go_millis(std::time::Duration::from_millis(1234)), "1.234s");
+        assert_eq!(go_millis(std::time::Duration::from_millis(1200)), "1.2s");
+        assert_eq!(go_millis(std::time::Duration::from_millis(2000)), "2s");
+        assert_eq!(go_millis(std::time::Duration::ZERO), "0s");
     }
 }

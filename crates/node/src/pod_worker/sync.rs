@@ -66,7 +66,7 @@ pub struct PodWorker {
     ctx: Arc<Context>,
     uid: String,
     crash: Backoff,
-    pulls: Backoff,
+    pulls: super::images::Pulls,
     sandbox_backoff: Backoff,
     waiting: BTreeMap<String, Waiting>,
     last_reported: Option<PodStatus>,
@@ -156,7 +156,7 @@ impl PodWorker {
             ctx,
             uid,
             crash: Backoff::default(),
-            pulls: Backoff::default(),
+            pulls: super::images::Pulls::default(),
             sandbox_backoff: Backoff::new(
                 Duration::from_secs(1),
                 Duration::from_secs(30),
@@ -203,6 +203,9 @@ impl PodWorker {
             }
             return Outcome::Continue(None);
         }
+        // What is known before acting is reported first (upstream sets the
+        // status before SyncPod): a slow pull shows ContainerCreating.
+        self.report(pod, &rt).await;
         let next = self.run_actions(pod, &rt).await;
         let rt = match observe(self.ctx.runtime.as_ref(), &self.uid).await {
             Ok(rt) => rt,
@@ -362,9 +365,7 @@ impl PodWorker {
                     if matches!(w.reason.as_str(), "ErrImagePull" | "ImagePullBackOff") {
                         let key =
                             format!("{}/{}", self.uid, c.image.as_deref().unwrap_or_default());
-                        if let Some(last) = self.pulls.last_update(&key) {
-                            next = earliest(next, self.pulls.until(&key, last));
-                        }
+                        next = earliest(next, self.pulls.until(&key));
                     }
                     self.waiting.insert(c.name.clone(), w);
                     continue;
@@ -644,10 +645,9 @@ mod tests {
             .waiting
             .unwrap();
         assert_eq!(w.reason.as_deref(), Some("ImagePullBackOff"));
-        assert_eq!(
-            w.message.as_deref(),
-            Some("Back-off pulling image \"busybox:1\"")
-        );
+        assert!(w.message.unwrap().starts_with(
+            "Back-off pulling image \"busybox:1\": ErrImagePull: rpc error: code = NotFound"
+        ));
     }
 
     #[tokio::test]
