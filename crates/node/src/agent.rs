@@ -348,6 +348,9 @@ impl Agent {
         let cni_conf_dir = config.data_dir.join("cni").join("net.d");
         let (up_tx, up_rx) = watch::channel(true);
         let mut retry = Duration::from_secs(1);
+        // containerd outlives the pod workers, so that --stop-pods-on-exit
+        // can still stop them.
+        let containerd_stop = CancellationToken::new();
         let (socket, containerd_task) = loop {
             let started = match &config.container_runtime_endpoint {
                 Some(endpoint) => Ok((endpoint.clone(), None)),
@@ -361,7 +364,7 @@ impl Agent {
                         let socket = c.socket();
                         (
                             socket,
-                            Some(tokio::spawn(c.run(up_tx.clone(), shutdown.clone()))),
+                            Some(tokio::spawn(c.run(up_tx.clone(), containerd_stop.clone()))),
                         )
                     })
                 }
@@ -509,6 +512,7 @@ impl Agent {
             stop_everything(runtime.as_ref()).await;
         }
         recorder.flush().await;
+        containerd_stop.cancel();
         if let Some(task) = containerd_task {
             let _ = task.await;
         }

@@ -646,3 +646,40 @@ fn airgap_images_are_imported_at_start() {
     ]);
     c.wait("pod/offline", "condition=Ready", 60);
 }
+
+/// With --stop-pods-on-exit, stopping the server stops its pods too (by
+/// default they keep running, as under a kubelet).
+#[test]
+fn stop_pods_on_exit_stops_the_pods() {
+    let mut c = Cluster::start(Options {
+        extra: vec!["--stop-pods-on-exit".into()],
+        ..Options::default()
+    });
+    c.kubectl(&[
+        "run",
+        "short",
+        "--image=busybox",
+        "--image-pull-policy=IfNotPresent",
+        "--",
+        "sleep",
+        "3600",
+    ]);
+    c.wait("pod/short", "condition=Ready", 60);
+    let needle = c.data_dir.display().to_string();
+    let shims = || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+                let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+                text.contains("containerd-shim") && text.contains(&needle)
+            })
+            .count()
+    };
+    assert!(shims() > 0, "the running pod has a shim");
+    c.stop();
+    wait_for("the pod's shim to exit", Duration::from_secs(20), || {
+        (shims() == 0).then_some(())
+    });
+}
