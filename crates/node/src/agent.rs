@@ -19,7 +19,7 @@ use async_trait::async_trait;
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
-use kube::runtime::watcher;
+use kube::runtime::{watcher, WatchStreamExt as _};
 use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
 
@@ -606,6 +606,11 @@ fn spawn_worker(
 }
 
 /// The pod watch (this node's pods only), the workers, and the relist.
+///
+/// A worker keeps its handle until its task ends, so a UID never has two
+/// workers; a pod gone from the API is told so (`None`) and tears itself
+/// down. The relist runs in its own task: a runtime that hangs delays
+/// only the relist, never the watch.
 async fn run_pods(
     client: kube::Client,
     ctx: Arc<Context>,
@@ -615,15 +620,39 @@ async fn run_pods(
 ) {
     let api: Api<Pod> = Api::all(client);
     let config = watcher::Config::default().fields(&format!("spec.nodeName={node}"));
-    let mut stream = watcher(api, config).boxed();
+    let mut stream = watcher(api, config).default_backoff().boxed();
     let mut workers: HashMap<String, Handle> = HashMap::new();
-    let mut init: HashSet<String> = HashSet::new();
+    // UIDs seen in the current (re)list, between Init and InitDone.
+    let mut listing: Option<HashSet<String>> = None;
     let mut synced = false;
-    let mut relist = tokio::time::interval(Duration::from_secs(1));
-    relist.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut fingerprints: BTreeMap<String, Vec<(String, i32)>> = BTreeMap::new();
+    let (relist_tx, mut relists) = tokio::sync::mpsc::channel(1);
+    let relist_task = {
+        let runtime = ctx.runtime.clone();
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    _ = tick.tick() => {}
+                }
+                match relist_fingerprints(runtime.as_ref()).await {
+                    Ok(found) => {
+                        if relist_tx.send(found).await.is_err() {
+                            return;
+                        }
+                    }
+                    Err(e) => tracing::debug!(error = %e, "relist failed"),
+                }
+            }
+        })
+    };
+    let mut fingerprints: Fingerprints = BTreeMap::new();
     let mut ticks: u64 = 0;
     loop {
+        // Workers whose task ended (their pod is gone, or torn down).
+        workers.retain(|_, h| !h.pod.is_closed());
         tokio::select! {
             _ = shutdown.cancelled() => break,
             event = stream.next() => {
@@ -632,8 +661,8 @@ async fn run_pods(
                     Ok(watcher::Event::Apply(pod)) | Ok(watcher::Event::InitApply(pod)) => {
                         let Some(uid) = pod.metadata.uid.clone() else { continue };
                         index.set(&pod);
-                        if !synced {
-                            init.insert(uid.clone());
+                        if let Some(seen) = listing.as_mut() {
+                            seen.insert(uid.clone());
                         }
                         let pod = Arc::new(pod);
                         match workers.get(&uid) {
@@ -646,46 +675,46 @@ async fn run_pods(
                     }
                     Ok(watcher::Event::Delete(pod)) => {
                         index.remove(&pod);
-                        if let Some(uid) = pod.metadata.uid.as_deref() {
-                            if let Some(h) = workers.remove(uid) {
-                                h.pod.send_replace(None);
-                            }
+                        if let Some(h) = pod.metadata.uid.as_deref().and_then(|uid| workers.get(uid)) {
+                            h.pod.send_replace(None);
                         }
                     }
                     Ok(watcher::Event::Init) => {
-                        init.clear();
+                        listing = Some(HashSet::new());
                     }
                     Ok(watcher::Event::InitDone) => {
                         // Pods that vanished while the watch was away.
-                        let gone: Vec<String> = workers.keys().filter(|u| !init.contains(*u)).cloned().collect();
-                        for uid in gone {
-                            if let Some(h) = workers.remove(&uid) {
-                                h.pod.send_replace(None);
+                        if let Some(seen) = listing.take() {
+                            for (uid, h) in &workers {
+                                if !seen.contains(uid) {
+                                    h.pod.send_replace(None);
+                                }
                             }
                         }
                         synced = true;
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "pod watch failed; retrying");
-                        tokio::time::sleep(Duration::from_secs(1)).await;
                     }
                 }
             }
-            _ = relist.tick() => {
-                let Ok((now, running)) = relist_fingerprints(ctx.runtime.as_ref()).await else { continue };
+            Some((now, running)) = relists.recv() => {
                 index.set_running(running);
                 for (uid, fp) in &now {
-                    if fingerprints.get(uid) != Some(fp) {
-                        match workers.get(uid) {
-                            Some(h) => h.wake.notify_one(),
-                            None if synced => {
-                                // Runtime objects of a pod the API does not have.
-                                tracing::info!(%uid, "removing containers of a pod that is not in the API");
-                                let h = spawn_worker(ctx.clone(), uid.clone(), None, shutdown.clone());
-                                workers.insert(uid.clone(), h);
+                    match workers.get(uid) {
+                        Some(h) => {
+                            if fingerprints.get(uid) != Some(fp) {
+                                h.wake.notify_one();
                             }
-                            None => {}
                         }
+                        // Runtime objects of a pod the API does not have
+                        // (deleted while the agent was away, say).
+                        None if synced => {
+                            tracing::info!(%uid, "removing containers of a pod that is not in the API");
+                            let h = spawn_worker(ctx.clone(), uid.clone(), None, shutdown.clone());
+                            workers.insert(uid.clone(), h);
+                        }
+                        None => {}
                     }
                 }
                 fingerprints = now;
@@ -695,10 +724,10 @@ async fn run_pods(
                         workers.contains_key(uid) || fingerprints.contains_key(uid)
                     });
                 }
-                workers.retain(|_, h| !h.pod.is_closed() || h.pod.receiver_count() > 0);
             }
         }
     }
+    relist_task.abort();
 }
 
 /// Per pod UID, its sandboxes' and containers' (ID, state): what changes

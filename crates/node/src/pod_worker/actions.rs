@@ -208,6 +208,7 @@ mod tests {
             message: String::new(),
             image: "busybox".into(),
             image_ref: String::new(),
+            grace_period: None,
         }
     }
 

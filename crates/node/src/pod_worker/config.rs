@@ -97,6 +97,16 @@ fn protocol(p: Option<&str>) -> i32 {
     }
 }
 
+/// At most 63 bytes, without a trailing `-` or `.` (upstream's
+/// truncatePodHostnameIfNeeded): sethostname refuses longer names.
+fn truncate_hostname(name: &str) -> String {
+    if name.len() <= 63 {
+        return name.to_string();
+    }
+    let cut: String = name.chars().take(63).collect();
+    cut.trim_end_matches(['-', '.']).to_string()
+}
+
 /// The sandbox config for `pod`'s sandbox number `attempt`.
 pub fn sandbox_config(pod: &Pod, attempt: u32, log_root: &Path) -> api::PodSandboxConfig {
     let (ns, name, uid) = meta(pod);
@@ -105,8 +115,10 @@ pub fn sandbox_config(pod: &Pod, attempt: u32, log_root: &Path) -> api::PodSandb
         // runc refuses a hostname without a private UTS namespace.
         String::new()
     } else {
-        spec.and_then(|s| s.hostname.clone())
-            .unwrap_or_else(|| name.to_string())
+        let full = spec
+            .and_then(|s| s.hostname.clone())
+            .unwrap_or_else(|| name.to_string());
+        truncate_hostname(&full)
     };
     let port_mappings = spec
         .map(|s| s.containers.as_slice())
@@ -341,6 +353,13 @@ mod tests {
         assert_eq!(s.labels[POD_UID], "u1");
         assert_eq!(s.labels["app"], "w");
         assert_eq!(s.annotations[GRACE_PERIOD], "5");
+    }
+
+    #[test]
+    fn long_hostnames_are_cut_to_63() {
+        let name = format!("{}-{}", "a".repeat(62), "b".repeat(10));
+        assert_eq!(truncate_hostname(&name), "a".repeat(62));
+        assert_eq!(truncate_hostname("web"), "web");
     }
 
     #[test]

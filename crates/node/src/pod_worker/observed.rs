@@ -64,6 +64,9 @@ pub struct Container {
     pub message: String,
     pub image: String,
     pub image_ref: String,
+    /// The pod's grace period when the container was created (its
+    /// annotation): what an orphan is stopped with.
+    pub grace_period: Option<i64>,
 }
 
 /// Everything the runtime has for one pod UID.
@@ -148,6 +151,7 @@ pub fn container(sandbox_id: &str, s: &api::ContainerStatus) -> Container {
             .map(|i| i.image.clone())
             .unwrap_or_default(),
         image_ref: s.image_ref.clone(),
+        grace_period: s.annotations.get(GRACE_PERIOD).and_then(|v| v.parse().ok()),
     }
 }
 

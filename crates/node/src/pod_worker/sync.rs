@@ -86,6 +86,10 @@ pub fn pod_ref(pod: &Pod) -> String {
 
 /// The instant a wall-clock time (ns since the epoch) corresponds to.
 fn instant_of(nanos: i64, now: Instant) -> Instant {
+    if nanos <= 0 {
+        // No time recorded: long ago, not now.
+        return now.checked_sub(Duration::from_secs(3600)).unwrap_or(now);
+    }
     let wall = Timestamp::now().as_nanosecond() as i64;
     let ago = Duration::from_nanos(wall.saturating_sub(nanos).max(0) as u64);
     now.checked_sub(ago).unwrap_or(now)
@@ -184,7 +188,16 @@ impl PodWorker {
             }
         };
         let Some(pod) = pod else {
-            let grace = self.last_pod.as_ref().map(grace_period).unwrap_or(0);
+            let grace = match self.last_pod.as_ref() {
+                Some(pod) => grace_period(pod),
+                // An orphan: the grace period its containers were made with.
+                None => rt
+                    .containers
+                    .iter()
+                    .filter_map(|c| c.grace_period)
+                    .max()
+                    .unwrap_or(30),
+            };
             let last = self.last_pod.clone();
             return match self.tear_down(last.as_ref(), &rt, grace).await {
                 Ok(()) => Outcome::Done,
@@ -266,7 +279,10 @@ impl PodWorker {
                 "NetworkNotReady",
                 "network is not ready: container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized",
             );
-            return Some(now + Duration::from_secs(1));
+            // The pod worker's back-off upstream: retried in 10 s, sooner
+            // when the network comes up (the health loop wakes nobody, so
+            // the relist's next change or this timer does).
+            return Some(now + Duration::from_secs(2));
         }
         let sandbox_id = if actions.create_sandbox {
             let key = "sandbox";
@@ -317,7 +333,14 @@ impl PodWorker {
             // Instances from an earlier sandbox do not count once a new
             // sandbox starts them all again, except for the restart count.
             let latest = rt.latest(&c.name);
-            let key = format!("{}/{}", self.uid, c.name);
+            // As upstream's stable key: a changed container (a new image)
+            // starts a fresh back-off.
+            let key = format!(
+                "{}/{}/{}",
+                self.uid,
+                c.name,
+                super::actions::container_hash(c)
+            );
             if let Some(l) = latest.filter(|l| l.state == State::Exited) {
                 let exited = instant_of(l.finished_at, now);
                 if self.crash.in_backoff_since(&key, exited, now) {
@@ -382,7 +405,9 @@ impl PodWorker {
             {
                 Ok(id) => id,
                 Err(e) => {
-                    let msg = e.go_text();
+                    // Upstream's startContainer words these with the gRPC
+                    // status's message alone.
+                    let msg = e.message();
                     events.event(pod, EventType::Warning, "Failed", &format!("Error: {msg}"));
                     self.waiting
                         .insert(c.name.clone(), Waiting::new("CreateContainerError", msg));
@@ -396,7 +421,7 @@ impl PodWorker {
                 &format!("Created container: {}", c.name),
             );
             if let Err(e) = self.ctx.runtime.start_container(&id).await {
-                let msg = e.go_text();
+                let msg = e.message();
                 events.event(pod, EventType::Warning, "Failed", &format!("Error: {msg}"));
                 self.waiting
                     .insert(c.name.clone(), Waiting::new("RunContainerError", msg));
@@ -422,7 +447,21 @@ impl PodWorker {
             .filter(|c| c.name == name && c.state != State::Running)
             .skip(1)
         {
-            let _ = self.ctx.runtime.remove_container(&old.id).await;
+            if self.ctx.runtime.remove_container(&old.id).await.is_ok() {
+                // containerd leaves the log file; upstream's removeContainer
+                // deletes it with the container.
+                if let Some(pod) = self.last_pod.as_ref() {
+                    let dir = crate::logs::pod_log_dir(
+                        &self.ctx.log_root,
+                        pod.metadata.namespace.as_deref().unwrap_or("default"),
+                        pod.metadata.name.as_deref().unwrap_or_default(),
+                        &self.uid,
+                    );
+                    let _ = std::fs::remove_file(
+                        dir.join(crate::logs::container_log_file(name, old.restart_count)),
+                    );
+                }
+            }
         }
     }
 
@@ -495,6 +534,29 @@ impl PodWorker {
 
     async fn terminate(&mut self, pod: &Pod, rt: &PodRuntime) -> Outcome {
         let grace = grace_period(pod);
+        // Stop first and report what the containers ended with, then
+        // remove them and the object (a finalizer may keep it: it then
+        // shows how the pod ended).
+        self.stop_containers(pod, rt.running().collect(), grace)
+            .await;
+        if let Ok(stopped) = observe(self.ctx.runtime.as_ref(), &self.uid).await {
+            let inputs = status::Inputs {
+                waiting: &BTreeMap::new(),
+                node_ip: &self.ctx.node_ip,
+                now: Timestamp::now(),
+            };
+            let status = status::terminal_status(pod, &stopped, &inputs);
+            if pod.status.as_ref() != Some(&status) {
+                if let Err(e) = self.ctx.api.patch_status(pod, &status).await {
+                    tracing::debug!(pod = %pod_ref(pod), error = %e, "cannot report the final status");
+                }
+            }
+        }
+        let rt = match observe(self.ctx.runtime.as_ref(), &self.uid).await {
+            Ok(rt) => rt,
+            Err(_) => rt.clone(),
+        };
+        let rt = &rt;
         if self.tear_down(Some(pod), rt, grace).await.is_err() {
             return Outcome::Continue(Some(Instant::now() + Duration::from_secs(1)));
         }

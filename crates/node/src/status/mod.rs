@@ -242,6 +242,29 @@ fn condition(
     }
 }
 
+/// The conditions the kubelet owns.
+const KUBELET_CONDITIONS: [&str; 4] = [
+    "PodReadyToStartContainers",
+    "Initialized",
+    "Ready",
+    "ContainersReady",
+];
+
+/// The status of a pod whose containers have all been stopped for its
+/// deletion: terminal, Succeeded only if every container exited 0 (as
+/// upstream reports a terminating pod's final status).
+pub fn terminal_status(pod: &Pod, rt: &PodRuntime, inputs: &Inputs<'_>) -> PodStatus {
+    let mut status = pod_status(pod, rt, inputs);
+    let all_ok = status.container_statuses.iter().flatten().all(|c| {
+        c.state
+            .as_ref()
+            .and_then(|s| s.terminated.as_ref())
+            .is_some_and(|t| t.exit_code == 0)
+    });
+    status.phase = Some(if all_ok { "Succeeded" } else { "Failed" }.to_string());
+    status
+}
+
 /// The whole status the agent reports for `pod`.
 pub fn pod_status(pod: &Pod, rt: &PodRuntime, inputs: &Inputs<'_>) -> PodStatus {
     let current = pod.status.clone().unwrap_or_default();
@@ -314,9 +337,14 @@ pub fn pod_status(pod: &Pod, rt: &PodRuntime, inputs: &Inputs<'_>) -> PodStatus 
             inputs.now,
         ),
     ];
-    if let Some(scheduled) = existing.iter().find(|c| c.type_ == "PodScheduled") {
-        conditions.push(scheduled.clone());
-    }
+    // Conditions others own (PodScheduled, DisruptionTarget, readiness
+    // gates) stay as they are.
+    conditions.extend(
+        existing
+            .iter()
+            .filter(|c| !KUBELET_CONDITIONS.contains(&c.type_.as_str()))
+            .cloned(),
+    );
     PodStatus {
         phase: Some(phase.to_string()),
         conditions: Some(conditions),
@@ -364,6 +392,7 @@ mod tests {
             message: String::new(),
             image: "busybox".into(),
             image_ref: "sha256:abc".into(),
+            grace_period: None,
         }
     }
 
