@@ -702,11 +702,8 @@ async fn run_pods(
                 index.set_running(running);
                 for (uid, fp) in &now {
                     match workers.get(uid) {
-                        Some(h) => {
-                            if fingerprints.get(uid) != Some(fp) {
-                                h.wake.notify_one();
-                            }
-                        }
+                        Some(h) if fingerprints.get(uid) != Some(fp) => h.wake.notify_one(),
+                        Some(_) => {}
                         // Runtime objects of a pod the API does not have
                         // (deleted while the agent was away, say).
                         None if synced => {
