@@ -179,32 +179,24 @@ pub fn sandbox_config(pod: &Pod, attempt: u32, log_root: &Path) -> api::PodSandb
     }
 }
 
-fn quantity_milli(
-    resources: Option<
-        &std::collections::BTreeMap<
-            String,
-            k8s_openapi::apimachinery::pkg::api::resource::Quantity,
-        >,
-    >,
+type Resources =
+    std::collections::BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>;
+
+/// A resource's quantity, parsed with `parse` (milli-units or whole units).
+fn quantity(
+    resources: Option<&Resources>,
     name: &str,
+    parse: fn(&str) -> skiff_api::quantity::Result<i64>,
 ) -> Option<i64> {
-    resources?
-        .get(name)
-        .and_then(|q| skiff_api::quantity::parse_milli(&q.0).ok())
+    resources?.get(name).and_then(|q| parse(&q.0).ok())
 }
 
-fn quantity_value(
-    resources: Option<
-        &std::collections::BTreeMap<
-            String,
-            k8s_openapi::apimachinery::pkg::api::resource::Quantity,
-        >,
-    >,
-    name: &str,
-) -> Option<i64> {
-    resources?
-        .get(name)
-        .and_then(|q| skiff_api::quantity::parse_value(&q.0).ok())
+fn quantity_milli(resources: Option<&Resources>, name: &str) -> Option<i64> {
+    quantity(resources, name, skiff_api::quantity::parse_milli)
+}
+
+fn quantity_value(resources: Option<&Resources>, name: &str) -> Option<i64> {
+    quantity(resources, name, skiff_api::quantity::parse_value)
 }
 
 /// cgroup settings from requests and limits, as the kubelet computes them.
