@@ -683,3 +683,62 @@ fn stop_pods_on_exit_stops_the_pods() {
         (shims() == 0).then_some(())
     });
 }
+
+/// A sandbox that dies (its pause process killed) is noticed by the
+/// relist and re-created, with upstream's SandboxChanged event, and the
+/// pod's containers start again in it.
+#[test]
+fn a_dead_sandbox_is_recreated() {
+    let c = Cluster::start(Options::default());
+    c.kubectl(&[
+        "run",
+        "phoenix",
+        "--image=busybox",
+        "--image-pull-policy=IfNotPresent",
+        // The old container is stopped with the pod's grace period.
+        "--overrides={\"spec\":{\"terminationGracePeriodSeconds\":1}}",
+        "--",
+        "sleep",
+        "3600",
+    ]);
+    c.wait("pod/phoenix", "condition=Ready", 60);
+    let ctr = |args: &[&str]| {
+        let out = std::process::Command::new("ctr")
+            .arg("--address")
+            .arg(c.data_dir.join("node/containerd/containerd.sock"))
+            .args(["-n", "k8s.io"])
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let sandbox = ctr(&[
+        "containers",
+        "ls",
+        "-q",
+        "labels.\"io.cri-containerd.kind\"==sandbox",
+    ]);
+    let sandbox = sandbox.trim().to_string();
+    assert!(!sandbox.is_empty(), "no sandbox");
+    let pid = ctr(&["tasks", "ls"])
+        .lines()
+        .find(|l| l.starts_with(&sandbox))
+        .and_then(|l| l.split_whitespace().nth(1).map(str::to_string))
+        .expect("the sandbox's task");
+    std::process::Command::new("kill")
+        .args(["-KILL", &pid])
+        .status()
+        .unwrap();
+    wait_for("SandboxChanged", Duration::from_secs(60), || {
+        c.event_reasons("phoenix")
+            .iter()
+            .any(|r| r == "SandboxChanged")
+            .then_some(())
+    });
+    c.wait(
+        "pod/phoenix",
+        "jsonpath={.status.containerStatuses[0].restartCount}=1",
+        60,
+    );
+    c.wait("pod/phoenix", "condition=Ready", 60);
+}
