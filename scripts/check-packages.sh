@@ -43,6 +43,8 @@ files=$(printf '%s\n' "$files" | while read -r f; do [ -f "$f" ] && echo "$f"; d
   | sed -E 'p; s#^/(lib|lib64|bin|sbin)/#/usr/\1/#; t; s#^/usr/(lib|lib64|bin|sbin)/#/\1/#' | sort -u)
 missing=$(printf '%s\n' "$files" | { xargs -r dpkg -S 2>/dev/null || true; } | awk -v known="$known" '
   BEGIN { n = split(known, k, "\n"); for (i = 1; i <= n; i++) ok[k[i]] = 1 }
+  # dpkg-divert records ("diversion by dash from: /bin/sh") name no owner.
+  /^diversion by / { next }
   {
     at = index($0, ": "); if (at == 0) next
     owners = substr($0, 1, at - 1); file = substr($0, at + 2)
