@@ -10,7 +10,7 @@ use crate::runtime::api;
 /// Label keys on sandboxes and containers (upstream's).
 pub const POD_NAME: &str = "io.kubernetes.pod.name";
 pub const POD_NAMESPACE: &str = "io.kubernetes.pod.namespace";
-pub const POD_UID: &str = "io.kubernetes.pod.uid";
+pub const POD_UID: &str = crate::runtime::POD_UID_LABEL;
 pub const CONTAINER_NAME: &str = "io.kubernetes.container.name";
 /// Annotation keys on containers (upstream's).
 pub const RESTART_COUNT: &str = "io.kubernetes.container.restartCount";

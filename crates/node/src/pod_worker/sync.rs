@@ -105,7 +105,7 @@ fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
 /// Everything the runtime has for pod `uid`.
 pub async fn observe(runtime: &dyn Runtime, uid: &str) -> RuntimeResult<PodRuntime> {
     let mut pod = PodRuntime::default();
-    for s in runtime.list_pod_sandboxes().await? {
+    for s in runtime.list_pod_sandboxes_of(uid).await? {
         if observed::pod_uid(&s.labels) != Some(uid) {
             continue;
         }
@@ -122,7 +122,7 @@ pub async fn observe(runtime: &dyn Runtime, uid: &str) -> RuntimeResult<PodRunti
         };
         pod.sandboxes.push(observed::sandbox(&s, ip));
     }
-    for c in runtime.list_containers().await? {
+    for c in runtime.list_containers_of(uid).await? {
         if observed::pod_uid(&c.labels) != Some(uid) {
             continue;
         }

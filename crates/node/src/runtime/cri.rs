@@ -142,6 +142,36 @@ impl Runtime for CriRuntime {
         Ok(r.into_inner().items)
     }
 
+    async fn list_pod_sandboxes_of(&self, pod_uid: &str) -> Result<Vec<api::PodSandbox>> {
+        let filter = api::PodSandboxFilter {
+            label_selector: [(super::POD_UID_LABEL.to_string(), pod_uid.to_string())].into(),
+            ..Default::default()
+        };
+        let r = self
+            .runtime
+            .clone()
+            .list_pod_sandbox(req(api::ListPodSandboxRequest {
+                filter: Some(filter),
+            }))
+            .await?;
+        Ok(r.into_inner().items)
+    }
+
+    async fn list_containers_of(&self, pod_uid: &str) -> Result<Vec<api::Container>> {
+        let filter = api::ContainerFilter {
+            label_selector: [(super::POD_UID_LABEL.to_string(), pod_uid.to_string())].into(),
+            ..Default::default()
+        };
+        let r = self
+            .runtime
+            .clone()
+            .list_containers(req(api::ListContainersRequest {
+                filter: Some(filter),
+            }))
+            .await?;
+        Ok(r.into_inner().containers)
+    }
+
     async fn create_container(
         &self,
         sandbox_id: &str,

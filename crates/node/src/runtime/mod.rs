@@ -100,6 +100,9 @@ impl From<tonic::Status> for Error {
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// The label every sandbox and container of a pod carries (upstream's).
+pub const POD_UID_LABEL: &str = "io.kubernetes.pod.uid";
+
 /// The CRI calls the agent makes (RuntimeService and ImageService).
 #[async_trait]
 pub trait Runtime: Send + Sync + std::fmt::Debug {
@@ -115,6 +118,16 @@ pub trait Runtime: Send + Sync + std::fmt::Debug {
     async fn remove_pod_sandbox(&self, id: &str) -> Result<()>;
     async fn pod_sandbox_status(&self, id: &str) -> Result<api::PodSandboxStatus>;
     async fn list_pod_sandboxes(&self) -> Result<Vec<api::PodSandbox>>;
+    /// The sandboxes of one pod (by its UID label); runtimes filter
+    /// server-side where they can.
+    async fn list_pod_sandboxes_of(&self, pod_uid: &str) -> Result<Vec<api::PodSandbox>> {
+        Ok(self
+            .list_pod_sandboxes()
+            .await?
+            .into_iter()
+            .filter(|s| s.labels.get(POD_UID_LABEL).map(String::as_str) == Some(pod_uid))
+            .collect())
+    }
 
     async fn create_container(
         &self,
@@ -126,6 +139,15 @@ pub trait Runtime: Send + Sync + std::fmt::Debug {
     async fn stop_container(&self, id: &str, timeout_seconds: i64) -> Result<()>;
     async fn remove_container(&self, id: &str) -> Result<()>;
     async fn list_containers(&self) -> Result<Vec<api::Container>>;
+    /// The containers of one pod (by its UID label).
+    async fn list_containers_of(&self, pod_uid: &str) -> Result<Vec<api::Container>> {
+        Ok(self
+            .list_containers()
+            .await?
+            .into_iter()
+            .filter(|c| c.labels.get(POD_UID_LABEL).map(String::as_str) == Some(pod_uid))
+            .collect())
+    }
     async fn container_status(&self, id: &str) -> Result<api::ContainerStatus>;
 
     /// The image's status, `None` when it is not present.
