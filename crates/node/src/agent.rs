@@ -568,6 +568,35 @@ async fn stop_everything(runtime: &dyn Runtime) {
     }
 }
 
+/// Resolves once the pod changes in a way that must not wait for the
+/// sync in progress: it is deleted, gone, or its grace period shrank.
+///
+/// It watches a clone of the worker's receiver, so changes it passes over
+/// still wake the worker afterwards.
+async fn more_urgent(mut rx: watch::Receiver<Option<Arc<Pod>>>, current: Option<&Pod>) {
+    let deleting = current.is_some_and(|p| p.metadata.deletion_timestamp.is_some());
+    let grace = current.and_then(|p| p.metadata.deletion_grace_period_seconds);
+    loop {
+        if rx.changed().await.is_err() {
+            return;
+        }
+        let urgent = match rx.borrow().as_deref() {
+            None => true,
+            Some(p) => {
+                let now_deleting = p.metadata.deletion_timestamp.is_some();
+                let shorter = match (grace, p.metadata.deletion_grace_period_seconds) {
+                    (Some(old), Some(new)) => new < old,
+                    _ => false,
+                };
+                (now_deleting && !deleting) || shorter
+            }
+        };
+        if urgent {
+            return;
+        }
+    }
+}
+
 /// Spawns a worker task for `uid`.
 fn spawn_worker(
     ctx: Arc<Context>,
@@ -587,7 +616,14 @@ fn spawn_worker(
             } else {
                 rx.borrow_and_update().clone()
             };
-            let outcome = worker.sync(pod.as_deref()).await;
+            // A deletion (or a shorter grace period) arriving during a
+            // long sync (a pull, a stop) cuts it short: the next pass
+            // acts on it, as upstream's pod workers cancel the sync.
+            let outcome = tokio::select! {
+                o = worker.sync(pod.as_deref()) => o,
+                () = more_urgent(rx.clone(), pod.as_deref()), if !gone => Outcome::Continue(Some(Instant::now())),
+                _ = shutdown.cancelled() => return,
+            };
             let deadline = match outcome {
                 Outcome::Done => return,
                 Outcome::Continue(at) => {

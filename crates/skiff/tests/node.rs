@@ -235,6 +235,26 @@ spec:
     c.kubectl(&["delete", "pod", "polite", "--timeout=40s"]);
     // `sleep` as PID 1 ignores TERM: the agent must SIGKILL at 3 s.
     c.kubectl(&["delete", "pod", "stubborn", "--timeout=40s"]);
+    // A second delete with a shorter grace period cuts a long one short.
+    c.apply(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: slow}
+spec:
+  terminationGracePeriodSeconds: 300
+  containers:
+  - {name: c, image: busybox, imagePullPolicy: IfNotPresent, command: ["sleep", "3600"]}
+"#,
+    );
+    c.wait("pod/slow", "condition=Ready", 60);
+    c.kubectl(&["delete", "pod", "slow", "--wait=false"]);
+    c.wait(
+        "pod/slow",
+        "jsonpath={.metadata.deletionGracePeriodSeconds}=300",
+        30,
+    );
+    c.kubectl(&["delete", "pod", "slow", "--grace-period=1", "--timeout=40s"]);
     let reasons = c.event_reasons("stubborn");
     assert!(reasons.iter().any(|r| r == "Killing"), "{reasons:?}");
     // Nothing of them is left in the runtime.
