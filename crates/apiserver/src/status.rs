@@ -220,7 +220,7 @@ impl ApiError {
     }
 }
 
-fn qualified(group: &str, plural: &str) -> String {
+pub fn qualified(group: &str, plural: &str) -> String {
     if group.is_empty() {
         plural.to_string()
     } else {

@@ -904,3 +904,44 @@ async fn node_watches_see_only_their_own_pods() {
     let seen: Vec<(&str, &str)> = seen.iter().map(|(w, n)| (*w, n.as_str())).collect();
     assert_eq!(seen, vec![("ADDED", "c"), ("ADDED", "b"), ("DELETED", "c")]);
 }
+
+/// A UID in an update's or patch's body is a precondition, as the
+/// kubelet's status patches rely on: a pod recreated under the same name
+/// is not the pod the patch was for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_uid_that_differs_is_a_conflict() {
+    let server = TestServer::start().await;
+    let client = client(&server).await;
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    let created = pods
+        .create(&PostParams::default(), &pod("same-name", json!({})))
+        .await
+        .unwrap();
+    let uid = created.metadata.uid.clone().unwrap();
+    let patch = |uid: &str| json!({"metadata": {"uid": uid}, "status": {"phase": "Running"}});
+    pods.patch_status(
+        "same-name",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(patch(&uid)),
+    )
+    .await
+    .unwrap();
+    let e = api_error(
+        pods.patch_status(
+            "same-name",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(patch("00000000-0000-0000-0000-000000000000")),
+        )
+        .await
+        .unwrap_err(),
+    );
+    assert_eq!(e.code, 409);
+    assert_eq!(
+        e.message,
+        format!("Operation cannot be fulfilled on pods \"same-name\": Precondition failed: UID in precondition: 00000000-0000-0000-0000-000000000000, UID in object meta: {uid}")
+    );
+    assert_eq!(
+        pods.get("same-name").await.unwrap().metadata.uid.as_deref(),
+        Some(uid.as_str())
+    );
+}

@@ -280,6 +280,18 @@ pub async fn update(
             }
             return Err(ApiError::conflict(r.group, r.plural, name));
         }
+        // A UID in the body is a precondition (the kubelet's status patches
+        // carry the pod's): a recreated object of the same name is not it.
+        let new_uid = candidate.pointer("/metadata/uid").and_then(Value::as_str);
+        let old_uid = old.pointer("/metadata/uid").and_then(Value::as_str);
+        if let (Some(want), Some(have)) = (new_uid, old_uid) {
+            if !want.is_empty() && want != have {
+                return Err(ApiError::conflict_message(format!(
+                    "Operation cannot be fulfilled on {} \"{name}\": Precondition failed: UID in precondition: {want}, UID in object meta: {have}",
+                    crate::status::qualified(r.group, r.plural)
+                )));
+            }
+        }
         let mut new = match subresource {
             Some("status") => {
                 let mut merged = old.clone();
