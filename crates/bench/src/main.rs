@@ -6,6 +6,7 @@ mod api;
 mod cluster;
 mod framework;
 mod h2;
+mod node;
 mod scheduler;
 mod stats;
 mod store;
@@ -34,6 +35,11 @@ enum Command {
     Scheduler(scheduler::Args),
     /// The scheduling algorithm alone on an in-memory cache.
     Framework(framework::Args),
+    /// The node agent: pod startup and deletion latency and memory of
+    /// `skiff server` beside the raw CRI floor on a containerd of the same
+    /// config (and podman when installed). Needs root, containerd, runc
+    /// and the CNI plugins.
+    Node(node::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -49,5 +55,6 @@ fn main() -> anyhow::Result<()> {
         Command::Framework(args) => framework::run(args),
         Command::Api(args) => runtime.block_on(api::run(args)),
         Command::Scheduler(args) => runtime.block_on(scheduler::run(args)),
+        Command::Node(args) => runtime.block_on(node::run(args)),
     }
 }

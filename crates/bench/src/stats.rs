@@ -58,3 +58,38 @@ pub fn print_table(title: &str, headers: [&str; 4], rows: &[(String, String, Str
         }
     }
 }
+
+/// Prints a markdown table with any number of columns under `title`
+/// (the first column left-aligned, the others right-aligned).
+pub fn print_grid(title: &str, headers: &[&str], rows: &[Vec<String>]) {
+    let columns = headers.len();
+    let mut width: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate().take(columns) {
+            width[i] = width[i].max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut out = String::from("|");
+        for (i, w) in width.iter().enumerate() {
+            let cell = cells.get(i).copied().unwrap_or("");
+            let pad = w.saturating_sub(cell.chars().count());
+            if i == 0 {
+                out.push_str(&format!(" {cell}{} |", " ".repeat(pad)));
+            } else {
+                out.push_str(&format!(" {}{cell} |", " ".repeat(pad)));
+            }
+        }
+        out
+    };
+    println!("\n{title}");
+    println!("{}", line(headers.to_vec()));
+    let rule: String = width
+        .iter()
+        .map(|w| format!("|{}", "-".repeat(w + 2)))
+        .collect();
+    println!("{rule}|");
+    for row in rows {
+        println!("{}", line(row.iter().map(String::as_str).collect()));
+    }
+}

@@ -26,8 +26,13 @@ use crate::backoff::{go_duration, Backoff};
 use crate::runtime::{Result as RuntimeResult, Runtime};
 use crate::status;
 
-/// The kubelet's floor for a kill's grace period.
+/// The kubelet's floor for a kill it decides on itself (a changed
+/// container, a dead sandbox).
 const MIN_GRACE_SECONDS: i64 = 2;
+/// The floor for a kill the API asked for (deletion): upstream's
+/// calculateEffectiveGracePeriod always passes at least 1 s, as an
+/// override that the 2 s floor does not apply to.
+const MIN_DELETION_GRACE_SECONDS: i64 = 1;
 
 /// What the worker writes to the API about its pod.
 #[async_trait]
@@ -242,7 +247,7 @@ impl PodWorker {
                     "Pod sandbox changed, it will be killed and re-created.",
                 );
             }
-            self.stop_containers(pod, rt.running().collect(), grace)
+            self.stop_containers(pod, rt.running().collect(), grace.max(MIN_GRACE_SECONDS))
                 .await;
             for s in rt.sandboxes.iter().filter(|s| s.ready) {
                 if let Err(e) = self.ctx.runtime.stop_pod_sandbox(&s.id).await {
@@ -465,8 +470,8 @@ impl PodWorker {
         }
     }
 
+    /// Stops `running` with `grace` seconds (already floored by the caller).
     async fn stop_containers(&self, pod: &Pod, running: Vec<&observed::Container>, grace: i64) {
-        let grace = grace.max(MIN_GRACE_SECONDS);
         let stops = running.into_iter().map(|c| {
             self.ctx.events.event(
                 pod,
@@ -489,13 +494,16 @@ impl PodWorker {
     async fn tear_down(&self, pod: Option<&Pod>, rt: &PodRuntime, grace: i64) -> Result<(), ()> {
         let running: Vec<&observed::Container> = rt.running().collect();
         match pod {
-            Some(pod) => self.stop_containers(pod, running, grace).await,
+            Some(pod) => {
+                self.stop_containers(pod, running, grace.max(MIN_DELETION_GRACE_SECONDS))
+                    .await
+            }
             None => {
                 for c in running {
                     let _ = self
                         .ctx
                         .runtime
-                        .stop_container(&c.id, grace.max(MIN_GRACE_SECONDS))
+                        .stop_container(&c.id, grace.max(MIN_DELETION_GRACE_SECONDS))
                         .await;
                 }
             }
@@ -537,8 +545,12 @@ impl PodWorker {
         // Stop first and report what the containers ended with, then
         // remove them and the object (a finalizer may keep it: it then
         // shows how the pod ended).
-        self.stop_containers(pod, rt.running().collect(), grace)
-            .await;
+        self.stop_containers(
+            pod,
+            rt.running().collect(),
+            grace.max(MIN_DELETION_GRACE_SECONDS),
+        )
+        .await;
         if let Ok(stopped) = observe(self.ctx.runtime.as_ref(), &self.uid).await {
             let inputs = status::Inputs {
                 waiting: &BTreeMap::new(),
