@@ -630,11 +630,24 @@ fn spawn_worker(
                     at.unwrap_or_else(|| Instant::now() + Duration::from_secs(10))
                 }
             };
-            tokio::select! {
-                _ = shutdown.cancelled() => return,
-                r = rx.changed(), if !gone => { if r.is_err() { gone = true } }
-                _ = notify.notified() => {}
-                _ = tokio::time::sleep_until(deadline.into()) => {}
+            // Wait for a reason to sync again. The echo of the worker's own
+            // status write is not one (it would cost a CRI read per write).
+            loop {
+                tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    r = rx.changed(), if !gone => {
+                        if r.is_err() {
+                            gone = true;
+                            break;
+                        }
+                        let echo = rx.borrow().as_deref().is_some_and(|p| worker.is_echo(p));
+                        if !echo {
+                            break;
+                        }
+                    }
+                    _ = notify.notified() => break,
+                    _ = tokio::time::sleep_until(deadline.into()) => break,
+                }
             }
         }
     });

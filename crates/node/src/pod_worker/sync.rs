@@ -182,6 +182,22 @@ impl PodWorker {
         &self.uid
     }
 
+    /// Whether `pod` is only the echo of this worker's own status write:
+    /// the spec and deletion fields are those last synced and the status is
+    /// the one last reported. Such an update needs no sync.
+    pub fn is_echo(&self, pod: &Pod) -> bool {
+        let (Some(last), Some(reported)) = (self.last_pod.as_ref(), self.last_reported.as_ref())
+        else {
+            return false;
+        };
+        pod.status.as_ref() == Some(reported)
+            && pod.spec == last.spec
+            && pod.metadata.deletion_timestamp == last.metadata.deletion_timestamp
+            && pod.metadata.deletion_grace_period_seconds
+                == last.metadata.deletion_grace_period_seconds
+            && pod.metadata.uid == last.metadata.uid
+    }
+
     /// One pass. `pod` is the API's current pod, or `None` once it is
     /// gone from the API.
     pub async fn sync(&mut self, pod: Option<&Pod>) -> Outcome {
