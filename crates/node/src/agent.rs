@@ -246,6 +246,58 @@ impl PodIndex {
     }
 }
 
+/// ConfigMaps and Secrets read through the API when a container starts.
+#[derive(Clone)]
+struct ApiObjects(kube::Client);
+
+impl std::fmt::Debug for ApiObjects {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiObjects")
+    }
+}
+
+#[async_trait]
+impl crate::pod_worker::env::Objects for ApiObjects {
+    async fn config_map(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<BTreeMap<String, String>>, String> {
+        let api: Api<k8s_openapi::api::core::v1::ConfigMap> =
+            Api::namespaced(self.0.clone(), namespace);
+        match api.get_opt(name).await {
+            Ok(cm) => Ok(cm.map(|cm| cm.data.unwrap_or_default())),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    async fn secret(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<BTreeMap<String, Vec<u8>>>, String> {
+        let api: Api<k8s_openapi::api::core::v1::Secret> =
+            Api::namespaced(self.0.clone(), namespace);
+        match api.get_opt(name).await {
+            Ok(s) => Ok(s.map(|s| {
+                let mut data: BTreeMap<String, Vec<u8>> = s
+                    .data
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(k, v)| (k, v.0))
+                    .collect();
+                // stringData is write-only upstream, folded into data on
+                // write; read it too in case a store kept it.
+                for (k, v) in s.string_data.unwrap_or_default() {
+                    data.entry(k).or_insert_with(|| v.into_bytes());
+                }
+                data
+            })),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
 /// A running worker's handles.
 #[derive(Debug)]
 struct Handle {
@@ -493,6 +545,16 @@ impl Agent {
             node_ip: node_ip.to_string(),
             log_root: log_root.clone(),
             network_ready: network_ready.clone(),
+            objects: Arc::new(ApiObjects(client.clone())),
+            node_name: config.node_name.clone(),
+            node_cpu_milli: std::thread::available_parallelism()
+                .map(|n| n.get() as i64 * 1000)
+                .unwrap_or(1000),
+            node_memory: std::fs::read_to_string("/proc/meminfo")
+                .ok()
+                .and_then(|m| registration::machine::mem_total_bytes(&m))
+                .map(|b| b as i64)
+                .unwrap_or(0),
         });
         let pods = run_pods(
             client.clone(),

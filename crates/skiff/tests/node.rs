@@ -762,3 +762,71 @@ fn a_dead_sandbox_is_recreated() {
     );
     c.wait("pod/phoenix", "condition=Ready", 60);
 }
+
+/// A container whose environment names a ConfigMap that does not exist
+/// waits with CreateContainerConfigError in upstream's words, and starts by
+/// itself once the ConfigMap is created; values come from ConfigMaps,
+/// Secrets and the pod's fields, with $(VAR) expansion.
+#[test]
+fn environment_from_config_maps_secrets_and_fields() {
+    let c = Cluster::start(Options::default());
+    c.apply(
+        r#"
+apiVersion: v1
+kind: Secret
+metadata: {name: creds}
+stringData: {token: hunter2}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: envy, labels: {app: web}}
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+  - name: c
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "echo color=$COLOR token=$TOKEN pod=$POD app=$APP ip=$IP greeting=$(GREETING) cm=$CM_size; sleep 3600"]
+    envFrom:
+    - {configMapRef: {name: settings}, prefix: CM_}
+    env:
+    - {name: COLOR, valueFrom: {configMapKeyRef: {name: settings, key: color}}}
+    - {name: TOKEN, valueFrom: {secretKeyRef: {name: creds, key: token}}}
+    - {name: POD, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+    - {name: APP, valueFrom: {fieldRef: {fieldPath: "metadata.labels['app']"}}}
+    - {name: IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}
+    - {name: GREETING, value: "hello-$(POD)"}
+"#,
+    );
+    c.wait(
+        "pod/envy",
+        "jsonpath={.status.containerStatuses[0].state.waiting.reason}=CreateContainerConfigError",
+        60,
+    );
+    assert_eq!(
+        c.pod_field(
+            "envy",
+            "{.status.containerStatuses[0].state.waiting.message}"
+        ),
+        "configmap \"settings\" not found"
+    );
+    let table = c.kubectl(&["get", "pod", "envy"]);
+    assert!(table.contains("CreateContainerConfigError"), "{table}");
+    c.kubectl(&[
+        "create",
+        "configmap",
+        "settings",
+        "--from-literal=color=blue",
+        "--from-literal=size=9",
+    ]);
+    c.wait("pod/envy", "condition=Ready", 60);
+    let ip = c.pod_field("envy", "{.status.podIP}");
+    let logs = wait_for("the container's output", Duration::from_secs(20), || {
+        let out = c.kubectl(&["logs", "envy"]);
+        (!out.is_empty()).then_some(out)
+    });
+    assert_eq!(
+        logs,
+        format!("color=blue token=hunter2 pod=envy app=web ip={ip} greeting=hello-envy cm=9\n")
+    );
+}

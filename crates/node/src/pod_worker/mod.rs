@@ -2,10 +2,12 @@
 //! API wants and what the runtime has ([`observed`]), computes what to do
 //! ([`actions`], pure), carries it out ([`sync`]: images, sandbox,
 //! containers, back-off, events, termination) and reports the pod's status
-//! ([`crate::status`]). CRI configs come from [`config`].
+//! ([`crate::status`]). CRI configs come from [`config`], environments
+//! from [`env`].
 
 pub mod actions;
 pub mod config;
+pub mod env;
 pub mod events;
 pub mod images;
 pub mod observed;

@@ -26,6 +26,9 @@ use crate::backoff::{go_duration, Backoff};
 use crate::runtime::{Result as RuntimeResult, Runtime};
 use crate::status;
 
+/// How soon a container whose ConfigMap or Secret is missing is tried again.
+const CONFIG_RETRY: Duration = Duration::from_secs(5);
+
 /// The kubelet's floor for a kill it decides on itself (a changed
 /// container, a dead sandbox).
 const MIN_GRACE_SECONDS: i64 = 2;
@@ -53,6 +56,13 @@ pub struct Context {
     pub log_root: PathBuf,
     /// Whether pod networking (CNI) is up; pods that need it wait.
     pub network_ready: Arc<std::sync::atomic::AtomicBool>,
+    /// The ConfigMaps and Secrets containers' environments refer to.
+    pub objects: Arc<dyn super::env::Objects>,
+    pub node_name: String,
+    /// Allocatable CPU (millicores) and memory (bytes), for
+    /// `resourceFieldRef` of containers without limits.
+    pub node_cpu_milli: i64,
+    pub node_memory: i64,
 }
 
 /// How a sync ended.
@@ -415,9 +425,66 @@ impl PodWorker {
                     continue;
                 }
             };
+            // Everything the environment refers to must exist first.
+            let pod_ip = if host_network {
+                Some(self.ctx.node_ip.clone())
+            } else {
+                match rt.ready_sandbox().filter(|s| s.id == sandbox_id) {
+                    Some(s) => s.ip.clone(),
+                    None => self
+                        .ctx
+                        .runtime
+                        .pod_sandbox_status(&sandbox_id)
+                        .await
+                        .ok()
+                        .and_then(|s| s.network)
+                        .map(|n| n.ip)
+                        .filter(|ip| !ip.is_empty()),
+                }
+            };
+            let facts = super::env::Facts {
+                node_name: &self.ctx.node_name,
+                host_ip: &self.ctx.node_ip,
+                pod_ip: pod_ip.as_deref(),
+                node_cpu_milli: self.ctx.node_cpu_milli,
+                node_memory: self.ctx.node_memory,
+            };
+            let resolved =
+                match super::env::resolve(self.ctx.objects.as_ref(), pod, c, &facts).await {
+                    Ok(r) => r,
+                    Err(msg) => {
+                        events.event(pod, EventType::Warning, "Failed", &format!("Error: {msg}"));
+                        self.waiting.insert(
+                            c.name.clone(),
+                            Waiting::new("CreateContainerConfigError", msg),
+                        );
+                        // Retried until the object appears (upstream: the pod
+                        // worker's back-off).
+                        next = earliest(next, Some(now + CONFIG_RETRY));
+                        continue;
+                    }
+                };
+            for (source, keys) in &resolved.invalid {
+                events.event(
+                    pod,
+                    EventType::Warning,
+                    "InvalidEnvironmentVariableNames",
+                    &format!(
+                        "Keys [{}] from the EnvFrom {source} were skipped since they are considered invalid environment variable names.",
+                        keys.join(", ")
+                    ),
+                );
+            }
             let restart = latest.map(|l| l.restart_count + 1).unwrap_or(0);
             self.remove_old_instances(rt, &c.name).await;
-            let config = container_config(pod, c, restart, &image);
+            let mut config = container_config(pod, c, restart, &image);
+            config.envs = resolved
+                .env
+                .into_iter()
+                .map(|(key, value)| crate::runtime::api::KeyValue { key, value })
+                .collect();
+            config.command = resolved.command;
+            config.args = resolved.args;
             let id = match self
                 .ctx
                 .runtime
@@ -620,6 +687,27 @@ mod tests {
     use crate::pod_worker::events::Recorded;
     use crate::runtime::fake::FakeRuntime;
 
+    #[derive(Debug)]
+    struct NoObjects;
+
+    #[async_trait]
+    impl super::super::env::Objects for NoObjects {
+        async fn config_map(
+            &self,
+            _: &str,
+            _: &str,
+        ) -> Result<Option<std::collections::BTreeMap<String, String>>, String> {
+            Ok(None)
+        }
+        async fn secret(
+            &self,
+            _: &str,
+            _: &str,
+        ) -> Result<Option<std::collections::BTreeMap<String, Vec<u8>>>, String> {
+            Ok(None)
+        }
+    }
+
     #[derive(Debug, Default)]
     struct FakeApi {
         statuses: std::sync::Mutex<Vec<PodStatus>>,
@@ -659,6 +747,10 @@ mod tests {
             node_ip: "192.168.0.2".into(),
             log_root: dir,
             network_ready: Arc::new(std::sync::atomic::AtomicBool::new(true)),
+            objects: Arc::new(NoObjects),
+            node_name: "n1".into(),
+            node_cpu_milli: 2000,
+            node_memory: 1 << 30,
         });
         let worker = PodWorker::new(ctx, "u1".into());
         (runtime, events, api, worker)
