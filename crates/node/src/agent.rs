@@ -555,6 +555,7 @@ impl Agent {
                 .and_then(|m| registration::machine::mem_total_bytes(&m))
                 .map(|b| b as i64)
                 .unwrap_or(0),
+            volumes_root: config.data_dir.join("volumes"),
         });
         let pods = run_pods(
             client.clone(),

@@ -830,3 +830,95 @@ spec:
         format!("color=blue token=hunter2 pod=envy app=web ip={ip} greeting=hello-envy cm=9\n")
     );
 }
+
+/// Init containers run one at a time, in order, before the main ones
+/// (their order observed through a hostPath file); a failing one fails
+/// the pod under Never and crash-loops under Always (`Init:` STATUS).
+#[test]
+fn init_containers_run_in_order_and_fail_as_upstream() {
+    let c = Cluster::start(Options::default());
+    let shared = c.dir.path().join("order");
+    std::fs::create_dir_all(&shared).unwrap();
+    c.apply(&format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: ordered}}
+spec:
+  terminationGracePeriodSeconds: 0
+  initContainers:
+  - {{name: first, image: busybox, imagePullPolicy: IfNotPresent, command: ["sh", "-c", "sleep 1; echo first >> /shared/log"], volumeMounts: [{{name: shared, mountPath: /shared}}]}}
+  - {{name: second, image: busybox, imagePullPolicy: IfNotPresent, command: ["sh", "-c", "echo second >> /shared/log"], volumeMounts: [{{name: shared, mountPath: /shared}}]}}
+  containers:
+  - {{name: main, image: busybox, imagePullPolicy: IfNotPresent, command: ["sh", "-c", "echo main >> /shared/log; sleep 3600"], volumeMounts: [{{name: shared, mountPath: /shared}}]}}
+  volumes:
+  - {{name: shared, hostPath: {{path: {dir}}}}}
+"#,
+        dir = shared.display()
+    ));
+    let early = wait_for("Init:0/2", Duration::from_secs(30), || {
+        let table = c.kubectl(&["get", "pod", "ordered"]);
+        table.contains("Init:").then_some(table)
+    });
+    assert!(
+        early.contains("Init:0/2") || early.contains("Init:1/2"),
+        "{early}"
+    );
+    c.wait("pod/ordered", "condition=Ready", 60);
+    let log = std::fs::read_to_string(shared.join("log")).unwrap_or_default();
+    assert_eq!(log, "first\nsecond\nmain\n");
+    assert_eq!(
+        c.pod_field(
+            "ordered",
+            "{.status.initContainerStatuses[*].state.terminated.reason}"
+        ),
+        "Completed Completed"
+    );
+    assert_eq!(
+        c.pod_field(
+            "ordered",
+            "{.status.conditions[?(@.type==\"Initialized\")].status}"
+        ),
+        "True"
+    );
+
+    for (name, policy) in [("init-never", "Never"), ("init-always", "Always")] {
+        c.apply(&format!(
+            r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  restartPolicy: {policy}
+  terminationGracePeriodSeconds: 0
+  initContainers:
+  - {{name: fails, image: busybox, imagePullPolicy: IfNotPresent, command: ["sh", "-c", "exit 7"]}}
+  containers:
+  - {{name: main, image: busybox, imagePullPolicy: IfNotPresent, command: ["sleep", "3600"]}}
+"#
+        ));
+    }
+    c.wait("pod/init-never", "jsonpath={.status.phase}=Failed", 60);
+    assert_eq!(
+        c.pod_field(
+            "init-never",
+            "{.status.initContainerStatuses[0].state.terminated.exitCode}"
+        ),
+        "7"
+    );
+    let table = c.kubectl(&["get", "pod", "init-never"]);
+    assert!(table.contains("Init:Error"), "{table}");
+    c.wait(
+        "pod/init-always",
+        "jsonpath={.status.initContainerStatuses[0].state.waiting.reason}=CrashLoopBackOff",
+        60,
+    );
+    assert_eq!(c.pod_field("init-always", "{.status.phase}"), "Pending");
+    let message = c.pod_field(
+        "init-always",
+        "{.status.conditions[?(@.type==\"Initialized\")].message}",
+    );
+    assert_eq!(message, "containers with incomplete status: [fails]");
+    let table = c.kubectl(&["get", "pod", "init-always"]);
+    assert!(table.contains("Init:CrashLoopBackOff"), "{table}");
+}

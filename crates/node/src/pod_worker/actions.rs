@@ -19,6 +19,10 @@ pub struct Actions {
     pub sandbox_attempt: u32,
     /// A sandbox existed and is gone or dead: upstream's SandboxChanged.
     pub sandbox_changed: bool,
+    /// Indexes into `spec.initContainers` to (re)start, in order.
+    pub start_init: Vec<usize>,
+    /// An init container failed under restartPolicy Never: the pod fails.
+    pub init_failed: bool,
     /// Indexes into `spec.containers` to start, in order.
     pub start: Vec<usize>,
     /// Running containers to stop: (container ID, name, why).
@@ -38,6 +42,73 @@ fn containers(pod: &Pod) -> &[SpecContainer] {
         .as_ref()
         .map(|s| s.containers.as_slice())
         .unwrap_or(&[])
+}
+
+/// The pod's init containers (sidecars among them).
+pub fn init_containers(pod: &Pod) -> &[SpecContainer] {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.init_containers.as_deref())
+        .unwrap_or(&[])
+}
+
+/// A sidecar: an init container with restartPolicy Always, which keeps
+/// running beside the main containers.
+pub fn is_sidecar(c: &SpecContainer) -> bool {
+    c.restart_policy.as_deref() == Some("Always")
+}
+
+/// Where initialization stands in the current sandbox.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Init {
+    /// Init containers to (re)start now.
+    pub start: Vec<usize>,
+    /// Every init container has succeeded (sidecars: started).
+    pub done: bool,
+    /// One failed under restartPolicy Never.
+    pub failed: bool,
+}
+
+/// Upstream's computeInitContainerActions, in order: the first init
+/// container not yet run is started; a running one is waited for (a
+/// sidecar counts as done once running); a failed one is restarted under
+/// the crash back-off, or fails the pod under Never. Only instances of
+/// the current sandbox count.
+pub fn init_progress(pod: &Pod, rt: &PodRuntime, sandbox_id: &str) -> Init {
+    let mut init = Init::default();
+    for (i, c) in init_containers(pod).iter().enumerate() {
+        let latest = rt
+            .containers
+            .iter()
+            .find(|x| x.name == c.name && x.sandbox_id == sandbox_id);
+        match latest {
+            None => {
+                init.start.push(i);
+                return init;
+            }
+            Some(l) if l.state == State::Running => {
+                if !is_sidecar(c) {
+                    return init;
+                }
+            }
+            Some(l) if l.state == State::Exited && l.exit_code == 0 && !is_sidecar(c) => {}
+            Some(_) if is_sidecar(c) => {
+                // A sidecar that exited is started again; the ones after it
+                // may go on.
+                init.start.push(i);
+            }
+            Some(_) => {
+                if restart_policy(pod) == "Never" {
+                    init.failed = true;
+                } else {
+                    init.start.push(i);
+                }
+                return init;
+            }
+        }
+    }
+    init.done = true;
+    init
 }
 
 /// A stable hash of the parts of a container's spec that need a new
@@ -113,6 +184,11 @@ pub fn compute_pod_actions(pod: &Pod, rt: &PodRuntime) -> Actions {
             actions.create_sandbox = false;
             return actions;
         }
+        if !init_containers(pod).is_empty() {
+            // A new sandbox runs initialization again, from the first.
+            actions.start_init = vec![0];
+            return actions;
+        }
         actions.start = specs
             .iter()
             .enumerate()
@@ -130,6 +206,20 @@ pub fn compute_pod_actions(pod: &Pod, rt: &PodRuntime) -> Actions {
         sandbox_attempt: attempt,
         ..Actions::default()
     };
+    let sandbox_id = rt
+        .ready_sandbox()
+        .map(|s| s.id.as_str())
+        .unwrap_or_default();
+    let init = init_progress(pod, rt, sandbox_id);
+    if init.failed {
+        actions.init_failed = true;
+        actions.kill_pod = true;
+        return actions;
+    }
+    actions.start_init = init.start;
+    if !init.done {
+        return actions;
+    }
     let mut keep = 0;
     for (i, c) in specs.iter().enumerate() {
         match rt.latest(&c.name) {
@@ -153,7 +243,10 @@ pub fn compute_pod_actions(pod: &Pod, rt: &PodRuntime) -> Actions {
         }
     }
     if keep == 0 && actions.start.is_empty() {
+        // The main containers are done: sidecars stop with the pod and
+        // are not started again.
         actions.kill_pod = true;
+        actions.start_init.clear();
     }
     actions
 }
@@ -383,6 +476,156 @@ mod tests {
             let got = compute_pod_actions(&p, &(case.runtime)(&p));
             assert_eq!(got, case.want, "{}", case.name);
         }
+    }
+
+    fn with_inits(policy: &str, inits: &[(&str, bool)]) -> Pod {
+        let mut p = pod(policy, &["main"]);
+        let spec = p.spec.as_mut().unwrap();
+        spec.init_containers = Some(
+            inits
+                .iter()
+                .map(|(name, sidecar)| {
+                    serde_json::from_value(serde_json::json!({
+                        "name": name, "image": "busybox",
+                        "restartPolicy": if *sidecar { Some("Always") } else { None }
+                    }))
+                    .unwrap()
+                })
+                .collect(),
+        );
+        p
+    }
+
+    fn init_instance(p: &Pod, name: &str, state: State, exit: i32) -> Container {
+        let spec = p
+            .spec
+            .as_ref()
+            .unwrap()
+            .init_containers
+            .as_ref()
+            .unwrap()
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap();
+        Container {
+            hash: container_hash(spec),
+            ..container_named(name, state, exit)
+        }
+    }
+
+    fn container_named(name: &str, state: State, exit: i32) -> Container {
+        Container {
+            id: format!("{name}-0"),
+            name: name.into(),
+            sandbox_id: "s0".into(),
+            state,
+            restart_count: 0,
+            hash: String::new(),
+            created_at: 0,
+            started_at: 0,
+            finished_at: 0,
+            exit_code: exit,
+            reason: String::new(),
+            message: String::new(),
+            image: "busybox".into(),
+            image_ref: String::new(),
+            grace_period: None,
+        }
+    }
+
+    #[test]
+    fn init_containers_run_one_at_a_time_in_order() {
+        let p = with_inits("Always", &[("a", false), ("b", false)]);
+        // A new sandbox starts with the first.
+        let got = compute_pod_actions(&p, &PodRuntime::default());
+        assert_eq!(
+            (got.start_init.clone(), got.start.clone()),
+            (vec![0], vec![])
+        );
+        // a running: wait.
+        let r = rt(
+            vec![sandbox(true, 0)],
+            vec![init_instance(&p, "a", State::Running, 0)],
+        );
+        let got = compute_pod_actions(&p, &r);
+        assert!(
+            got.start_init.is_empty() && got.start.is_empty() && !got.kill_pod,
+            "{got:?}"
+        );
+        // a done: b next.
+        let r = rt(
+            vec![sandbox(true, 0)],
+            vec![init_instance(&p, "a", State::Exited, 0)],
+        );
+        assert_eq!(compute_pod_actions(&p, &r).start_init, vec![1]);
+        // both done: the main container.
+        let r = rt(
+            vec![sandbox(true, 0)],
+            vec![
+                init_instance(&p, "a", State::Exited, 0),
+                init_instance(&p, "b", State::Exited, 0),
+            ],
+        );
+        let got = compute_pod_actions(&p, &r);
+        assert_eq!((got.start_init, got.start), (vec![], vec![0]));
+    }
+
+    #[test]
+    fn a_failed_init_container_restarts_or_fails_the_pod() {
+        let r = |p: &Pod| {
+            rt(
+                vec![sandbox(true, 0)],
+                vec![init_instance(p, "a", State::Exited, 1)],
+            )
+        };
+        let always = with_inits("Always", &[("a", false)]);
+        let got = compute_pod_actions(&always, &r(&always));
+        assert_eq!(got.start_init, vec![0]);
+        assert!(!got.init_failed);
+        let never = with_inits("Never", &[("a", false)]);
+        let got = compute_pod_actions(&never, &r(&never));
+        assert!(
+            got.init_failed && got.kill_pod && got.start_init.is_empty() && got.start.is_empty()
+        );
+    }
+
+    #[test]
+    fn sidecars_count_once_running_and_restart_until_the_pod_is_done() {
+        let p = with_inits("Never", &[("side", true), ("setup", false)]);
+        let r = rt(
+            vec![sandbox(true, 0)],
+            vec![init_instance(&p, "side", State::Running, 0)],
+        );
+        assert_eq!(compute_pod_actions(&p, &r).start_init, vec![1]);
+        let mut main = container_named("main", State::Running, 0);
+        main.hash = container_hash(&p.spec.as_ref().unwrap().containers[0]);
+        let r = rt(
+            vec![sandbox(true, 0)],
+            vec![
+                init_instance(&p, "side", State::Exited, 2),
+                init_instance(&p, "setup", State::Exited, 0),
+                main.clone(),
+            ],
+        );
+        assert_eq!(
+            compute_pod_actions(&p, &r).start_init,
+            vec![0],
+            "a sidecar that exits is restarted"
+        );
+        main.state = State::Exited;
+        let r = rt(
+            vec![sandbox(true, 0)],
+            vec![
+                init_instance(&p, "side", State::Running, 0),
+                init_instance(&p, "setup", State::Exited, 0),
+                main,
+            ],
+        );
+        let got = compute_pod_actions(&p, &r);
+        assert!(
+            got.kill_pod && got.start_init.is_empty(),
+            "the sidecar stops after the main container: {got:?}"
+        );
     }
 
     #[test]

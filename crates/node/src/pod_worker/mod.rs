@@ -12,3 +12,4 @@ pub mod events;
 pub mod images;
 pub mod observed;
 pub mod sync;
+pub mod volumes;

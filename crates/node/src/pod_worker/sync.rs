@@ -63,6 +63,8 @@ pub struct Context {
     /// `resourceFieldRef` of containers without limits.
     pub node_cpu_milli: i64,
     pub node_memory: i64,
+    /// Where pods' emptyDir volumes live.
+    pub volumes_root: PathBuf,
 }
 
 /// How a sync ended.
@@ -353,14 +355,23 @@ impl PodWorker {
             return None;
         };
 
-        let specs = pod
+        // Init containers first (one, or sidecars in order), then the main
+        // ones: the same path for both.
+        let inits = super::actions::init_containers(pod);
+        let mains = pod
             .spec
             .as_ref()
-            .map(|s| s.containers.clone())
-            .unwrap_or_default();
+            .map(|s| s.containers.as_slice())
+            .unwrap_or(&[]);
+        let to_start: Vec<k8s_openapi::api::core::v1::Container> = actions
+            .start_init
+            .iter()
+            .filter_map(|i| inits.get(*i))
+            .chain(actions.start.iter().filter_map(|i| mains.get(*i)))
+            .cloned()
+            .collect();
         let mut next = None;
-        for idx in actions.start {
-            let Some(c) = specs.get(idx) else { continue };
+        for c in &to_start {
             // Instances from an earlier sandbox do not count once a new
             // sandbox starts them all again, except for the restart count.
             let latest = rt.latest(&c.name);
@@ -475,6 +486,21 @@ impl PodWorker {
                     ),
                 );
             }
+            let mounts = match super::volumes::mounts(pod, c, &self.ctx.volumes_root) {
+                Ok(m) => m,
+                Err((volume, msg)) => {
+                    events.event(
+                        pod,
+                        EventType::Warning,
+                        "FailedMount",
+                        &format!("MountVolume.SetUp failed for volume \"{volume}\" : {msg}"),
+                    );
+                    self.waiting
+                        .insert(c.name.clone(), Waiting::new("ContainerCreating", ""));
+                    next = earliest(next, Some(now + CONFIG_RETRY));
+                    continue;
+                }
+            };
             let restart = latest.map(|l| l.restart_count + 1).unwrap_or(0);
             self.remove_old_instances(rt, &c.name).await;
             let mut config = container_config(pod, c, restart, &image);
@@ -485,6 +511,7 @@ impl PodWorker {
                 .collect();
             config.command = resolved.command;
             config.args = resolved.args;
+            config.mounts = mounts;
             let id = match self
                 .ctx
                 .runtime
@@ -617,6 +644,7 @@ impl PodWorker {
         }
         if ok {
             remove_log_dirs(&self.ctx.log_root, &self.uid);
+            super::volumes::remove(&self.ctx.volumes_root, &self.uid);
             Ok(())
         } else {
             Err(())
@@ -751,6 +779,7 @@ mod tests {
             node_name: "n1".into(),
             node_cpu_milli: 2000,
             node_memory: 1 << 30,
+            volumes_root: std::env::temp_dir().join("skiff-worker-test-volumes"),
         });
         let worker = PodWorker::new(ctx, "u1".into());
         (runtime, events, api, worker)

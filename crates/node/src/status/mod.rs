@@ -82,6 +82,62 @@ pub fn container_statuses(pod: &Pod, rt: &PodRuntime, inputs: &Inputs<'_>) -> Ve
         .as_ref()
         .map(|s| s.containers.as_slice())
         .unwrap_or(&[]);
+    // While init containers run, the main ones wait in PodInitializing.
+    let not_yet = if init_incomplete(pod, rt).is_empty() {
+        "ContainerCreating"
+    } else {
+        "PodInitializing"
+    };
+    statuses_of(specs, rt, inputs, not_yet)
+}
+
+/// The init containers' statuses: an init container is ready once it
+/// exited 0 (a sidecar: while it runs).
+pub fn init_container_statuses(
+    pod: &Pod,
+    rt: &PodRuntime,
+    inputs: &Inputs<'_>,
+) -> Vec<ContainerStatus> {
+    let specs = crate::pod_worker::actions::init_containers(pod);
+    let mut statuses = statuses_of(specs, rt, inputs, "PodInitializing");
+    for (status, spec) in statuses.iter_mut().zip(specs) {
+        let state = status.state.clone().unwrap_or_default();
+        status.ready = if crate::pod_worker::actions::is_sidecar(spec) {
+            state.running.is_some()
+        } else {
+            state.terminated.as_ref().is_some_and(|t| t.exit_code == 0)
+        };
+    }
+    statuses
+}
+
+/// The init containers that have not finished (sidecars: not started),
+/// in order; empty once the pod is initialized.
+pub fn init_incomplete<'a>(pod: &'a Pod, rt: &PodRuntime) -> Vec<&'a str> {
+    let sandbox = rt.ready_sandbox().map(|s| s.id.as_str());
+    let mut out = vec![];
+    for c in crate::pod_worker::actions::init_containers(pod) {
+        let latest = rt.containers.iter().find(|x| {
+            x.name == c.name && (sandbox.is_none() || Some(x.sandbox_id.as_str()) == sandbox)
+        });
+        let done = match latest {
+            Some(l) if crate::pod_worker::actions::is_sidecar(c) => l.state == State::Running,
+            Some(l) => l.state == State::Exited && l.exit_code == 0,
+            None => false,
+        };
+        if !done {
+            out.push(c.name.as_str());
+        }
+    }
+    out
+}
+
+fn statuses_of(
+    specs: &[k8s_openapi::api::core::v1::Container],
+    rt: &PodRuntime,
+    inputs: &Inputs<'_>,
+    not_yet: &str,
+) -> Vec<ContainerStatus> {
     specs
         .iter()
         .map(|spec| {
@@ -106,7 +162,7 @@ pub fn container_statuses(pod: &Pod, rt: &PodRuntime, inputs: &Inputs<'_>) -> Ve
                                 .filter(|m| !m.is_empty())
                                 .map(|m| m.as_str()),
                         ),
-                        None => waiting("ContainerCreating", None),
+                        None => waiting(not_yet, None),
                     });
                 }
                 Some(l) => {
@@ -270,7 +326,22 @@ pub fn pod_status(pod: &Pod, rt: &PodRuntime, inputs: &Inputs<'_>) -> PodStatus 
     let current = pod.status.clone().unwrap_or_default();
     let existing = current.conditions.clone().unwrap_or_default();
     let statuses = container_statuses(pod, rt, inputs);
-    let phase = phase(pod, &statuses);
+    let init_statuses = init_container_statuses(pod, rt, inputs);
+    let incomplete = init_incomplete(pod, rt);
+    let init_failed = crate::pod_worker::actions::restart_policy(pod) == "Never"
+        && init_statuses.iter().any(|s| {
+            s.state
+                .as_ref()
+                .and_then(|st| st.terminated.as_ref())
+                .is_some_and(|t| t.exit_code != 0)
+        });
+    let phase = if init_failed {
+        "Failed"
+    } else if !incomplete.is_empty() {
+        "Pending"
+    } else {
+        phase(pod, &statuses)
+    };
     let host_network = pod
         .spec
         .as_ref()
@@ -319,7 +390,21 @@ pub fn pod_status(pod: &Pod, rt: &PodRuntime, inputs: &Inputs<'_>) -> PodStatus 
             None,
             inputs.now,
         ),
-        condition(&existing, "Initialized", true, None, None, inputs.now),
+        if incomplete.is_empty() {
+            condition(&existing, "Initialized", true, None, None, inputs.now)
+        } else {
+            condition(
+                &existing,
+                "Initialized",
+                false,
+                Some("ContainersNotInitialized"),
+                Some(format!(
+                    "containers with incomplete status: [{}]",
+                    incomplete.join(" ")
+                )),
+                inputs.now,
+            )
+        },
         condition(
             &existing,
             "Ready",
@@ -357,6 +442,7 @@ pub fn pod_status(pod: &Pod, rt: &PodRuntime, inputs: &Inputs<'_>) -> PodStatus 
         start_time: current.start_time.clone().or(Some(Time(inputs.now))),
         qos_class: current.qos_class.clone(),
         container_statuses: Some(statuses),
+        init_container_statuses: (!init_statuses.is_empty()).then_some(init_statuses),
         ..Default::default()
     }
 }
