@@ -922,3 +922,37 @@ spec:
     let table = c.kubectl(&["get", "pod", "init-always"]);
     assert!(table.contains("Init:CrashLoopBackOff"), "{table}");
 }
+
+/// A container over its memory limit is OOMKilled, reported in lastState
+/// with exit code 137.
+#[test]
+fn a_container_over_its_memory_limit_is_oom_killed() {
+    let c = Cluster::start(Options::default());
+    c.apply(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: hungry}
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+  - name: c
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "tail /dev/zero"]
+    resources: {limits: {memory: 20Mi}}
+"#,
+    );
+    c.wait(
+        "pod/hungry",
+        "jsonpath={.status.containerStatuses[0].lastState.terminated.reason}=OOMKilled",
+        60,
+    );
+    assert_eq!(
+        c.pod_field(
+            "hungry",
+            "{.status.containerStatuses[0].lastState.terminated.exitCode}"
+        ),
+        "137"
+    );
+}
