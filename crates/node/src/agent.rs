@@ -671,7 +671,7 @@ fn spawn_worker(
     let wake = Arc::new(Notify::new());
     let notify = wake.clone();
     tokio::spawn(async move {
-        let mut worker = PodWorker::new(ctx, uid);
+        let mut worker = PodWorker::new(ctx, uid).with_wake(notify.clone());
         let mut gone = false;
         loop {
             let pod = if gone {

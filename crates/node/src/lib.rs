@@ -11,6 +11,7 @@
 //!   host prerequisites;
 //! - [`pod_worker`]: one worker per pod UID: compute actions (pure), then
 //!   carry them out;
+//! - [`prober`]: startup, liveness and readiness probes on their timers;
 //! - [`status`]: pod status from what the runtime reports;
 //! - [`logs`]: CRI log files; [`server`]: the agent's HTTPS endpoint
 //!   (logs now, exec and port-forward later);
@@ -34,6 +35,7 @@ pub mod images;
 pub mod logs;
 pub mod network;
 pub mod pod_worker;
+pub mod prober;
 pub mod registration;
 pub mod runtime;
 pub mod server;

@@ -956,3 +956,134 @@ spec:
         "137"
     );
 }
+
+/// Running is not Ready: a readiness probe holds READY at 0/1 until it
+/// passes (exec here, httpGet by named port with a tcpSocket liveness
+/// probe beside it).
+#[test]
+fn readiness_probes_hold_ready_until_they_pass() {
+    let c = Cluster::start(Options::default());
+    c.apply(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: slowready}
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+  - name: c
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "sleep 6; touch /tmp/ready; sleep 3600"]
+    readinessProbe:
+      exec: {command: ["cat", "/tmp/ready"]}
+      periodSeconds: 1
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+  - name: httpd
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "mkdir -p /www && echo ok > /www/index.html && exec httpd -f -p 8080 -h /www"]
+    ports: [{name: http, containerPort: 8080}]
+    readinessProbe:
+      httpGet: {path: /index.html, port: http}
+      periodSeconds: 1
+    livenessProbe:
+      tcpSocket: {port: 8080}
+      periodSeconds: 1
+"#,
+    );
+    c.wait("pod/slowready", "jsonpath={.status.phase}=Running", 60);
+    assert_eq!(
+        c.pod_field("slowready", "{.status.containerStatuses[0].ready}"),
+        "false"
+    );
+    let table = c.kubectl(&["get", "pod", "slowready"]);
+    assert!(
+        table.contains("0/1") && table.contains("Running"),
+        "{table}"
+    );
+    c.wait("pod/slowready", "condition=Ready", 60);
+    assert!(c.kubectl(&["get", "pod", "slowready"]).contains("1/1"));
+    let reasons = c.event_reasons("slowready");
+    assert!(reasons.iter().any(|r| r == "Unhealthy"), "{reasons:?}");
+    c.wait("pod/web", "condition=Ready", 60);
+    assert_eq!(
+        c.pod_field("web", "{.status.containerStatuses[0].restartCount}"),
+        "0"
+    );
+}
+
+/// A failing liveness probe restarts the container with upstream's events;
+/// a startup probe holds liveness off for a slow starter.
+#[test]
+fn liveness_restarts_and_startup_probes_protect_slow_starters() {
+    let c = Cluster::start(Options::default());
+    c.apply(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: dies}
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+  - name: c
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "touch /tmp/alive; sleep 2; rm /tmp/alive; sleep 3600"]
+    livenessProbe:
+      exec: {command: ["cat", "/tmp/alive"]}
+      periodSeconds: 1
+      failureThreshold: 1
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: slowstart}
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+  - name: c
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "sleep 4; touch /tmp/started; sleep 3600"]
+    startupProbe:
+      exec: {command: ["cat", "/tmp/started"]}
+      periodSeconds: 1
+      failureThreshold: 30
+    livenessProbe:
+      exec: {command: ["cat", "/tmp/started"]}
+      periodSeconds: 1
+      failureThreshold: 1
+"#,
+    );
+    c.wait(
+        "pod/dies",
+        "jsonpath={.status.containerStatuses[0].restartCount}=1",
+        60,
+    );
+    let describe = c.kubectl(&["describe", "pod", "dies"]);
+    assert!(
+        describe.contains(
+            "Liveness probe failed: cat: can't open '/tmp/alive': No such file or directory"
+        ),
+        "{describe}"
+    );
+    assert!(
+        describe.contains("Container c failed liveness probe, will be restarted"),
+        "{describe}"
+    );
+    c.wait("pod/slowstart", "condition=Ready", 60);
+    assert_eq!(
+        c.pod_field("slowstart", "{.status.containerStatuses[0].restartCount}"),
+        "0"
+    );
+    assert_eq!(
+        c.pod_field("slowstart", "{.status.containerStatuses[0].started}"),
+        "true"
+    );
+}

@@ -168,6 +168,17 @@ fn sandbox_changed(rt: &PodRuntime) -> (bool, u32, bool) {
 
 /// The actions for a pod that is neither being deleted nor finished.
 pub fn compute_pod_actions(pod: &Pod, rt: &PodRuntime) -> Actions {
+    compute_pod_actions_probed(pod, rt, &std::collections::HashMap::new())
+}
+
+/// The same, with the containers (by ID) whose liveness or startup probe
+/// failed (`"liveness"`, `"startup"`): they are stopped and, unless the
+/// policy is Never, started again.
+pub fn compute_pod_actions_probed(
+    pod: &Pod,
+    rt: &PodRuntime,
+    failed: &std::collections::HashMap<String, &'static str>,
+) -> Actions {
     let specs = containers(pod);
     let (create, attempt, changed) = sandbox_changed(rt);
     if create {
@@ -224,7 +235,19 @@ pub fn compute_pod_actions(pod: &Pod, rt: &PodRuntime) -> Actions {
     for (i, c) in specs.iter().enumerate() {
         match rt.latest(&c.name) {
             Some(latest) if latest.state == State::Running => {
-                if !latest.hash.is_empty() && latest.hash != container_hash(c) {
+                if let Some(which) = failed.get(&latest.id) {
+                    actions.kill.push((
+                        latest.id.clone(),
+                        c.name.clone(),
+                        format!(
+                            "Container {} failed {which} probe, will be restarted",
+                            c.name
+                        ),
+                    ));
+                    if restart_policy(pod) != "Never" {
+                        actions.start.push(i);
+                    }
+                } else if !latest.hash.is_empty() && latest.hash != container_hash(c) {
                     actions.kill.push((
                         latest.id.clone(),
                         c.name.clone(),

@@ -17,7 +17,6 @@ use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use k8s_openapi::jiff::Timestamp;
 
-use super::actions::compute_pod_actions;
 use super::config::{container_config, grace_period, sandbox_config};
 use super::events::{EventType, Events};
 use super::images::{ensure_image, Waiting};
@@ -89,6 +88,9 @@ pub struct PodWorker {
     last_reported: Option<PodStatus>,
     /// The last pod seen, for tearing it down once it is gone.
     last_pod: Option<Pod>,
+    prober: crate::prober::Prober,
+    /// Wakes this worker's task (probe results).
+    wake: Arc<tokio::sync::Notify>,
 }
 
 /// `format.Pod`: `name_namespace(uid)`.
@@ -186,7 +188,53 @@ impl PodWorker {
             waiting: BTreeMap::new(),
             last_reported: None,
             last_pod: None,
+            prober: crate::prober::Prober::default(),
+            wake: Arc::new(tokio::sync::Notify::new()),
         }
+    }
+
+    /// The worker's task is woken through `wake` (probe results).
+    pub fn with_wake(mut self, wake: Arc<tokio::sync::Notify>) -> Self {
+        self.wake = wake;
+        self
+    }
+
+    /// Starts and stops probe tasks for the pod's running containers.
+    fn sync_probes(&mut self, pod: &Pod, rt: &PodRuntime) {
+        let host_network = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.host_network)
+            .unwrap_or(false);
+        let pod_ip = if host_network {
+            Some(self.ctx.node_ip.clone())
+        } else {
+            rt.ready_sandbox().and_then(|s| s.ip.clone())
+        };
+        let running: Vec<_> = pod
+            .spec
+            .as_ref()
+            .map(|s| s.containers.as_slice())
+            .unwrap_or(&[])
+            .iter()
+            .filter_map(|c| {
+                let l = rt.latest(&c.name).filter(|l| l.state == State::Running)?;
+                Some((
+                    c.clone(),
+                    crate::prober::Target {
+                        container_id: l.id.clone(),
+                        pod_ip: pod_ip.clone(),
+                    },
+                ))
+            })
+            .collect();
+        self.prober.sync(
+            pod,
+            &running,
+            self.ctx.runtime.clone(),
+            self.ctx.events.clone(),
+            self.wake.clone(),
+        );
     }
 
     /// The pod's UID.
@@ -257,13 +305,25 @@ impl PodWorker {
             Ok(rt) => rt,
             Err(_) => rt,
         };
+        self.sync_probes(pod, &rt);
         self.report(pod, &rt).await;
         Outcome::Continue(next)
     }
 
     async fn run_actions(&mut self, pod: &Pod, rt: &PodRuntime) -> Option<Instant> {
         let now = Instant::now();
-        let actions = compute_pod_actions(pod, rt);
+        let failed: std::collections::HashMap<String, &'static str> = pod
+            .spec
+            .as_ref()
+            .map(|s| s.containers.as_slice())
+            .unwrap_or(&[])
+            .iter()
+            .filter_map(|c| {
+                let l = rt.latest(&c.name).filter(|l| l.state == State::Running)?;
+                Some((l.id.clone(), self.prober.failed(c, &l.id)?))
+            })
+            .collect();
+        let actions = super::actions::compute_pod_actions_probed(pod, rt, &failed);
         let grace = grace_period(pod);
         let events = self.ctx.events.clone();
         if actions.kill_pod {
@@ -667,6 +727,7 @@ impl PodWorker {
                 waiting: &BTreeMap::new(),
                 node_ip: &self.ctx.node_ip,
                 now: Timestamp::now(),
+                probes: Some(&self.prober),
             };
             let status = status::terminal_status(pod, &stopped, &inputs);
             if pod.status.as_ref() != Some(&status) {
@@ -697,6 +758,7 @@ impl PodWorker {
             waiting: &self.waiting,
             node_ip: &self.ctx.node_ip,
             now: Timestamp::now(),
+            probes: Some(&self.prober),
         };
         let status = status::pod_status(pod, rt, &inputs);
         if pod.status.as_ref() == Some(&status) || self.last_reported.as_ref() == Some(&status) {

@@ -245,6 +245,22 @@ impl Runtime for CriRuntime {
         })
     }
 
+    async fn exec_sync(
+        &self,
+        container_id: &str,
+        cmd: Vec<String>,
+        timeout_s: i64,
+    ) -> Result<(i32, Vec<u8>, Vec<u8>)> {
+        let mut r = tonic::Request::new(api::ExecSyncRequest {
+            container_id: container_id.into(),
+            cmd,
+            timeout: timeout_s,
+        });
+        r.set_timeout(Duration::from_secs(timeout_s.max(1) as u64 + 5));
+        let out = self.runtime.clone().exec_sync(r).await?.into_inner();
+        Ok((out.exit_code, out.stdout, out.stderr))
+    }
+
     async fn image_status(&self, image: &str) -> Result<Option<api::Image>> {
         let r = self
             .images

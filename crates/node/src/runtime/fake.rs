@@ -313,6 +313,29 @@ impl Runtime for FakeRuntime {
             .ok_or_else(|| not_found("container", id))
     }
 
+    async fn exec_sync(
+        &self,
+        container_id: &str,
+        cmd: Vec<String>,
+        _timeout_s: i64,
+    ) -> Result<(i32, Vec<u8>, Vec<u8>)> {
+        let s = self.enter(format!("ExecSync {container_id}"), "exec_sync")?;
+        let running = s
+            .containers
+            .get(container_id)
+            .is_some_and(|c| c.state == api::ContainerState::ContainerRunning as i32);
+        if !running {
+            return Err(not_found("container", container_id));
+        }
+        // `true` succeeds, anything else fails: enough for probe logic.
+        let code = if cmd.first().map(String::as_str) == Some("true") {
+            0
+        } else {
+            1
+        };
+        Ok((code, vec![], vec![]))
+    }
+
     async fn image_status(&self, name: &str) -> Result<Option<api::Image>> {
         Ok(self.lock().images.get(name).cloned())
     }

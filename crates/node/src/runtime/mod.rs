@@ -150,6 +150,15 @@ pub trait Runtime: Send + Sync + std::fmt::Debug {
     }
     async fn container_status(&self, id: &str) -> Result<api::ContainerStatus>;
 
+    /// Runs `cmd` in a running container and waits at most `timeout_s`
+    /// (CRI ExecSync): (exit code, stdout, stderr).
+    async fn exec_sync(
+        &self,
+        container_id: &str,
+        cmd: Vec<String>,
+        timeout_s: i64,
+    ) -> Result<(i32, Vec<u8>, Vec<u8>)>;
+
     /// The image's status, `None` when it is not present.
     async fn image_status(&self, image: &str) -> Result<Option<api::Image>>;
     /// Pulls `image`; returns its image reference (ID).

@@ -25,6 +25,9 @@ pub struct Inputs<'a> {
     /// The node's IP (hostIP; podIP for hostNetwork pods).
     pub node_ip: &'a str,
     pub now: Timestamp,
+    /// Probe results; without them a running container is started and
+    /// ready.
+    pub probes: Option<&'a crate::prober::Prober>,
 }
 
 fn time_of(nanos: i64) -> Option<Time> {
@@ -177,9 +180,15 @@ fn statuses_of(
                                 }),
                                 ..Default::default()
                             });
-                            status.started = Some(true);
-                            // Probes come later: running is ready.
-                            status.ready = true;
+                            // Started once the startup probe passed; ready
+                            // once the readiness probe does (without probes:
+                            // once running).
+                            let (started, ready) = match inputs.probes {
+                                Some(p) => (p.started(spec, &l.id), p.ready(spec, &l.id)),
+                                None => (true, true),
+                            };
+                            status.started = Some(started);
+                            status.ready = ready;
                             status.last_state = previous.map(terminated_state);
                         }
                         State::Exited => match why {
@@ -502,6 +511,7 @@ mod tests {
             waiting: w,
             node_ip: "192.168.1.2",
             now: Timestamp::from_second(1_700_000_100).unwrap(),
+            probes: None,
         }
     }
 
