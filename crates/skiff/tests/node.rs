@@ -1087,3 +1087,70 @@ spec:
         "true"
     );
 }
+
+/// postStart runs after the container starts and preStop before it is
+/// stopped (their order observed through a hostPath file); a failing
+/// postStart kills the container with FailedPostStartHook.
+#[test]
+fn lifecycle_hooks_run_around_start_and_stop() {
+    let c = Cluster::start(Options::default());
+    let shared = c.dir.path().join("hooks");
+    std::fs::create_dir_all(&shared).unwrap();
+    c.apply(&format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: hooked}}
+spec:
+  terminationGracePeriodSeconds: 5
+  containers:
+  - name: c
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "echo main >> /h/log; sleep 3600"]
+    volumeMounts: [{{name: h, mountPath: /h}}]
+    lifecycle:
+      postStart: {{exec: {{command: ["sh", "-c", "echo poststart >> /h/log"]}}}}
+      preStop: {{exec: {{command: ["sh", "-c", "echo prestop >> /h/log"]}}}}
+  volumes:
+  - {{name: h, hostPath: {{path: {dir}}}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: badhook}}
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+  - name: c
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "3600"]
+    lifecycle:
+      postStart: {{exec: {{command: ["sh", "-c", "echo nope; exit 3"]}}}}
+"#,
+        dir = shared.display()
+    ));
+    c.wait("pod/hooked", "condition=Ready", 60);
+    let log = std::fs::read_to_string(shared.join("log")).unwrap_or_default();
+    assert!(log.contains("poststart") && log.contains("main"), "{log}");
+    c.kubectl(&["delete", "pod", "hooked", "--timeout=40s"]);
+    let log = std::fs::read_to_string(shared.join("log")).unwrap_or_default();
+    assert_eq!(log.lines().last(), Some("prestop"), "{log}");
+
+    let message = wait_for("FailedPostStartHook", Duration::from_secs(60), || {
+        let out = c.kubectl(&[
+            "get",
+            "events",
+            "--field-selector",
+            "involvedObject.name=badhook,reason=FailedPostStartHook",
+            "-o",
+            "jsonpath={.items[*].message}",
+        ]);
+        (!out.is_empty()).then_some(out)
+    });
+    assert!(
+        message.starts_with("Exec lifecycle hook ([sh -c echo nope; exit 3]) for Container \"c\" in Pod \"badhook_default(")
+            && message.contains("command 'sh -c echo nope; exit 3' exited with 3: nope"),
+        "{message}"
+    );
+}

@@ -9,6 +9,7 @@ pub mod actions;
 pub mod config;
 pub mod env;
 pub mod events;
+pub mod hooks;
 pub mod images;
 pub mod observed;
 pub mod sync;

@@ -345,12 +345,8 @@ impl PodWorker {
         }
         for (id, name, why) in &actions.kill {
             events.event(pod, EventType::Normal, "Killing", why);
-            let _ = self
-                .ctx
-                .runtime
-                .stop_container(id, grace.max(MIN_GRACE_SECONDS))
+            self.stop_one(pod, id, name, grace.max(MIN_GRACE_SECONDS))
                 .await;
-            let _ = name;
         }
         let log_root = self.ctx.log_root.clone();
         let sandbox_cfg = sandbox_config(pod, actions.sandbox_attempt, &log_root);
@@ -608,6 +604,31 @@ impl PodWorker {
                 "Started",
                 &format!("Started container {}", c.name),
             );
+            // postStart runs before the container counts as started; a
+            // failure kills it, to be restarted under the back-off.
+            if let Some(hook) = c.lifecycle.as_ref().and_then(|l| l.post_start.as_ref()) {
+                let run = super::hooks::run(
+                    hook,
+                    pod,
+                    c,
+                    &id,
+                    pod_ip.as_deref(),
+                    self.ctx.runtime.as_ref(),
+                    None,
+                );
+                if let Err(msg) = run.await {
+                    events.event(pod, EventType::Warning, "FailedPostStartHook", &msg);
+                    events.event(pod, EventType::Normal, "Killing", "FailedPostStartHook");
+                    let _ = self
+                        .ctx
+                        .runtime
+                        .stop_container(&id, grace.max(MIN_GRACE_SECONDS))
+                        .await;
+                    self.waiting
+                        .insert(c.name.clone(), Waiting::new("PostStartHookError", msg));
+                    continue;
+                }
+            }
             self.waiting.remove(&c.name);
         }
         next
@@ -649,15 +670,50 @@ impl PodWorker {
                 "Killing",
                 &format!("Stopping container {}", c.name),
             );
-            let runtime = self.ctx.runtime.clone();
-            let id = c.id.clone();
-            async move {
-                if let Err(e) = runtime.stop_container(&id, grace).await {
-                    tracing::warn!(container = %id, error = %e, "cannot stop container");
-                }
-            }
+            self.stop_one(pod, &c.id, &c.name, grace)
         });
         futures::future::join_all(stops).await;
+    }
+
+    /// Runs the container's preStop hook inside `grace`, then stops it
+    /// with what is left (at least 1 s).
+    async fn stop_one(&self, pod: &Pod, id: &str, name: &str, grace: i64) {
+        let spec = pod.spec.as_ref().and_then(|s| {
+            s.containers
+                .iter()
+                .chain(s.init_containers.iter().flatten())
+                .find(|c| c.name == name)
+        });
+        let mut grace = grace;
+        if let Some((c, hook)) =
+            spec.and_then(|c| Some((c, c.lifecycle.as_ref()?.pre_stop.as_ref()?)))
+        {
+            let started = Instant::now();
+            let budget = Duration::from_secs(grace.max(1) as u64);
+            let pod_ip = pod.status.as_ref().and_then(|s| s.pod_ip.clone());
+            let run = super::hooks::run(
+                hook,
+                pod,
+                c,
+                id,
+                pod_ip.as_deref(),
+                self.ctx.runtime.as_ref(),
+                Some(budget),
+            );
+            match tokio::time::timeout(budget, run).await {
+                Ok(Ok(())) => {}
+                Ok(Err(msg)) => {
+                    self.ctx
+                        .events
+                        .event(pod, EventType::Warning, "FailedPreStopHook", &msg)
+                }
+                Err(_) => {}
+            }
+            grace = (grace - started.elapsed().as_secs() as i64).max(1);
+        }
+        if let Err(e) = self.ctx.runtime.stop_container(id, grace).await {
+            tracing::warn!(container = %id, error = %e, "cannot stop container");
+        }
     }
 
     /// Stops and removes everything the pod has in the runtime.

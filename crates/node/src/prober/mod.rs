@@ -10,7 +10,7 @@
 //! events in upstream's words. It never stops or restarts a container
 //! itself: the worker does, from the results.
 
-mod handlers;
+pub(crate) mod handlers;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
