@@ -1154,3 +1154,101 @@ spec:
         "{message}"
     );
 }
+
+/// ConfigMap and Secret volumes: a missing ConfigMap is FailedMount with
+/// the pod waiting in ContainerCreating; once it exists the files appear
+/// (items, modes), and an update reaches the mounted file.
+#[test]
+fn config_map_and_secret_volumes() {
+    let c = Cluster::start(Options::default());
+    c.apply(
+        r#"
+apiVersion: v1
+kind: Secret
+metadata: {name: creds}
+stringData: {password: s3cret}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: mounted}
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+  - name: c
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "3600"]
+    volumeMounts:
+    - {name: cfg, mountPath: /etc/app}
+    - {name: sec, mountPath: /etc/creds, readOnly: true}
+  volumes:
+  - {name: cfg, configMap: {name: app, items: [{key: greeting, path: conf/greeting.txt}]}}
+  - {name: sec, secret: {secretName: creds, defaultMode: 0400}}
+"#,
+    );
+    let message = wait_for("FailedMount", Duration::from_secs(30), || {
+        let out = c.kubectl(&[
+            "get",
+            "events",
+            "--field-selector",
+            "involvedObject.name=mounted,reason=FailedMount",
+            "-o",
+            "jsonpath={.items[*].message}",
+        ]);
+        (!out.is_empty()).then_some(out)
+    });
+    assert_eq!(
+        message,
+        "MountVolume.SetUp failed for volume \"cfg\" : configmap \"app\" not found"
+    );
+    assert!(c
+        .kubectl(&["get", "pod", "mounted"])
+        .contains("ContainerCreating"));
+    c.kubectl(&[
+        "create",
+        "configmap",
+        "app",
+        "--from-literal=greeting=hello",
+    ]);
+    c.wait("pod/mounted", "condition=Ready", 60);
+    let ctr_exec = |cmd: &str| {
+        let id = c.pod_field("mounted", "{.status.containerStatuses[0].containerID}");
+        let id = id.trim_start_matches("containerd://").to_string();
+        let out = std::process::Command::new("ctr")
+            .arg("--address")
+            .arg(c.data_dir.join("node/containerd/containerd.sock"))
+            .args([
+                "-n",
+                "k8s.io",
+                "tasks",
+                "exec",
+                "--exec-id",
+                &format!("t{}", std::process::id()),
+                &id,
+                "sh",
+                "-c",
+                cmd,
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(ctr_exec("cat /etc/app/conf/greeting.txt"), "hello");
+    assert_eq!(ctr_exec("cat /etc/creds/password"), "s3cret");
+    assert_eq!(ctr_exec("stat -L -c %a /etc/creds/password"), "400\n");
+    let yaml = c.kubectl(&[
+        "create",
+        "configmap",
+        "app",
+        "--from-literal=greeting=updated",
+        "--dry-run=client",
+        "-o",
+        "yaml",
+    ]);
+    c.apply(&yaml);
+    wait_for(
+        "the update to reach the file",
+        Duration::from_secs(60),
+        || (ctr_exec("cat /etc/app/conf/greeting.txt") == "updated").then_some(()),
+    );
+}

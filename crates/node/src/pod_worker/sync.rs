@@ -427,6 +427,21 @@ impl PodWorker {
             .cloned()
             .collect();
         let mut next = None;
+        if let Err((volume, msg)) = self.prepare_object_volumes(pod).await {
+            events.event(
+                pod,
+                EventType::Warning,
+                "FailedMount",
+                &format!("MountVolume.SetUp failed for volume \"{volume}\" : {msg}"),
+            );
+            if !to_start.is_empty() {
+                for c in &to_start {
+                    self.waiting
+                        .insert(c.name.clone(), Waiting::new("ContainerCreating", ""));
+                }
+                return Some(now + CONFIG_RETRY);
+            }
+        }
         for c in &to_start {
             // Instances from an earlier sandbox do not count once a new
             // sandbox starts them all again, except for the restart count.
@@ -632,6 +647,80 @@ impl PodWorker {
             self.waiting.remove(&c.name);
         }
         next
+    }
+
+    /// Writes the pod's ConfigMap and Secret volumes (again, so updates
+    /// reach running containers); the first failure is (volume, message).
+    async fn prepare_object_volumes(&self, pod: &Pod) -> Result<(), (String, String)> {
+        let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let volumes = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.volumes.as_deref())
+            .unwrap_or(&[]);
+        for v in volumes {
+            let (kind, files) = if let Some(cm) = &v.config_map {
+                let optional = cm.optional == Some(true);
+                let data = match self
+                    .ctx
+                    .objects
+                    .config_map(ns, &cm.name)
+                    .await
+                    .map_err(|e| (v.name.clone(), e))?
+                {
+                    Some(d) => d.into_iter().map(|(k, v)| (k, v.into_bytes())).collect(),
+                    None if optional => Default::default(),
+                    None => {
+                        return Err((
+                            v.name.clone(),
+                            format!("configmap \"{}\" not found", cm.name),
+                        ))
+                    }
+                };
+                let files = super::volumes::select(
+                    &data,
+                    cm.items.as_deref(),
+                    cm.default_mode,
+                    optional,
+                    "configmap",
+                )
+                .map_err(|e| (v.name.clone(), e))?;
+                ("configmap", files)
+            } else if let Some(sec) = &v.secret {
+                let name = sec.secret_name.clone().unwrap_or_default();
+                let optional = sec.optional == Some(true);
+                let data = match self
+                    .ctx
+                    .objects
+                    .secret(ns, &name)
+                    .await
+                    .map_err(|e| (v.name.clone(), e))?
+                {
+                    Some(d) => d,
+                    None if optional => Default::default(),
+                    None => return Err((v.name.clone(), format!("secret \"{name}\" not found"))),
+                };
+                let files = super::volumes::select(
+                    &data,
+                    sec.items.as_deref(),
+                    sec.default_mode,
+                    optional,
+                    "secret",
+                )
+                .map_err(|e| (v.name.clone(), e))?;
+                ("secret", files)
+            } else {
+                continue;
+            };
+            let dir = super::volumes::object_dir(&self.ctx.volumes_root, &self.uid, kind, &v.name);
+            super::volumes::write_atomically(&dir, &files).map_err(|e| {
+                (
+                    v.name.clone(),
+                    format!("cannot write {}: {e}", dir.display()),
+                )
+            })?;
+        }
+        Ok(())
     }
 
     /// Keeps the newest dead instance of a container (for `logs
