@@ -1252,3 +1252,31 @@ spec:
         || (ctr_exec("cat /etc/app/conf/greeting.txt") == "updated").then_some(()),
     );
 }
+
+/// A pod past its activeDeadlineSeconds is stopped and Failed with reason
+/// DeadlineExceeded.
+#[test]
+fn active_deadline_fails_the_pod() {
+    let c = Cluster::start(Options::default());
+    c.apply(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: bounded}
+spec:
+  activeDeadlineSeconds: 3
+  terminationGracePeriodSeconds: 0
+  containers:
+  - {name: c, image: busybox, imagePullPolicy: IfNotPresent, command: ["sleep", "3600"]}
+"#,
+    );
+    c.wait("pod/bounded", "jsonpath={.status.phase}=Failed", 60);
+    assert_eq!(
+        c.pod_field("bounded", "{.status.reason}"),
+        "DeadlineExceeded"
+    );
+    assert_eq!(
+        c.pod_field("bounded", "{.status.message}"),
+        "Pod was active on the node longer than the specified deadline"
+    );
+}

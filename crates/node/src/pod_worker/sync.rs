@@ -25,6 +25,19 @@ use crate::backoff::{go_duration, Backoff};
 use crate::runtime::{Result as RuntimeResult, Runtime};
 use crate::status;
 
+/// The status message and event of a pod past its activeDeadlineSeconds.
+const DEADLINE_MESSAGE: &str = "Pod was active on the node longer than the specified deadline";
+
+/// When the pod's activeDeadlineSeconds runs out, if it has one and has
+/// started.
+fn active_deadline(pod: &Pod) -> Option<Timestamp> {
+    let seconds = pod.spec.as_ref()?.active_deadline_seconds?;
+    let start = pod.status.as_ref()?.start_time.as_ref()?.0;
+    start
+        .checked_add(k8s_openapi::jiff::SignedDuration::from_secs(seconds))
+        .ok()
+}
+
 /// How soon a container whose ConfigMap or Secret is missing is tried again.
 const CONFIG_RETRY: Duration = Duration::from_secs(5);
 
@@ -297,10 +310,49 @@ impl PodWorker {
             }
             return Outcome::Continue(None);
         }
+        // activeDeadlineSeconds, counted from startTime (upstream's active
+        // deadline handler): past it the pod is stopped and Failed.
+        let deadline = active_deadline(pod);
+        if deadline.is_some_and(|d| Timestamp::now() >= d) {
+            self.ctx
+                .events
+                .event(pod, EventType::Normal, "DeadlineExceeded", DEADLINE_MESSAGE);
+            self.stop_containers(
+                pod,
+                rt.running().collect(),
+                grace_period(pod).max(MIN_GRACE_SECONDS),
+            )
+            .await;
+            for s in rt.sandboxes.iter().filter(|s| s.ready) {
+                let _ = self.ctx.runtime.stop_pod_sandbox(&s.id).await;
+            }
+            let stopped = observe(self.ctx.runtime.as_ref(), &self.uid)
+                .await
+                .unwrap_or(rt);
+            let inputs = status::Inputs {
+                waiting: &self.waiting,
+                node_ip: &self.ctx.node_ip,
+                now: Timestamp::now(),
+                probes: Some(&self.prober),
+            };
+            let mut status = status::pod_status(pod, &stopped, &inputs);
+            status.phase = Some("Failed".into());
+            status.reason = Some("DeadlineExceeded".into());
+            status.message = Some(DEADLINE_MESSAGE.into());
+            if let Err(e) = self.ctx.api.patch_status(pod, &status).await {
+                tracing::warn!(pod = %pod_ref(pod), error = %e, "cannot report the deadline");
+            }
+            return Outcome::Continue(None);
+        }
         // What is known before acting is reported first (upstream sets the
         // status before SyncPod): a slow pull shows ContainerCreating.
         self.report(pod, &rt).await;
-        let next = self.run_actions(pod, &rt).await;
+        let mut next = self.run_actions(pod, &rt).await;
+        if let Some(d) = deadline {
+            let left =
+                Duration::from_secs(d.duration_since(Timestamp::now()).as_secs().max(0) as u64);
+            next = earliest(next, Some(Instant::now() + left));
+        }
         let rt = match observe(self.ctx.runtime.as_ref(), &self.uid).await {
             Ok(rt) => rt,
             Err(_) => rt,
