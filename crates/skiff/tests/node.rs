@@ -1280,3 +1280,50 @@ spec:
         "Pod was active on the node longer than the specified deadline"
     );
 }
+
+/// The termination message: what the container wrote to its
+/// terminationMessagePath, or, with FallbackToLogsOnError, the end of its
+/// log when it failed.
+#[test]
+fn termination_messages_come_from_the_file_or_the_logs() {
+    let c = Cluster::start(Options::default());
+    c.apply(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: wrote}
+spec:
+  restartPolicy: Never
+  containers:
+  - {name: c, image: busybox, imagePullPolicy: IfNotPresent, command: ["sh", "-c", "echo bye > /dev/termination-log; exit 1"]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: logged}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "echo from-logs; exit 2"]
+    terminationMessagePolicy: FallbackToLogsOnError
+"#,
+    );
+    c.wait("pod/wrote", "jsonpath={.status.phase}=Failed", 60);
+    c.wait("pod/logged", "jsonpath={.status.phase}=Failed", 60);
+    assert_eq!(
+        c.pod_field(
+            "wrote",
+            "{.status.containerStatuses[0].state.terminated.message}"
+        ),
+        "bye\n"
+    );
+    assert_eq!(
+        c.pod_field(
+            "logged",
+            "{.status.containerStatuses[0].state.terminated.message}"
+        ),
+        "from-logs\n"
+    );
+}

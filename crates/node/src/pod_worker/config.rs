@@ -46,6 +46,10 @@ fn pod_labels(pod: &Pod) -> HashMap<String, String> {
     labels
 }
 
+/// Annotations with the container's termination message settings (upstream's).
+pub const TERMINATION_MESSAGE_PATH: &str = "io.kubernetes.container.terminationMessagePath";
+pub const TERMINATION_MESSAGE_POLICY: &str = "io.kubernetes.container.terminationMessagePolicy";
+
 /// The grace period the pod's containers get when it is deleted.
 pub fn grace_period(pod: &Pod) -> i64 {
     pod.metadata
@@ -251,7 +255,13 @@ pub fn container_config(
     annotations.insert(CONTAINER_HASH.to_string(), container_hash(c));
     annotations.insert(GRACE_PERIOD.to_string(), grace_period(pod).to_string());
     annotations.insert(
-        "io.kubernetes.container.terminationMessagePath".into(),
+        TERMINATION_MESSAGE_POLICY.into(),
+        c.termination_message_policy
+            .clone()
+            .unwrap_or_else(|| "File".into()),
+    );
+    annotations.insert(
+        TERMINATION_MESSAGE_PATH.into(),
         c.termination_message_path
             .clone()
             .unwrap_or_else(|| "/dev/termination-log".into()),

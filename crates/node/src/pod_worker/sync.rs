@@ -134,6 +134,52 @@ fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
     }
 }
 
+/// The termination message of an exited container, as the kubelet reads
+/// it: the file mounted at its terminationMessagePath (at most 4096
+/// bytes), or, under FallbackToLogsOnError and a failure, the end of its
+/// log (at most 80 lines, 2048 bytes).
+fn termination_message(status: &crate::runtime::api::ContainerStatus, exit_code: i32) -> String {
+    let path = status
+        .annotations
+        .get(super::config::TERMINATION_MESSAGE_PATH)
+        .cloned()
+        .unwrap_or_default();
+    let from_file = status
+        .mounts
+        .iter()
+        .find(|m| !path.is_empty() && m.container_path == path)
+        .and_then(|m| std::fs::read(&m.host_path).ok())
+        .map(|b| String::from_utf8_lossy(b.get(..4096).unwrap_or(&b)).into_owned())
+        .unwrap_or_default();
+    if !from_file.is_empty() {
+        return from_file;
+    }
+    let fallback = status
+        .annotations
+        .get(super::config::TERMINATION_MESSAGE_POLICY)
+        .is_some_and(|p| p == "FallbackToLogsOnError");
+    if !fallback || exit_code == 0 || status.log_path.is_empty() {
+        return String::new();
+    }
+    let Ok(raw) = std::fs::read(&status.log_path) else {
+        return String::new();
+    };
+    let mut text: Vec<u8> = vec![];
+    for line in raw.split(|b| *b == b'\n') {
+        if let Ok(l) = crate::logs::format::parse_line(line) {
+            text.extend_from_slice(l.content);
+            if !l.partial && !l.content.ends_with(b"\n") {
+                text.push(b'\n');
+            }
+        }
+    }
+    let lines: Vec<&[u8]> = text.split_inclusive(|b| *b == b'\n').collect();
+    let tail = lines.len().saturating_sub(80);
+    let joined: Vec<u8> = lines.get(tail..).unwrap_or_default().concat();
+    let start = joined.len().saturating_sub(2048);
+    String::from_utf8_lossy(joined.get(start..).unwrap_or_default()).into_owned()
+}
+
 /// Everything the runtime has for pod `uid`.
 pub async fn observe(runtime: &dyn Runtime, uid: &str) -> RuntimeResult<PodRuntime> {
     let mut pod = PodRuntime::default();
@@ -159,9 +205,13 @@ pub async fn observe(runtime: &dyn Runtime, uid: &str) -> RuntimeResult<PodRunti
             continue;
         }
         match runtime.container_status(&c.id).await {
-            Ok(status) => pod
-                .containers
-                .push(observed::container(&c.pod_sandbox_id, &status)),
+            Ok(status) => {
+                let mut container = observed::container(&c.pod_sandbox_id, &status);
+                if container.state == State::Exited && container.message.is_empty() {
+                    container.message = termination_message(&status, container.exit_code);
+                }
+                pod.containers.push(container);
+            }
             Err(e) if e.is_not_found() => {}
             Err(e) => return Err(e),
         }
@@ -625,6 +675,25 @@ impl PodWorker {
                 }
             };
             let restart = latest.map(|l| l.restart_count + 1).unwrap_or(0);
+            let mut mounts = mounts;
+            // The file the container may write its termination message to.
+            let message_path = c
+                .termination_message_path
+                .clone()
+                .unwrap_or_else(|| "/dev/termination-log".into());
+            let message_file = super::volumes::pod_dir(&self.ctx.volumes_root, &self.uid)
+                .join("termination")
+                .join(format!("{}-{restart}", c.name));
+            if let Some(dir) = message_file.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            if std::fs::write(&message_file, b"").is_ok() {
+                mounts.push(crate::runtime::api::Mount {
+                    container_path: message_path,
+                    host_path: message_file.display().to_string(),
+                    ..Default::default()
+                });
+            }
             self.remove_old_instances(rt, &c.name).await;
             let mut config = container_config(pod, c, restart, &image);
             config.envs = resolved
