@@ -397,17 +397,7 @@ spec:
       hostPort: {host_port}
 "#
     ));
-    let message = wait_for("FailedScheduling", Duration::from_secs(30), || {
-        let out = c.kubectl(&[
-            "get",
-            "events",
-            "--field-selector",
-            "involvedObject.name=second,reason=FailedScheduling",
-            "-o",
-            "jsonpath={.items[*].message}",
-        ]);
-        (!out.is_empty()).then_some(out)
-    });
+    let message = c.wait_event("second", "FailedScheduling", 30);
     assert!(
         message.contains("1 node(s) didn't have free ports for the requested pod ports"),
         "{message}"
@@ -431,17 +421,7 @@ fn the_control_plane_taint_keeps_pods_pending_until_removed() {
         "sleep",
         "3600",
     ]);
-    let message = wait_for("FailedScheduling", Duration::from_secs(30), || {
-        let out = c.kubectl(&[
-            "get",
-            "events",
-            "--field-selector",
-            "involvedObject.name=waiting,reason=FailedScheduling",
-            "-o",
-            "jsonpath={.items[*].message}",
-        ]);
-        (!out.is_empty()).then_some(out)
-    });
+    let message = c.wait_event("waiting", "FailedScheduling", 30);
     assert!(
         message.contains("0/1 nodes are available: 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }"),
         "{message}"
@@ -1137,17 +1117,7 @@ spec:
     let log = std::fs::read_to_string(shared.join("log")).unwrap_or_default();
     assert_eq!(log.lines().last(), Some("prestop"), "{log}");
 
-    let message = wait_for("FailedPostStartHook", Duration::from_secs(60), || {
-        let out = c.kubectl(&[
-            "get",
-            "events",
-            "--field-selector",
-            "involvedObject.name=badhook,reason=FailedPostStartHook",
-            "-o",
-            "jsonpath={.items[*].message}",
-        ]);
-        (!out.is_empty()).then_some(out)
-    });
+    let message = c.wait_event("badhook", "FailedPostStartHook", 60);
     assert!(
         message.starts_with("Exec lifecycle hook ([sh -c echo nope; exit 3]) for Container \"c\" in Pod \"badhook_default(")
             && message.contains("command 'sh -c echo nope; exit 3' exited with 3: nope"),
@@ -1186,17 +1156,7 @@ spec:
   - {name: sec, secret: {secretName: creds, defaultMode: 0400}}
 "#,
     );
-    let message = wait_for("FailedMount", Duration::from_secs(30), || {
-        let out = c.kubectl(&[
-            "get",
-            "events",
-            "--field-selector",
-            "involvedObject.name=mounted,reason=FailedMount",
-            "-o",
-            "jsonpath={.items[*].message}",
-        ]);
-        (!out.is_empty()).then_some(out)
-    });
+    let message = c.wait_event("mounted", "FailedMount", 30);
     assert_eq!(
         message,
         "MountVolume.SetUp failed for volume \"cfg\" : configmap \"app\" not found"

@@ -303,6 +303,23 @@ impl Cluster {
         out.lines().map(str::to_string).collect()
     }
 
+    /// Waits until pod `pod` has an event with `reason`; the messages of
+    /// those events.
+    pub fn wait_event(&self, pod: &str, reason: &str, timeout_s: u64) -> String {
+        let selector = format!("involvedObject.name={pod},reason={reason}");
+        wait_for(reason, Duration::from_secs(timeout_s), || {
+            let out = self.kubectl(&[
+                "get",
+                "events",
+                "--field-selector",
+                &selector,
+                "-o",
+                "jsonpath={.items[*].message}",
+            ]);
+            (!out.is_empty()).then_some(out)
+        })
+    }
+
     /// The containerd the node runs (its PID).
     pub fn containerd_pid(&self) -> Option<i32> {
         std::fs::read_to_string(self.data_dir.join("node/containerd/containerd.pid"))
