@@ -386,7 +386,7 @@ impl Agent {
             },
         );
         let mut pod_cidr = registration.pod_cidr();
-        let network_down = "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized".to_string();
+        let network_down = network::plugin_not_ready();
         let (health_tx, health_rx) = watch::channel(Health {
             runtime_version: None,
             runtime_problem: Some(registration::RUNTIME_DOWN.into()),
@@ -591,25 +591,23 @@ async fn health_of(runtime: &dyn Runtime, up: bool, version: &str, host: &[Strin
         host_problems: host.to_vec(),
     };
     if !up {
-        health.runtime_problem = Some("container runtime is down".into());
+        health.runtime_problem = Some(registration::RUNTIME_DOWN.into());
         return health;
     }
     match runtime.status().await {
         Err(e) => {
-            health.runtime_problem = Some(format!("container runtime is down: {}", e.go_text()))
+            health.runtime_problem =
+                Some(format!("{}: {}", registration::RUNTIME_DOWN, e.go_text()))
         }
         Ok(status) => {
             let conditions = status.status.map(|s| s.conditions).unwrap_or_default();
             for c in conditions.iter().filter(|c| !c.status) {
-                let text = format!(
-                    "{}=false reason:{} message:{}",
-                    c.r#type, c.reason, c.message
-                );
                 if c.r#type == "NetworkReady" {
                     health.network_problem =
-                        Some(format!("container runtime network not ready: {text}"));
+                        Some(registration::network_not_ready(&c.reason, &c.message));
                 } else {
-                    health.runtime_problem = Some(format!("container runtime not ready: {text}"));
+                    health.runtime_problem =
+                        Some(registration::runtime_not_ready(&c.reason, &c.message));
                 }
             }
         }

@@ -104,6 +104,15 @@ impl CniConfig {
     }
 }
 
+/// The node's network problem until the CNI config is written (the
+/// kubelet's words for containerd's "cni plugin not initialized").
+pub fn plugin_not_ready() -> String {
+    crate::registration::network_not_ready(
+        "NetworkPluginNotReady",
+        "Network plugin returns error: cni plugin not initialized",
+    )
+}
+
 /// Sets what pods need from the host where it can, and names what it
 /// cannot (for the Node's Ready condition and the log).
 pub fn prepare_host() -> Vec<String> {

@@ -183,7 +183,7 @@ pub fn sandbox_config(pod: &Pod, attempt: u32, log_root: &Path) -> api::PodSandb
     }
 }
 
-type Resources =
+pub(crate) type Resources =
     std::collections::BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>;
 
 /// A resource's quantity, parsed with `parse` (milli-units or whole units).
@@ -195,11 +195,11 @@ fn quantity(
     resources?.get(name).and_then(|q| parse(&q.0).ok())
 }
 
-fn quantity_milli(resources: Option<&Resources>, name: &str) -> Option<i64> {
+pub(crate) fn quantity_milli(resources: Option<&Resources>, name: &str) -> Option<i64> {
     quantity(resources, name, skiff_api::quantity::parse_milli)
 }
 
-fn quantity_value(resources: Option<&Resources>, name: &str) -> Option<i64> {
+pub(crate) fn quantity_value(resources: Option<&Resources>, name: &str) -> Option<i64> {
     quantity(resources, name, skiff_api::quantity::parse_value)
 }
 

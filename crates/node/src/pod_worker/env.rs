@@ -164,16 +164,14 @@ fn resource(
     };
     let res = target.resources.as_ref();
     let get = |kind: &str, name: &str, milli: bool| -> Option<i64> {
-        let map = if kind == "limits" {
-            res.and_then(|r| r.limits.as_ref())
-        } else {
-            res.and_then(|r| r.requests.as_ref())
+        let map = match kind {
+            "limits" => res.and_then(|r| r.limits.as_ref()),
+            _ => res.and_then(|r| r.requests.as_ref()),
         };
-        let q = map?.get(name)?;
         if milli {
-            skiff_api::quantity::parse_milli(&q.0).ok()
+            super::config::quantity_milli(map, name)
         } else {
-            skiff_api::quantity::parse_value(&q.0).ok()
+            super::config::quantity_value(map, name)
         }
     };
     let divisor = r.divisor.as_ref().map(|d| d.0.as_str()).unwrap_or("1");

@@ -236,7 +236,37 @@ fn remove_log_dirs(log_root: &std::path::Path, uid: &str) {
     }
 }
 
+fn host_network(pod: &Pod) -> bool {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.host_network)
+        .unwrap_or(false)
+}
+
 impl PodWorker {
+    /// The pod's IP: the node's for hostNetwork pods, else the ready
+    /// sandbox's as last observed.
+    fn pod_ip(&self, pod: &Pod, rt: &PodRuntime) -> Option<String> {
+        if host_network(pod) {
+            Some(self.ctx.node_ip.clone())
+        } else {
+            rt.ready_sandbox().and_then(|s| s.ip.clone())
+        }
+    }
+
+    /// Records why container `name` cannot start: its waiting reason, and
+    /// upstream's `Failed` event `Error: MESSAGE`.
+    fn fail(&mut self, pod: &Pod, name: &str, reason: &str, message: String) {
+        self.ctx.events.event(
+            pod,
+            EventType::Warning,
+            "Failed",
+            &format!("Error: {message}"),
+        );
+        self.waiting
+            .insert(name.to_string(), Waiting::new(reason, message));
+    }
+
     pub fn new(ctx: Arc<Context>, uid: String) -> Self {
         Self {
             ctx,
@@ -264,16 +294,7 @@ impl PodWorker {
 
     /// Starts and stops probe tasks for the pod's running containers.
     fn sync_probes(&mut self, pod: &Pod, rt: &PodRuntime) {
-        let host_network = pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.host_network)
-            .unwrap_or(false);
-        let pod_ip = if host_network {
-            Some(self.ctx.node_ip.clone())
-        } else {
-            rt.ready_sandbox().and_then(|s| s.ip.clone())
-        };
+        let pod_ip = self.pod_ip(pod, rt);
         let running: Vec<_> = pod
             .spec
             .as_ref()
@@ -468,7 +489,10 @@ impl PodWorker {
                 pod,
                 EventType::Warning,
                 "NetworkNotReady",
-                "network is not ready: container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized",
+                &format!(
+                    "network is not ready: {}",
+                    crate::network::plugin_not_ready()
+                ),
             );
             // The pod worker's back-off upstream: retried in 10 s, sooner
             // when the network comes up (the health loop wakes nobody, so
@@ -529,6 +553,21 @@ impl PodWorker {
             .cloned()
             .collect();
         let mut next = None;
+        // The sandbox's IP, once for every container started here (env
+        // fieldRefs, hooks); a new sandbox is asked for it.
+        let known = rt.ready_sandbox().is_some_and(|s| s.id == sandbox_id);
+        let pod_ip = match self.pod_ip(pod, rt) {
+            Some(ip) if known || host_network => Some(ip),
+            _ => self
+                .ctx
+                .runtime
+                .pod_sandbox_status(&sandbox_id)
+                .await
+                .ok()
+                .and_then(|s| s.network)
+                .map(|n| n.ip)
+                .filter(|ip| !ip.is_empty()),
+        };
         if let Err((volume, msg)) = self.prepare_object_volumes(pod).await {
             events.event(
                 pod,
@@ -610,22 +649,6 @@ impl PodWorker {
                 }
             };
             // Everything the environment refers to must exist first.
-            let pod_ip = if host_network {
-                Some(self.ctx.node_ip.clone())
-            } else {
-                match rt.ready_sandbox().filter(|s| s.id == sandbox_id) {
-                    Some(s) => s.ip.clone(),
-                    None => self
-                        .ctx
-                        .runtime
-                        .pod_sandbox_status(&sandbox_id)
-                        .await
-                        .ok()
-                        .and_then(|s| s.network)
-                        .map(|n| n.ip)
-                        .filter(|ip| !ip.is_empty()),
-                }
-            };
             let facts = super::env::Facts {
                 node_name: &self.ctx.node_name,
                 host_ip: &self.ctx.node_ip,
@@ -637,11 +660,7 @@ impl PodWorker {
                 match super::env::resolve(self.ctx.objects.as_ref(), pod, c, &facts).await {
                     Ok(r) => r,
                     Err(msg) => {
-                        events.event(pod, EventType::Warning, "Failed", &format!("Error: {msg}"));
-                        self.waiting.insert(
-                            c.name.clone(),
-                            Waiting::new("CreateContainerConfigError", msg),
-                        );
+                        self.fail(pod, &c.name, "CreateContainerConfigError", msg);
                         // Retried until the object appears (upstream: the pod
                         // worker's back-off).
                         next = earliest(next, Some(now + CONFIG_RETRY));
@@ -714,10 +733,7 @@ impl PodWorker {
                 Err(e) => {
                     // Upstream's startContainer words these with the gRPC
                     // status's message alone.
-                    let msg = e.message();
-                    events.event(pod, EventType::Warning, "Failed", &format!("Error: {msg}"));
-                    self.waiting
-                        .insert(c.name.clone(), Waiting::new("CreateContainerError", msg));
+                    self.fail(pod, &c.name, "CreateContainerError", e.message());
                     continue;
                 }
             };
@@ -728,10 +744,7 @@ impl PodWorker {
                 &format!("Created container: {}", c.name),
             );
             if let Err(e) = self.ctx.runtime.start_container(&id).await {
-                let msg = e.message();
-                events.event(pod, EventType::Warning, "Failed", &format!("Error: {msg}"));
-                self.waiting
-                    .insert(c.name.clone(), Waiting::new("RunContainerError", msg));
+                self.fail(pod, &c.name, "RunContainerError", e.message());
                 continue;
             }
             events.event(
