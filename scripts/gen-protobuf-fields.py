@@ -12,7 +12,7 @@ import os
 import re
 import sys
 
-GROUPS = ["core/v1", "apps/v1", "batch/v1", "coordination/v1", "events/v1", "policy/v1", "autoscaling/v1"]
+GROUPS = ["core/v1", "apps/v1", "batch/v1", "coordination/v1", "events/v1", "policy/v1", "autoscaling/v1", "storage/v1"]
 STRUCT = re.compile(r'^type (\w+) struct \{')
 
 

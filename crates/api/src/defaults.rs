@@ -1,6 +1,9 @@
 //! Defaulting, as upstream's `SetDefaults_*` functions apply it: one
 //! function per kind, called by that kind's strategy in the API server.
-//! Works on wire-form JSON; fills only what is absent.
+//! Works on wire-form JSON; fills only what is absent. Also the defaults
+//! that are chosen rather than filled in: which StorageClass is the
+//! default one (for the DefaultStorageClass admission plugin), and the
+//! fields 1.33's default feature gates drop.
 
 use serde_json::{json, Map, Value};
 
@@ -324,6 +327,126 @@ pub fn job(obj: &mut Value) {
     template(obj);
 }
 
+/// PersistentVolume defaults (upstream `SetDefaults_PersistentVolume`):
+/// reclaim policy Retain, volume mode Filesystem, phase Pending, and a
+/// hostPath's unset type `""`.
+pub fn persistent_volume(obj: &mut Value) {
+    if let Some(spec) = object_entry(obj, "spec") {
+        default(spec, "persistentVolumeReclaimPolicy", json!("Retain"));
+        default(spec, "volumeMode", json!("Filesystem"));
+        if let Some(host_path) = spec.get_mut("hostPath").and_then(Value::as_object_mut) {
+            default(host_path, "type", json!(""));
+        }
+    }
+    if let Some(status) = object_entry(obj, "status") {
+        default(status, "phase", json!("Pending"));
+    }
+}
+
+/// PersistentVolumeClaim defaults: volume mode Filesystem, phase Pending,
+/// and `dataSource` and `dataSourceRef` each filled from the other
+/// (upstream `NormalizeDataSources`; a reference to another namespace has
+/// no `dataSource` form).
+pub fn persistent_volume_claim(obj: &mut Value) {
+    if let Some(spec) = object_entry(obj, "spec") {
+        default(spec, "volumeMode", json!("Filesystem"));
+        let set = |v: Option<&Value>| v.filter(|v| !v.is_null()).cloned();
+        let source = set(spec.get("dataSource"));
+        let reference = set(spec.get("dataSourceRef"));
+        let copy = |from: &Value| {
+            let mut to = Map::new();
+            for field in ["apiGroup", "kind", "name"] {
+                if let Some(v) = from.get(field).filter(|v| !v.is_null()) {
+                    to.insert(field.into(), v.clone());
+                }
+            }
+            Value::Object(to)
+        };
+        match (source, reference) {
+            (Some(s), None) => {
+                spec.insert("dataSourceRef".into(), copy(&s));
+            }
+            (None, Some(r))
+                if r.get("namespace")
+                    .and_then(Value::as_str)
+                    .is_none_or(str::is_empty) =>
+            {
+                spec.insert("dataSource".into(), copy(&r));
+            }
+            _ => {}
+        }
+    }
+    if let Some(status) = object_entry(obj, "status") {
+        default(status, "phase", json!("Pending"));
+    }
+}
+
+/// What a PersistentVolume's or claim's strategy drops while the
+/// VolumeAttributesClass feature gate is off, as it is by default in
+/// 1.33 (upstream `DropDisabledFields`): `spec.volumeAttributesClassName`,
+/// which no stored object can have for the same reason.
+pub fn drop_volume_attributes_class(obj: &mut Value) {
+    if let Some(spec) = object_at(obj, "spec") {
+        spec.remove("volumeAttributesClassName");
+    }
+}
+
+/// StorageClass defaults: reclaim policy Delete, binding mode Immediate.
+pub fn storage_class(obj: &mut Value) {
+    if let Some(o) = obj.as_object_mut() {
+        default(o, "reclaimPolicy", json!("Delete"));
+        default(o, "volumeBindingMode", json!("Immediate"));
+    }
+}
+
+/// The annotation that marks the default StorageClass.
+pub const IS_DEFAULT_CLASS_ANNOTATION: &str = "storageclass.kubernetes.io/is-default-class";
+const BETA_IS_DEFAULT_CLASS_ANNOTATION: &str = "storageclass.beta.kubernetes.io/is-default-class";
+
+/// Whether a StorageClass is marked default (upstream
+/// `IsDefaultAnnotation`: the GA or the beta annotation is `"true"`).
+pub fn is_default_storage_class(class: &Value) -> bool {
+    [
+        IS_DEFAULT_CLASS_ANNOTATION,
+        BETA_IS_DEFAULT_CLASS_ANNOTATION,
+    ]
+    .iter()
+    .any(|a| {
+        class
+            .pointer("/metadata/annotations")
+            .and_then(|m| m.get(*a))
+            .and_then(Value::as_str)
+            == Some("true")
+    })
+}
+
+/// The default StorageClass among `classes` (upstream `GetDefaultClass`):
+/// of those marked default, the newest, then the first by name.
+pub fn default_storage_class<'a>(
+    classes: impl IntoIterator<Item = &'a Value>,
+) -> Option<&'a Value> {
+    let created = |c: &Value| {
+        c.pointer("/metadata/creationTimestamp")
+            .and_then(Value::as_str)
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.timestamp_nanos_opt().unwrap_or(i64::MIN))
+            .unwrap_or(i64::MIN)
+    };
+    let name = |c: &'a Value| {
+        c.pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    classes
+        .into_iter()
+        .filter(|c| is_default_storage_class(c))
+        .min_by(|a, b| {
+            created(b)
+                .cmp(&created(a))
+                .then_with(|| name(a).cmp(name(b)))
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -398,6 +521,77 @@ mod tests {
         assert_eq!(c["livenessProbe"]["httpGet"]["scheme"], "HTTP");
         assert_eq!(p["status"]["phase"], "Pending");
         assert_eq!(p["status"]["qosClass"], "BestEffort");
+    }
+
+    #[test]
+    fn storage_defaults() {
+        let mut pv = json!({"spec": {"hostPath": {"path": "/data"}}, "status": {}});
+        persistent_volume(&mut pv);
+        assert_eq!(
+            pv,
+            json!({"spec": {"hostPath": {"path": "/data", "type": ""},
+                "persistentVolumeReclaimPolicy": "Retain", "volumeMode": "Filesystem"},
+                "status": {"phase": "Pending"}})
+        );
+        let mut kept = json!({"spec": {"persistentVolumeReclaimPolicy": "Delete", "volumeMode": "Block",
+            "hostPath": {"path": "/d", "type": "Directory"}}, "status": {"phase": "Bound"}});
+        let before = kept.clone();
+        persistent_volume(&mut kept);
+        assert_eq!(kept, before);
+        let mut pvc = json!({"spec": {"volumeAttributesClassName": "gold"}});
+        persistent_volume_claim(&mut pvc);
+        drop_volume_attributes_class(&mut pvc);
+        assert_eq!(
+            pvc,
+            json!({"spec": {"volumeMode": "Filesystem"}, "status": {"phase": "Pending"}})
+        );
+        let mut restore =
+            json!({"spec": {"dataSource": {"kind": "PersistentVolumeClaim", "name": "src"}}});
+        persistent_volume_claim(&mut restore);
+        assert_eq!(
+            restore["spec"]["dataSourceRef"],
+            json!({"kind": "PersistentVolumeClaim", "name": "src"})
+        );
+        let mut populated = json!({"spec": {"dataSourceRef": {"apiGroup": "example.com", "kind": "Pop", "name": "p"}}});
+        persistent_volume_claim(&mut populated);
+        assert_eq!(
+            populated["spec"]["dataSource"],
+            json!({"apiGroup": "example.com", "kind": "Pop", "name": "p"})
+        );
+        let mut elsewhere =
+            json!({"spec": {"dataSourceRef": {"kind": "Pop", "name": "p", "namespace": "other"}}});
+        persistent_volume_claim(&mut elsewhere);
+        assert!(elsewhere["spec"].get("dataSource").is_none());
+        let mut sc = json!({"provisioner": "p"});
+        storage_class(&mut sc);
+        assert_eq!(
+            sc,
+            json!({"provisioner": "p", "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate"})
+        );
+    }
+
+    #[test]
+    fn the_default_class_is_the_newest_marked_one() {
+        let class = |name: &str, created: &str, default: Option<&str>| {
+            let mut c = json!({"metadata": {"name": name, "creationTimestamp": created}});
+            if let Some(v) = default {
+                c["metadata"]["annotations"] = json!({IS_DEFAULT_CLASS_ANNOTATION: v});
+            }
+            c
+        };
+        let classes = [
+            class("old", "2024-01-01T00:00:00Z", Some("true")),
+            class("b", "2024-02-01T00:00:00Z", Some("true")),
+            class("a", "2024-02-01T00:00:00Z", Some("true")),
+            class("newest", "2024-03-01T00:00:00Z", Some("false")),
+            class("plain", "2024-03-01T00:00:00Z", None),
+        ];
+        let pick = default_storage_class(&classes).unwrap();
+        assert_eq!(pick["metadata"]["name"], "a");
+        assert!(default_storage_class(&classes[3..]).is_none());
+        let beta = json!({"metadata": {"name": "x",
+            "annotations": {"storageclass.beta.kubernetes.io/is-default-class": "true"}}});
+        assert!(is_default_storage_class(&beta));
     }
 
     #[test]

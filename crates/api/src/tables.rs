@@ -3,7 +3,8 @@
 //!
 //! This module owns the column definitions and row cells of every printed
 //! kind (Pod, Node, Namespace, Event, ConfigMap, Secret, Service,
-//! Endpoints, ServiceAccount, Lease, Deployment, ReplicaSet, Job, plus
+//! Endpoints, ServiceAccount, Lease, Deployment, ReplicaSet, Job,
+//! PersistentVolume, PersistentVolumeClaim and StorageClass, plus
 //! StatefulSet, DaemonSet and CronJob), the generic fallback table for
 //! other kinds, the pod READY/STATUS/RESTARTS summaries and apimachinery's
 //! `HumanDuration` used for AGE. It follows kubernetes 1.33
@@ -17,12 +18,15 @@
 mod columns;
 mod pod;
 mod printers;
+mod storage;
 mod util;
 
 #[cfg(test)]
 mod pod_tests;
 #[cfg(test)]
 mod printer_tests;
+#[cfg(test)]
+mod storage_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -67,6 +71,9 @@ pub fn row_cells(kind: &str, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
         "StatefulSet" => printers::stateful_set(obj, now),
         "DaemonSet" => printers::daemon_set(obj, now),
         "CronJob" => printers::cron_job(obj, now),
+        "PersistentVolume" => storage::persistent_volume(obj, now),
+        "PersistentVolumeClaim" => storage::persistent_volume_claim(obj, now),
+        "StorageClass" => storage::storage_class(obj, now),
         _ => default_cells(obj),
     }
 }

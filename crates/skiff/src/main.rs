@@ -3,6 +3,7 @@
 
 mod agent;
 mod cli;
+mod default_storage_class;
 mod reset;
 mod scheduler;
 mod server;

@@ -50,6 +50,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     // the in-process loopback (same handlers and checks, no TCP or TLS).
     let loopback = kube::Client::new(api.loopback(), "default");
     let api = tokio::spawn(api.run(shutdown.clone()));
+    crate::default_storage_class::ensure_logged(loopback.clone()).await;
 
     // Node IPAM: a podCIDR per node from --cluster-cidr.
     let ipam = skiff_controllers::nodeipam::NodeIpam::new(&args.cluster_cidr, 24)

@@ -174,6 +174,43 @@ const CRON_JOB: &[Col] = &[
     Col("Selector", "string", false, 1, JOB_SELECTOR),
 ];
 
+const PV_SPEC_VOLUME_MODE: &str = "volumeMode defines if a volume is intended to be used with a formatted filesystem or to remain in raw block state. Value of Filesystem is implied when not included in spec.";
+
+const PERSISTENT_VOLUME: &[Col] = &[
+    NAME,
+    Col("Capacity", "string", false, 0, "capacity is the description of the persistent volume's resources and capacity. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#capacity"),
+    Col("Access Modes", "string", false, 0, "accessModes contains all ways the volume can be mounted. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#access-modes"),
+    Col("Reclaim Policy", "string", false, 0, "persistentVolumeReclaimPolicy defines what happens to a persistent volume when released from its claim. Valid options are Retain (default for manually created PersistentVolumes), Delete (default for dynamically provisioned PersistentVolumes), and Recycle (deprecated). Recycle must be supported by the volume plugin underlying this PersistentVolume. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#reclaiming"),
+    Col("Status", "string", false, 0, "phase indicates if a volume is available, bound to a claim, or released by a claim. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#phase"),
+    Col("Claim", "string", false, 0, "claimRef is part of a bi-directional binding between PersistentVolume and PersistentVolumeClaim. Expected to be non-nil when bound. claim.VolumeName is the authoritative bind between PV and PVC. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#binding"),
+    Col("StorageClass", "string", false, 0, "StorageClass of the pv"),
+    Col("VolumeAttributesClass", "string", false, 0, "VolumeAttributesClass of the pv"),
+    Col("Reason", "string", false, 0, "reason is a brief CamelCase string that describes any failure and is meant for machine parsing and tidy display in the CLI."),
+    AGE,
+    Col("VolumeMode", "string", false, 1, PV_SPEC_VOLUME_MODE),
+];
+
+const PERSISTENT_VOLUME_CLAIM: &[Col] = &[
+    NAME,
+    Col("Status", "string", false, 0, "phase represents the current phase of PersistentVolumeClaim."),
+    Col("Volume", "string", false, 0, "volumeName is the binding reference to the PersistentVolume backing this claim."),
+    Col("Capacity", "string", false, 0, "capacity represents the actual resources of the underlying volume."),
+    Col("Access Modes", "string", false, 0, "accessModes contains the actual access modes the volume backing the PVC has. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#access-modes-1"),
+    Col("StorageClass", "string", false, 0, "StorageClass of the pvc"),
+    Col("VolumeAttributesClass", "string", false, 0, "VolumeAttributesClass of the pvc"),
+    AGE,
+    Col("VolumeMode", "string", false, 1, "volumeMode defines what type of volume is required by the claim. Value of Filesystem is implied when not included in claim spec."),
+];
+
+const STORAGE_CLASS: &[Col] = &[
+    NAME,
+    Col("Provisioner", "string", false, 0, "provisioner indicates the type of the provisioner."),
+    Col("ReclaimPolicy", "string", false, 0, "reclaimPolicy controls the reclaimPolicy for dynamically provisioned PersistentVolumes of this storage class. Defaults to Delete."),
+    Col("VolumeBindingMode", "string", false, 0, "volumeBindingMode indicates how PersistentVolumeClaims should be provisioned and bound.  When unset, VolumeBindingImmediate is used. This field is only honored by servers that enable the VolumeScheduling feature."),
+    Col("AllowVolumeExpansion", "string", false, 0, "allowVolumeExpansion shows whether the storage class allow volume expand."),
+    AGE,
+];
+
 /// The generic apiserver table (`rest.NewDefaultTableConvertor`) used for
 /// kinds without a printer: the name and an RFC 3339 creation date.
 const DEFAULT: &[Col] = &[NAME, Col("Created At", "date", false, 0, META_CREATED)];
@@ -196,6 +233,9 @@ fn columns(kind: &str) -> &'static [Col] {
         "StatefulSet" => STATEFUL_SET,
         "DaemonSet" => DAEMON_SET,
         "CronJob" => CRON_JOB,
+        "PersistentVolume" => PERSISTENT_VOLUME,
+        "PersistentVolumeClaim" => PERSISTENT_VOLUME_CLAIM,
+        "StorageClass" => STORAGE_CLASS,
         _ => DEFAULT,
     }
 }

@@ -35,6 +35,9 @@ const KINDS: &[&str] = &[
     "StatefulSet",
     "DaemonSet",
     "CronJob",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "StorageClass",
     "Widget",
 ];
 
@@ -133,6 +136,21 @@ fn column_names_and_priorities() {
             "Job",
             "NAME STATUS COMPLETIONS DURATION AGE",
             "CONTAINERS IMAGES SELECTOR",
+        ),
+        (
+            "PersistentVolume",
+            "NAME CAPACITY ACCESS_MODES RECLAIM_POLICY STATUS CLAIM STORAGECLASS VOLUMEATTRIBUTESCLASS REASON AGE",
+            "VOLUMEMODE",
+        ),
+        (
+            "PersistentVolumeClaim",
+            "NAME STATUS VOLUME CAPACITY ACCESS_MODES STORAGECLASS VOLUMEATTRIBUTESCLASS AGE",
+            "VOLUMEMODE",
+        ),
+        (
+            "StorageClass",
+            "NAME PROVISIONER RECLAIMPOLICY VOLUMEBINDINGMODE ALLOWVOLUMEEXPANSION AGE",
+            "",
         ),
         ("Widget", "NAME CREATED_AT", ""),
     ];

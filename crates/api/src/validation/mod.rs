@@ -6,7 +6,13 @@ use serde_json::Value;
 
 pub mod meta;
 pub mod names;
+mod storage;
 mod workloads;
+
+pub use storage::{
+    persistent_volume, persistent_volume_claim, persistent_volume_claim_update,
+    persistent_volume_update, storage_class, storage_class_update, BETA_STORAGE_CLASS_ANNOTATION,
+};
 
 pub use workloads::{
     bad_quantity, config_map, deployment, events_v1_create, job, job_update, node, replica_set,

@@ -59,10 +59,19 @@ fn each_quantity<'a>(kind: &str, obj: &'a Value) -> Vec<&'a Value> {
         }
         out.extend(quantities(spec.get("overhead")).map(|(_, v)| v));
     }
-    if kind == "Node" {
-        for part in ["capacity", "allocatable"] {
-            out.extend(quantities(obj.pointer(&format!("/status/{part}"))).map(|(_, v)| v));
-        }
+    let maps: &[&str] = match kind {
+        "Node" => &["/status/capacity", "/status/allocatable"],
+        "PersistentVolume" => &["/spec/capacity"],
+        "PersistentVolumeClaim" => &[
+            "/spec/resources/requests",
+            "/spec/resources/limits",
+            "/status/capacity",
+            "/status/allocatedResources",
+        ],
+        _ => &[],
+    };
+    for at in maps {
+        out.extend(quantities(obj.pointer(at)).map(|(_, v)| v));
     }
     out
 }

@@ -1,9 +1,11 @@
 //! Admission: the plugins a write passes after defaulting, mutating ones
 //! first (they may change the object), then validating ones (they may
 //! only refuse), as upstream's admission chain runs them. One plugin per
-//! file, registered in [`PLUGINS`]; today NamespaceLifecycle and
-//! DefaultTolerationSeconds, later ServiceAccount, NodeRestriction,
-//! LimitRanger, ResourceQuota and Priority.
+//! file, registered in [`PLUGINS`]; today NamespaceLifecycle,
+//! DefaultTolerationSeconds and DefaultStorageClass, later ServiceAccount,
+//! NodeRestriction, LimitRanger, ResourceQuota, Priority and
+//! StorageObjectInUseProtection (whose finalizers need the pvc- and
+//! pv-protection controllers first).
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -12,9 +14,11 @@ use crate::resources::Resource;
 use crate::status::ApiResult;
 use crate::AppState;
 
+mod default_storage_class;
 mod default_toleration_seconds;
 mod namespace_lifecycle;
 
+pub use default_storage_class::DefaultStorageClass;
 pub use default_toleration_seconds::DefaultTolerationSeconds;
 pub use namespace_lifecycle::NamespaceLifecycle;
 
@@ -56,7 +60,11 @@ pub trait Plugin: Send + Sync {
 }
 
 /// The chain, in upstream's order.
-pub static PLUGINS: &[&dyn Plugin] = &[&NamespaceLifecycle, &DefaultTolerationSeconds];
+pub static PLUGINS: &[&dyn Plugin] = &[
+    &NamespaceLifecycle,
+    &DefaultTolerationSeconds,
+    &DefaultStorageClass,
+];
 
 /// Runs every plugin's mutating step.
 pub async fn mutate(attrs: &Attributes<'_>, object: &mut Value) -> ApiResult<()> {

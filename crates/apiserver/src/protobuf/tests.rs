@@ -377,6 +377,71 @@ fn delete_options_come_from_the_meta_package() {
 }
 
 #[test]
+fn storage_classes_and_claims_read_as_their_json() {
+    // Go writes StorageClass's pointers when set and its provisioner always.
+    let sc = with(
+        msg("k8s.io.api.storage.v1.StorageClass"),
+        vec![
+            ("metadata", Field::Message(meta("fast", ""))),
+            ("provisioner", s("example.com/fast")),
+            (
+                "parameters",
+                Field::Map([(MapKey::String("type".into()), s("ssd"))].into()),
+            ),
+            ("reclaimPolicy", s("Retain")),
+            ("allowVolumeExpansion", Field::Bool(false)),
+            ("volumeBindingMode", s("WaitForFirstConsumer")),
+        ],
+    );
+    let got = to_json(&body("storage.k8s.io/v1", "StorageClass", &sc)).unwrap();
+    assert_eq!(
+        got,
+        json!({"kind": "StorageClass", "apiVersion": "storage.k8s.io/v1",
+               "metadata": {"name": "fast"}, "provisioner": "example.com/fast",
+               "parameters": {"type": "ssd"}, "reclaimPolicy": "Retain",
+               "allowVolumeExpansion": false, "volumeBindingMode": "WaitForFirstConsumer"})
+    );
+    let requests = Field::Map(
+        [(
+            MapKey::String("storage".into()),
+            Field::Message(with(msg(QUANTITY), vec![("string", s("1Gi"))])),
+        )]
+        .into(),
+    );
+    let resources = with(
+        msg("k8s.io.api.core.v1.VolumeResourceRequirements"),
+        vec![("requests", requests)],
+    );
+    let spec = with(
+        msg("k8s.io.api.core.v1.PersistentVolumeClaimSpec"),
+        vec![
+            ("accessModes", Field::List(vec![s("ReadWriteOnce")])),
+            ("resources", Field::Message(resources)),
+            ("volumeName", s("")),
+        ],
+    );
+    let pvc = with(
+        msg("k8s.io.api.core.v1.PersistentVolumeClaim"),
+        vec![
+            ("metadata", Field::Message(meta("data", "default"))),
+            ("spec", Field::Message(spec)),
+            (
+                "status",
+                Field::Message(with(
+                    msg("k8s.io.api.core.v1.PersistentVolumeClaimStatus"),
+                    vec![("phase", s(""))],
+                )),
+            ),
+        ],
+    );
+    let got = to_json(&body("v1", "PersistentVolumeClaim", &pvc)).unwrap();
+    assert_eq!(
+        got["spec"],
+        json!({"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}})
+    );
+}
+
+#[test]
 fn bad_bodies_are_errors() {
     assert_eq!(to_json(b"{\"kind\":\"Pod\"}"), Err(ProtobufError::NoMagic));
     assert!(matches!(

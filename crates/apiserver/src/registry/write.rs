@@ -300,6 +300,7 @@ pub async fn update(
                     "status",
                     candidate.get("status").cloned().unwrap_or(Value::Null),
                 );
+                crate::resources::strategy_of(r).prepare_for_status_update(&old, &mut merged);
                 merged
             }
             _ => {

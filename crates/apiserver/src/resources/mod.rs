@@ -120,12 +120,15 @@ mod jobs;
 mod leases;
 mod namespaces;
 mod nodes;
+mod persistentvolumeclaims;
+mod persistentvolumes;
 mod pods;
 mod replicasets;
 mod scale;
 mod secrets;
 mod serviceaccounts;
 mod services;
+mod storageclasses;
 
 /// Every kind, served resources in discovery order, then the kinds only
 /// subresources speak (Binding, Eviction, Scale).
@@ -139,10 +142,13 @@ pub static KINDS: &[&Kind] = &[
     &services::KIND,
     &endpoints::KIND,
     &serviceaccounts::KIND,
+    &persistentvolumes::KIND,
+    &persistentvolumeclaims::KIND,
     &leases::KIND,
     &deployments::KIND,
     &replicasets::KIND,
     &jobs::KIND,
+    &storageclasses::KIND,
     &events_v1::KIND,
     &binding::KIND,
     &eviction::KIND,
@@ -174,6 +180,9 @@ pub trait Strategy: Sync + std::fmt::Debug {
     fn defaults(&self, _obj: &mut Value) {}
     /// What create sets beyond defaults (generated fields).
     fn prepare_for_create(&self, _obj: &mut Value) {}
+    /// What a write to the status subresource sets, given the stored
+    /// object and the new one (whose spec is already the stored one).
+    fn prepare_for_status_update(&self, _old: &Value, _new: &mut Value) {}
     /// Validation of a new object, stored form, beyond ObjectMeta.
     fn validate(&self, _obj: &Value) -> Vec<FieldError> {
         Vec::new()
