@@ -296,7 +296,71 @@ impl crate::pod_worker::env::Objects for ApiObjects {
             Err(e) => Err(e.to_string()),
         }
     }
+
+    async fn claim_path(&self, namespace: &str, name: &str) -> Result<String, String> {
+        use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+        let claims: Api<PersistentVolumeClaim> = Api::namespaced(self.0.clone(), namespace);
+        let claim = match claims.get_opt(name).await {
+            Ok(Some(c)) => c,
+            Ok(None) => return Err(format!(
+                "failed to fetch PVC from API server: persistentvolumeclaims \"{name}\" not found"
+            )),
+            Err(e) => return Err(format!("failed to fetch PVC from API server: {e}")),
+        };
+        if claim.metadata.deletion_timestamp.is_some() {
+            return Err(format!(
+                "can't start pod because PVC {namespace}/{name} is being deleted"
+            ));
+        }
+        let phase = claim
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.clone())
+            .unwrap_or_default();
+        let volume = claim
+            .spec
+            .as_ref()
+            .and_then(|s| s.volume_name.clone())
+            .unwrap_or_default();
+        if phase != "Bound" || volume.is_empty() {
+            return Err(format!(
+                "PVC {namespace}/{name} has non-bound phase ({phase:?}) or empty pvc.Spec.VolumeName ({volume:?})"
+            ));
+        }
+        let pvs: Api<PersistentVolume> = Api::all(self.0.clone());
+        let pv = pvs
+            .get(&volume)
+            .await
+            .map_err(|e| format!("failed to fetch PV {volume} from API server: {e}"))?;
+        let spec = pv.spec.unwrap_or_default();
+        spec.host_path
+            .map(|h| h.path)
+            .or(spec.local.map(|l| l.path))
+            .ok_or_else(|| {
+                format!("PV {volume}: only hostPath and local volumes can be mounted on this node")
+            })
+    }
 }
+
+/// The pods' cgroups under `skiff/NODE`, when the agent runs its own
+/// containerd (cgroupfs driver); the root is recorded in the data dir for
+/// `skiff reset`.
+fn pod_cgroups(config: &Config) -> Option<crate::pod_worker::qos::PodCgroups> {
+    if config.container_runtime_endpoint.is_some() {
+        return None;
+    }
+    let cg = crate::pod_worker::qos::PodCgroups {
+        fs: PathBuf::from("/sys/fs/cgroup"),
+        root: format!("skiff/{}", config.node_name),
+    };
+    if let Err(e) = std::fs::write(config.data_dir.join(CGROUP_ROOT_FILE), &cg.root) {
+        tracing::warn!(error = %e, "cannot record the node's cgroup root");
+    }
+    Some(cg)
+}
+
+/// The file in the data dir naming the node's cgroup root.
+pub const CGROUP_ROOT_FILE: &str = "cgroup-root";
 
 /// A running worker's handles.
 #[derive(Debug)]
@@ -381,6 +445,12 @@ impl Agent {
                 node_ip: Some(node_ip),
                 max_pods: config.max_pods,
                 root_dir: config.data_dir.clone(),
+                annotations: BTreeMap::from([(
+                    registration::LOCAL_PATH_DIR.to_string(),
+                    crate::storage::local_path_dir(&config.data_dir)
+                        .display()
+                        .to_string(),
+                )]),
                 status_update_frequency: config.status_update_frequency,
                 ..registration::Config::new(&config.node_name, &config.data_dir)
             },
@@ -556,7 +626,16 @@ impl Agent {
                 .map(|b| b as i64)
                 .unwrap_or(0),
             volumes_root: config.data_dir.join("volumes"),
+            cgroups: pod_cgroups(&config),
         });
+        let cleaner = tokio::spawn(
+            crate::storage::LocalPathCleaner {
+                client: client.clone(),
+                node: config.node_name.clone(),
+                dir: crate::storage::local_path_dir(&config.data_dir),
+            }
+            .run(shutdown.clone()),
+        );
         let pods = run_pods(
             client.clone(),
             ctx,
@@ -565,6 +644,7 @@ impl Agent {
             shutdown.clone(),
         );
         pods.await;
+        let _ = cleaner.await;
         let _ = server_task.await;
 
         let _ = network_task.await;

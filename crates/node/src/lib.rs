@@ -13,6 +13,8 @@
 //!   carry them out;
 //! - [`prober`]: startup, liveness and readiness probes on their timers;
 //! - [`status`]: pod status from what the runtime reports;
+//! - [`storage`]: this node's part of local-path volumes (removing a
+//!   deleted volume's directory);
 //! - [`logs`]: CRI log files; [`server`]: the agent's HTTPS endpoint
 //!   (logs now, exec and port-forward later);
 //! - [`agent`]: wires them into [`agent::Agent::run`].
@@ -40,3 +42,4 @@ pub mod registration;
 pub mod runtime;
 pub mod server;
 pub mod status;
+pub mod storage;

@@ -1,7 +1,8 @@
 //! `skiff reset --data-dir DIR`: what `kubeadm reset` plus clearing
 //! /etc/cni/net.d does upstream. It stops and removes every pod sandbox and
 //! container the node's containerd has (CNI DEL frees their IPs and
-//! iptables rules), stops that containerd and its shims, unmounts what is
+//! iptables rules), stops that containerd and its shims, removes the
+//! node's pod cgroups, unmounts what is
 //! mounted under the data dir, deletes the CNI bridge and the CNI cache
 //! entries of the node's network, and removes the data dir.
 
@@ -40,6 +41,7 @@ pub fn run(args: ResetArgs) -> anyhow::Result<()> {
         stop_containerd(&dir);
     }
     kill_shims(&data_dir);
+    remove_cgroups(&data_dir);
     unmount_under(&data_dir);
     skiff_node::network::remove_bridge(&args.bridge_name);
     remove_cni_cache(&args.bridge_name);
@@ -50,6 +52,22 @@ pub fn run(args: ResetArgs) -> anyhow::Result<()> {
         data_dir.display()
     );
     Ok(())
+}
+
+/// Removes the node's pod cgroups (their processes are gone by now),
+/// from the root the agent recorded.
+fn remove_cgroups(data_dir: &Path) {
+    for dir in [data_dir.join("node"), data_dir.to_path_buf()] {
+        let Ok(root) = std::fs::read_to_string(dir.join(skiff_node::agent::CGROUP_ROOT_FILE))
+        else {
+            continue;
+        };
+        skiff_node::pod_worker::qos::PodCgroups {
+            fs: PathBuf::from("/sys/fs/cgroup"),
+            root: root.trim().to_string(),
+        }
+        .remove_node();
+    }
 }
 
 /// Starts the node's containerd if it is not running, then stops and

@@ -166,6 +166,25 @@ fn sandbox_changed(rt: &PodRuntime) -> (bool, u32, bool) {
     (false, newest.attempt, false)
 }
 
+/// The grace period (seconds) for stopping running container `name`
+/// (upstream's setTerminationGracePeriod): the pod's deletion grace once
+/// it is being deleted; for a container killed because its liveness or
+/// startup probe failed (`probe`: `"liveness"`, `"startup"`), that
+/// probe's terminationGracePeriodSeconds when set; else the pod's
+/// terminationGracePeriodSeconds (30 by default).
+pub fn kill_grace_period(pod: &Pod, name: &str, probe: Option<&str>) -> i64 {
+    let c = containers(pod).iter().find(|c| c.name == name);
+    let probe = match probe {
+        Some("liveness") => c.and_then(|c| c.liveness_probe.as_ref()),
+        Some("startup") => c.and_then(|c| c.startup_probe.as_ref()),
+        _ => None,
+    };
+    match probe.and_then(|p| p.termination_grace_period_seconds) {
+        Some(g) if pod.metadata.deletion_grace_period_seconds.is_none() => g.max(0),
+        _ => super::config::grace_period(pod),
+    }
+}
+
 /// The actions for a pod that is neither being deleted nor finished.
 pub fn compute_pod_actions(pod: &Pod, rt: &PodRuntime) -> Actions {
     compute_pod_actions_probed(pod, rt, &std::collections::HashMap::new())
@@ -674,5 +693,39 @@ mod tests {
         assert_eq!(container_hash(&c), h);
         c.image = Some("other".into());
         assert_ne!(container_hash(&c), h);
+    }
+
+    #[test]
+    fn a_probe_kill_uses_the_probes_grace_period() {
+        let p: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "default", "uid": "u1"},
+            "spec": {
+                "terminationGracePeriodSeconds": 60,
+                "containers": [
+                    {"name": "a", "image": "busybox",
+                     "livenessProbe": {"exec": {"command": ["true"]}, "terminationGracePeriodSeconds": 5},
+                     "startupProbe": {"exec": {"command": ["true"]}, "terminationGracePeriodSeconds": 7}},
+                    {"name": "b", "image": "busybox",
+                     "livenessProbe": {"exec": {"command": ["true"]}}}
+                ]
+            }
+        }))
+        .unwrap();
+        assert_eq!(kill_grace_period(&p, "a", Some("liveness")), 5);
+        assert_eq!(kill_grace_period(&p, "a", Some("startup")), 7);
+        // Other kills, and probes without one, use the pod's.
+        assert_eq!(kill_grace_period(&p, "a", None), 60);
+        assert_eq!(kill_grace_period(&p, "b", Some("liveness")), 60);
+        let mut unset = p.clone();
+        unset
+            .spec
+            .as_mut()
+            .unwrap()
+            .termination_grace_period_seconds = None;
+        assert_eq!(kill_grace_period(&unset, "b", Some("liveness")), 30);
+        // A pod being deleted is stopped with its deletion grace.
+        let mut deleting = p.clone();
+        deleting.metadata.deletion_grace_period_seconds = Some(3);
+        assert_eq!(kill_grace_period(&deleting, "a", Some("liveness")), 3);
     }
 }

@@ -50,6 +50,29 @@ fn pod_labels(pod: &Pod) -> HashMap<String, String> {
 pub const TERMINATION_MESSAGE_PATH: &str = "io.kubernetes.container.terminationMessagePath";
 pub const TERMINATION_MESSAGE_POLICY: &str = "io.kubernetes.container.terminationMessagePolicy";
 
+/// The paths the kubelet masks and makes read-only in unprivileged
+/// containers (upstream's securitycontext defaults for procMount Default).
+const MASKED_PATHS: &[&str] = &[
+    "/proc/asound",
+    "/proc/acpi",
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/latency_stats",
+    "/proc/timer_list",
+    "/proc/timer_stats",
+    "/proc/sched_debug",
+    "/proc/scsi",
+    "/sys/firmware",
+    "/sys/devices/virtual/powercap",
+];
+const READONLY_PATHS: &[&str] = &[
+    "/proc/bus",
+    "/proc/fs",
+    "/proc/irq",
+    "/proc/sys",
+    "/proc/sysrq-trigger",
+];
+
 /// The grace period the pod's containers get when it is deleted.
 pub fn grace_period(pod: &Pod) -> i64 {
     pod.metadata
@@ -101,16 +124,6 @@ fn protocol(p: Option<&str>) -> i32 {
     }
 }
 
-/// At most 63 bytes, without a trailing `-` or `.` (upstream's
-/// truncatePodHostnameIfNeeded): sethostname refuses longer names.
-fn truncate_hostname(name: &str) -> String {
-    if name.len() <= 63 {
-        return name.to_string();
-    }
-    let cut: String = name.chars().take(63).collect();
-    cut.trim_end_matches(['-', '.']).to_string()
-}
-
 /// The sandbox config for `pod`'s sandbox number `attempt`.
 pub fn sandbox_config(pod: &Pod, attempt: u32, log_root: &Path) -> api::PodSandboxConfig {
     let (ns, name, uid) = meta(pod);
@@ -119,10 +132,7 @@ pub fn sandbox_config(pod: &Pod, attempt: u32, log_root: &Path) -> api::PodSandb
         // runc refuses a hostname without a private UTS namespace.
         String::new()
     } else {
-        let full = spec
-            .and_then(|s| s.hostname.clone())
-            .unwrap_or_else(|| name.to_string());
-        truncate_hostname(&full)
+        super::dns::sandbox_hostname(pod)
     };
     let port_mappings = spec
         .map(|s| s.containers.as_slice())
@@ -308,10 +318,83 @@ pub fn container_config(
                 no_new_privs: sc
                     .and_then(|s| s.allow_privilege_escalation)
                     .is_some_and(|a| !a),
+                capabilities: sc.and_then(|s| s.capabilities.as_ref()).map(|caps| {
+                    api::Capability {
+                        add_capabilities: caps.add.clone().unwrap_or_default(),
+                        drop_capabilities: caps.drop.clone().unwrap_or_default(),
+                        ..Default::default()
+                    }
+                }),
+                supplemental_groups: pod_sc
+                    .and_then(|s| s.supplemental_groups.clone())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .chain(pod_sc.and_then(|s| s.fs_group))
+                    .collect(),
+                masked_paths: if sc.and_then(|s| s.privileged).unwrap_or(false) {
+                    vec![]
+                } else {
+                    MASKED_PATHS.iter().map(|p| p.to_string()).collect()
+                },
+                readonly_paths: if sc.and_then(|s| s.privileged).unwrap_or(false) {
+                    vec![]
+                } else {
+                    READONLY_PATHS.iter().map(|p| p.to_string()).collect()
+                },
                 ..Default::default()
             }),
         }),
         ..Default::default()
+    }
+}
+
+/// The image's user as the kubelet reads it: its uid, else its
+/// non-numeric name, else root.
+pub fn image_user(image: Option<&api::Image>) -> (Option<i64>, String) {
+    match image {
+        Some(i) if i.uid.is_some() => (i.uid.as_ref().map(|u| u.value), String::new()),
+        Some(i) if !i.username.is_empty() => (None, i.username.clone()),
+        _ => (Some(0), String::new()),
+    }
+}
+
+/// runAsNonRoot as the kubelet enforces it (verifyRunAsNonRoot), with
+/// the image's user from [`image_user`]; the error is the
+/// CreateContainerConfigError message.
+pub fn verify_run_as_non_root(
+    pod: &Pod,
+    c: &Container,
+    image_uid: Option<i64>,
+    image_username: &str,
+) -> Result<(), String> {
+    let sc = c.security_context.as_ref();
+    let pod_sc = pod.spec.as_ref().and_then(|s| s.security_context.as_ref());
+    let non_root = sc
+        .and_then(|s| s.run_as_non_root)
+        .or_else(|| pod_sc.and_then(|s| s.run_as_non_root))
+        .unwrap_or(false);
+    if !non_root {
+        return Ok(());
+    }
+    let who = super::sync::pod_ref(pod);
+    let user = sc
+        .and_then(|s| s.run_as_user)
+        .or_else(|| pod_sc.and_then(|s| s.run_as_user));
+    match (user, image_uid) {
+        (Some(0), _) => Err(format!(
+            "container's runAsUser breaks non-root policy (pod: {who:?}, container: {})",
+            c.name
+        )),
+        (Some(_), _) => Ok(()),
+        (None, Some(0)) => Err(format!(
+            "container has runAsNonRoot and image will run as root (pod: {who:?}, container: {})",
+            c.name
+        )),
+        (None, None) if !image_username.is_empty() => Err(format!(
+            "container has runAsNonRoot and image has non-numeric user ({image_username}), cannot verify user is non-root (pod: {who:?}, container: {})",
+            c.name
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -358,13 +441,6 @@ mod tests {
     }
 
     #[test]
-    fn long_hostnames_are_cut_to_63() {
-        let name = format!("{}-{}", "a".repeat(62), "b".repeat(10));
-        assert_eq!(truncate_hostname(&name), "a".repeat(62));
-        assert_eq!(truncate_hostname("web"), "web");
-    }
-
-    #[test]
     fn container_has_command_env_resources_and_log_path() {
         let p = pod();
         let c = &p.spec.as_ref().unwrap().containers[0];
@@ -378,5 +454,36 @@ mod tests {
         assert_eq!(r.cpu_shares, 256);
         assert_eq!(r.cpu_quota, 50_000);
         assert_eq!(r.memory_limit_in_bytes, 64 * 1024 * 1024);
+    }
+
+    #[test]
+    fn run_as_non_root_as_the_kubelet_checks_it() {
+        let mut p = pod();
+        p.spec.as_mut().unwrap().security_context =
+            Some(serde_json::from_value(serde_json::json!({"runAsNonRoot": true})).unwrap());
+        let c = p.spec.as_ref().unwrap().containers[0].clone();
+        let (uid, name) = image_user(None);
+        assert_eq!(
+            verify_run_as_non_root(&p, &c, uid, &name).unwrap_err(),
+            "container has runAsNonRoot and image will run as root (pod: \"web_ns(u1)\", container: c)"
+        );
+        let named = api::Image {
+            username: "app".into(),
+            ..Default::default()
+        };
+        let (uid, name) = image_user(Some(&named));
+        assert!(verify_run_as_non_root(&p, &c, uid, &name)
+            .unwrap_err()
+            .contains("image has non-numeric user (app), cannot verify user is non-root"));
+        let mut c1000 = c.clone();
+        c1000.security_context =
+            Some(serde_json::from_value(serde_json::json!({"runAsUser": 1000})).unwrap());
+        assert!(verify_run_as_non_root(&p, &c1000, Some(0), "").is_ok());
+        let mut c0 = c.clone();
+        c0.security_context =
+            Some(serde_json::from_value(serde_json::json!({"runAsUser": 0})).unwrap());
+        assert!(verify_run_as_non_root(&p, &c0, None, "")
+            .unwrap_err()
+            .starts_with("container's runAsUser breaks non-root policy"));
     }
 }

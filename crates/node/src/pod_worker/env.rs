@@ -31,6 +31,15 @@ pub trait Objects: Send + Sync + std::fmt::Debug {
         namespace: &str,
         name: &str,
     ) -> Result<Option<BTreeMap<String, Vec<u8>>>, String>;
+    /// The host directory of the volume bound to claim `name`, or the
+    /// kubelet's reason it cannot be used (`failed to fetch PVC from API
+    /// server: ...`, `PVC NS/NAME has non-bound phase ...`).
+    async fn claim_path(&self, namespace: &str, name: &str) -> Result<String, String> {
+        let _ = namespace;
+        Err(format!(
+            "failed to fetch PVC from API server: persistentvolumeclaims \"{name}\" not found"
+        ))
+    }
 }
 
 /// What else a value may come from.
@@ -113,7 +122,7 @@ fn set(env: &mut Vec<(String, String)>, name: &str, value: String) {
 }
 
 /// A `fieldRef` path's value.
-fn field(pod: &Pod, facts: &Facts<'_>, path: &str) -> Result<String, String> {
+pub(crate) fn field(pod: &Pod, facts: &Facts<'_>, path: &str) -> Result<String, String> {
     let meta = &pod.metadata;
     let keyed = |prefix: &str, map: &Option<BTreeMap<String, String>>| -> Option<String> {
         let key = path.strip_prefix(prefix)?.strip_suffix("']")?;
@@ -148,7 +157,7 @@ fn field(pod: &Pod, facts: &Facts<'_>, path: &str) -> Result<String, String> {
 }
 
 /// A `resourceFieldRef`'s value, divided by its divisor and rounded up.
-fn resource(
+pub(crate) fn resource(
     pod: &Pod,
     c: &Container,
     facts: &Facts<'_>,

@@ -77,6 +77,9 @@ pub struct Context {
     pub node_memory: i64,
     /// Where pods' emptyDir volumes live.
     pub volumes_root: PathBuf,
+    /// The pods' cgroups, when the agent manages them (its own containerd,
+    /// with the cgroupfs driver).
+    pub cgroups: Option<super::qos::PodCgroups>,
 }
 
 /// How a sync ended.
@@ -105,6 +108,12 @@ pub struct PodWorker {
     /// Wakes this worker's task (probe results).
     wake: Arc<tokio::sync::Notify>,
 }
+
+/// The node's resolver config, the base of pods' resolv.conf (the
+/// kubelet's `--resolv-conf` default).
+const NODE_RESOLV_CONF: &str = "/etc/resolv.conf";
+/// The node's hosts file, which hostNetwork pods see.
+const NODE_HOSTS: &str = "/etc/hosts";
 
 /// `format.Pod`: `name_namespace(uid)`.
 pub fn pod_ref(pod: &Pod) -> String {
@@ -468,11 +477,15 @@ impl PodWorker {
         }
         for (id, name, why) in &actions.kill {
             events.event(pod, EventType::Normal, "Killing", why);
+            let grace = super::actions::kill_grace_period(pod, name, failed.get(id).copied());
             self.stop_one(pod, id, name, grace.max(MIN_GRACE_SECONDS))
                 .await;
         }
         let log_root = self.ctx.log_root.clone();
-        let sandbox_cfg = sandbox_config(pod, actions.sandbox_attempt, &log_root);
+        let mut sandbox_cfg = sandbox_config(pod, actions.sandbox_attempt, &log_root);
+        if let (Some(cg), Some(linux)) = (&self.ctx.cgroups, sandbox_cfg.linux.as_mut()) {
+            linux.cgroup_parent = cg.parent(pod);
+        }
         let host_network = pod
             .spec
             .as_ref()
@@ -509,12 +522,21 @@ impl PodWorker {
             if let Err(e) = std::fs::create_dir_all(&sandbox_cfg.log_directory) {
                 tracing::warn!(dir = %sandbox_cfg.log_directory, error = %e, "cannot create the pod's log dir");
             }
-            match self
-                .ctx
-                .runtime
-                .run_pod_sandbox(sandbox_cfg.clone(), String::new())
-                .await
-            {
+            // resolv.conf comes from the node's (dnsPolicy and dnsConfig
+            // applied); containerd writes it from this config.
+            let node_resolv = std::fs::read_to_string(NODE_RESOLV_CONF).unwrap_or_default();
+            let dns = super::dns::dns(pod, &node_resolv, &[]);
+            for (reason, msg) in &dns.warnings {
+                events.event(pod, EventType::Warning, reason, msg);
+            }
+            let mut cfg = sandbox_cfg.clone();
+            cfg.dns_config = Some(dns.config);
+            if let Some(cg) = &self.ctx.cgroups {
+                if let Err(e) = cg.ensure(pod) {
+                    tracing::warn!(uid = %self.uid, error = %e, "cannot set up the pod's cgroup");
+                }
+            }
+            match self.ctx.runtime.run_pod_sandbox(cfg, String::new()).await {
                 Ok(id) => {
                     self.sandbox_backoff.forget(key);
                     id
@@ -568,21 +590,49 @@ impl PodWorker {
                 .map(|n| n.ip)
                 .filter(|ip| !ip.is_empty()),
         };
-        if let Err((volume, msg)) = self.prepare_object_volumes(pod).await {
-            events.event(
-                pod,
-                EventType::Warning,
-                "FailedMount",
-                &format!("MountVolume.SetUp failed for volume \"{volume}\" : {msg}"),
-            );
-            if !to_start.is_empty() {
-                for c in &to_start {
-                    self.waiting
-                        .insert(c.name.clone(), Waiting::new("ContainerCreating", ""));
-                }
-                return Some(now + CONFIG_RETRY);
+        // The managed /etc/hosts the containers mount.
+        let hosts_file =
+            super::volumes::pod_dir(&self.ctx.volumes_root, &self.uid).join("etc-hosts");
+        if !to_start.is_empty() {
+            let node_hosts = std::fs::read_to_string(NODE_HOSTS).unwrap_or_default();
+            let text =
+                super::dns::hosts_file(pod, pod_ip.as_deref().unwrap_or_default(), &node_hosts);
+            if let Some(dir) = hosts_file.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            if let Err(e) = std::fs::write(&hosts_file, text) {
+                tracing::warn!(uid = %self.uid, error = %e, "cannot write the pod's hosts file");
             }
         }
+        let ctx = self.ctx.clone();
+        let facts = super::env::Facts {
+            node_name: &ctx.node_name,
+            host_ip: &ctx.node_ip,
+            pod_ip: pod_ip.as_deref(),
+            node_cpu_milli: ctx.node_cpu_milli,
+            node_memory: ctx.node_memory,
+        };
+        let prepared = match super::volume_sources::prepare(
+            self.ctx.objects.as_ref(),
+            &self.ctx.volumes_root,
+            pod,
+            &facts,
+        )
+        .await
+        {
+            Ok(p) => p,
+            Err((_, msg)) => {
+                events.event(pod, EventType::Warning, "FailedMount", &msg);
+                if !to_start.is_empty() {
+                    for c in &to_start {
+                        self.waiting
+                            .insert(c.name.clone(), Waiting::new("ContainerCreating", ""));
+                    }
+                    return Some(now + CONFIG_RETRY);
+                }
+                Default::default()
+            }
+        };
         for c in &to_start {
             // Instances from an earlier sandbox do not count once a new
             // sandbox starts them all again, except for the restart count.
@@ -648,14 +698,17 @@ impl PodWorker {
                     continue;
                 }
             };
+            // runAsNonRoot needs the image's user.
+            let image_info = self.ctx.runtime.image_status(&image).await.ok().flatten();
+            let (image_uid, image_username) = super::config::image_user(image_info.as_ref());
+            if let Err(msg) =
+                super::config::verify_run_as_non_root(pod, c, image_uid, &image_username)
+            {
+                self.fail(pod, &c.name, "CreateContainerConfigError", msg);
+                next = earliest(next, Some(now + CONFIG_RETRY));
+                continue;
+            }
             // Everything the environment refers to must exist first.
-            let facts = super::env::Facts {
-                node_name: &self.ctx.node_name,
-                host_ip: &self.ctx.node_ip,
-                pod_ip: pod_ip.as_deref(),
-                node_cpu_milli: self.ctx.node_cpu_milli,
-                node_memory: self.ctx.node_memory,
-            };
             let resolved =
                 match super::env::resolve(self.ctx.objects.as_ref(), pod, c, &facts).await {
                     Ok(r) => r,
@@ -678,7 +731,13 @@ impl PodWorker {
                     ),
                 );
             }
-            let mounts = match super::volumes::mounts(pod, c, &self.ctx.volumes_root) {
+            let mounts = match super::volumes::mounts(
+                pod,
+                c,
+                &self.ctx.volumes_root,
+                &prepared,
+                &resolved.env,
+            ) {
                 Ok(m) => m,
                 Err((volume, msg)) => {
                     events.event(
@@ -706,6 +765,18 @@ impl PodWorker {
             if let Some(dir) = message_file.parent() {
                 let _ = std::fs::create_dir_all(dir);
             }
+            let own_hosts = c
+                .volume_mounts
+                .iter()
+                .flatten()
+                .any(|m| m.mount_path == "/etc/hosts");
+            if !own_hosts && hosts_file.exists() {
+                mounts.push(crate::runtime::api::Mount {
+                    container_path: "/etc/hosts".into(),
+                    host_path: hosts_file.display().to_string(),
+                    ..Default::default()
+                });
+            }
             if std::fs::write(&message_file, b"").is_ok() {
                 mounts.push(crate::runtime::api::Mount {
                     container_path: message_path,
@@ -723,6 +794,9 @@ impl PodWorker {
             config.command = resolved.command;
             config.args = resolved.args;
             config.mounts = mounts;
+            if let Some(r) = config.linux.as_mut().and_then(|l| l.resources.as_mut()) {
+                r.oom_score_adj = super::qos::oom_score_adj(pod, c, self.ctx.node_memory);
+            }
             let id = match self
                 .ctx
                 .runtime
@@ -783,80 +857,6 @@ impl PodWorker {
         next
     }
 
-    /// Writes the pod's ConfigMap and Secret volumes (again, so updates
-    /// reach running containers); the first failure is (volume, message).
-    async fn prepare_object_volumes(&self, pod: &Pod) -> Result<(), (String, String)> {
-        let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
-        let volumes = pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.volumes.as_deref())
-            .unwrap_or(&[]);
-        for v in volumes {
-            let (kind, files) = if let Some(cm) = &v.config_map {
-                let optional = cm.optional == Some(true);
-                let data = match self
-                    .ctx
-                    .objects
-                    .config_map(ns, &cm.name)
-                    .await
-                    .map_err(|e| (v.name.clone(), e))?
-                {
-                    Some(d) => d.into_iter().map(|(k, v)| (k, v.into_bytes())).collect(),
-                    None if optional => Default::default(),
-                    None => {
-                        return Err((
-                            v.name.clone(),
-                            format!("configmap \"{}\" not found", cm.name),
-                        ))
-                    }
-                };
-                let files = super::volumes::select(
-                    &data,
-                    cm.items.as_deref(),
-                    cm.default_mode,
-                    optional,
-                    "configmap",
-                )
-                .map_err(|e| (v.name.clone(), e))?;
-                ("configmap", files)
-            } else if let Some(sec) = &v.secret {
-                let name = sec.secret_name.clone().unwrap_or_default();
-                let optional = sec.optional == Some(true);
-                let data = match self
-                    .ctx
-                    .objects
-                    .secret(ns, &name)
-                    .await
-                    .map_err(|e| (v.name.clone(), e))?
-                {
-                    Some(d) => d,
-                    None if optional => Default::default(),
-                    None => return Err((v.name.clone(), format!("secret \"{name}\" not found"))),
-                };
-                let files = super::volumes::select(
-                    &data,
-                    sec.items.as_deref(),
-                    sec.default_mode,
-                    optional,
-                    "secret",
-                )
-                .map_err(|e| (v.name.clone(), e))?;
-                ("secret", files)
-            } else {
-                continue;
-            };
-            let dir = super::volumes::object_dir(&self.ctx.volumes_root, &self.uid, kind, &v.name);
-            super::volumes::write_atomically(&dir, &files).map_err(|e| {
-                (
-                    v.name.clone(),
-                    format!("cannot write {}: {e}", dir.display()),
-                )
-            })?;
-        }
-        Ok(())
-    }
-
     /// Keeps the newest dead instance of a container (for `logs
     /// --previous`) and removes older ones, as the kubelet's GC keeps one.
     async fn remove_old_instances(&self, rt: &PodRuntime, name: &str) {
@@ -885,8 +885,20 @@ impl PodWorker {
     }
 
     /// Stops `running` with `grace` seconds (already floored by the caller).
+    /// Stops the running containers within `grace`: the main ones
+    /// together, then the sidecars one by one in reverse order (upstream's
+    /// termination ordering), each with what is left of the grace period.
     async fn stop_containers(&self, pod: &Pod, running: Vec<&observed::Container>, grace: i64) {
-        let stops = running.into_iter().map(|c| {
+        let sidecars: Vec<String> = super::actions::init_containers(pod)
+            .iter()
+            .filter(|c| super::actions::is_sidecar(c))
+            .map(|c| c.name.clone())
+            .collect();
+        let (side, main): (Vec<_>, Vec<_>) = running
+            .into_iter()
+            .partition(|c| sidecars.contains(&c.name));
+        let start = Instant::now();
+        let stops = main.into_iter().map(|c| {
             self.ctx.events.event(
                 pod,
                 EventType::Normal,
@@ -896,6 +908,19 @@ impl PodWorker {
             self.stop_one(pod, &c.id, &c.name, grace)
         });
         futures::future::join_all(stops).await;
+        for name in sidecars.iter().rev() {
+            for c in side.iter().filter(|c| &c.name == name) {
+                self.ctx.events.event(
+                    pod,
+                    EventType::Normal,
+                    "Killing",
+                    &format!("Stopping container {}", c.name),
+                );
+                let left = grace - start.elapsed().as_secs() as i64;
+                self.stop_one(pod, &c.id, &c.name, left.max(MIN_GRACE_SECONDS))
+                    .await;
+            }
+        }
     }
 
     /// Runs the container's preStop hook inside `grace`, then stops it
@@ -984,6 +1009,9 @@ impl PodWorker {
         if ok {
             remove_log_dirs(&self.ctx.log_root, &self.uid);
             super::volumes::remove(&self.ctx.volumes_root, &self.uid);
+            if let Some(cg) = &self.ctx.cgroups {
+                cg.remove(&self.uid);
+            }
             Ok(())
         } else {
             Err(())
@@ -1121,6 +1149,7 @@ mod tests {
             node_cpu_milli: 2000,
             node_memory: 1 << 30,
             volumes_root: std::env::temp_dir().join("skiff-worker-test-volumes"),
+            cgroups: None,
         });
         let worker = PodWorker::new(ctx, "u1".into());
         (runtime, events, api, worker)
@@ -1132,7 +1161,11 @@ mod tests {
         runtime.add_image("busybox:1", 100);
         let p = pod("Always");
         assert!(matches!(worker.sync(Some(&p)).await, Outcome::Continue(_)));
-        assert_eq!(events.reasons(), ["Pulled", "Created", "Started"]);
+        // No cluster DNS yet: upstream's fallback warning comes first.
+        assert_eq!(
+            events.reasons(),
+            ["MissingClusterDNS", "Pulled", "Created", "Started"]
+        );
         let status = api.statuses.lock().unwrap().last().cloned().unwrap();
         assert_eq!(status.phase.as_deref(), Some("Running"));
         assert_eq!(status.pod_ip.as_deref(), Some("10.88.0.2"));
@@ -1174,7 +1207,10 @@ mod tests {
         let (_runtime, events, api, mut worker) = setup();
         let p = pod("Always");
         worker.sync(Some(&p)).await;
-        assert_eq!(events.reasons(), ["Pulling", "Failed", "Failed"]);
+        assert_eq!(
+            events.reasons(),
+            ["MissingClusterDNS", "Pulling", "Failed", "Failed"]
+        );
         let status = api.statuses.lock().unwrap().last().cloned().unwrap();
         let w = status.container_statuses.unwrap()[0]
             .state

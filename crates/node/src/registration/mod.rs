@@ -55,6 +55,10 @@ pub enum Error {
     },
 }
 
+/// The Node annotation naming the directory this node's local-path
+/// volumes are made in (read by the local-path provisioner).
+pub const LOCAL_PATH_DIR: &str = "skiff.dev/local-path-dir";
+
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -66,6 +70,9 @@ pub struct Config {
     pub node_name: String,
     /// `--node-labels`: set at registration and kept on re-registration.
     pub labels: BTreeMap<String, String>,
+    /// Annotations the agent owns on its Node (set at registration and
+    /// kept on re-registration), e.g. [`LOCAL_PATH_DIR`].
+    pub annotations: BTreeMap<String, String>,
     /// `--register-with-taints` (see [`parse_taints`]): set only when the
     /// Node is created, as kubelet does.
     pub taints: Vec<Taint>,
@@ -92,6 +99,7 @@ impl Config {
         Self {
             node_name: node_name.into(),
             labels: BTreeMap::new(),
+            annotations: BTreeMap::new(),
             taints: Vec::new(),
             kubelet_port: 10250,
             node_ip: None,
@@ -249,6 +257,7 @@ fn facts(config: &Config) -> machine::Result<node::Facts> {
         node_ip,
         max_pods: config.max_pods,
         kubelet_port: config.kubelet_port,
+        annotations: config.annotations.clone(),
     })
 }
 

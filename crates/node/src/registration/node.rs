@@ -99,6 +99,8 @@ pub struct Facts {
     pub max_pods: u32,
     /// `daemonEndpoints.kubeletEndpoint.Port`.
     pub kubelet_port: u16,
+    /// The annotations the agent owns.
+    pub annotations: BTreeMap<String, String>,
 }
 
 /// The labels kubelet registers with: hostname, os and arch, then the
@@ -129,6 +131,7 @@ pub fn initial_node(
         metadata: ObjectMeta {
             name: Some(facts.node_name.clone()),
             labels: Some(node_labels(facts, labels)),
+            annotations: (!facts.annotations.is_empty()).then(|| facts.annotations.clone()),
             ..Default::default()
         },
         spec: Some(NodeSpec {
@@ -139,8 +142,8 @@ pub fn initial_node(
     }
 }
 
-/// On re-registration (the Node exists), the merge patch of labels that
-/// brings the existing Node's labels in line: the default labels as
+/// On re-registration (the Node exists), the merge patch of labels (and
+/// the agent's annotations) that brings the existing Node's in line: the default labels as
 /// kubelet's `updateDefaultLabels`, and the configured ones too. Labels
 /// nobody configured are left alone. `None` when nothing differs.
 pub fn label_patch(
@@ -156,7 +159,21 @@ pub fn label_patch(
             changes.insert(k, Value::String(v));
         }
     }
-    (!changes.is_empty()).then(|| json!({ "metadata": { "labels": changes } }))
+    let have = existing.metadata.annotations.as_ref().unwrap_or(&empty);
+    let mut notes = Map::new();
+    for (k, v) in &facts.annotations {
+        if have.get(k) != Some(v) {
+            notes.insert(k.clone(), Value::String(v.clone()));
+        }
+    }
+    let mut meta = Map::new();
+    if !changes.is_empty() {
+        meta.insert("labels".into(), Value::Object(changes));
+    }
+    if !notes.is_empty() {
+        meta.insert("annotations".into(), Value::Object(notes));
+    }
+    (!meta.is_empty()).then(|| json!({ "metadata": meta }))
 }
 
 /// The status to report: `previous` (the API server's copy, `None` at
@@ -538,6 +555,7 @@ mod tests {
 
     fn facts() -> Facts {
         Facts {
+            annotations: BTreeMap::new(),
             node_name: "n1".into(),
             machine: Machine {
                 cpus: 4,

@@ -1,0 +1,406 @@
+//! The pod volumes whose content comes from the API: configMap, secret,
+//! downwardAPI and projected volumes are written (again on every sync, so
+//! updates reach running containers) with the atomic `..data` layout of
+//! [`super::volumes::write_atomically`]; persistentVolumeClaim volumes are
+//! looked up (claim → bound PersistentVolume → its directory on this
+//! node).
+//!
+//! It reads objects through [`Objects`] and writes only under the pod's
+//! volume dir; mounting is [`super::volumes`]'s.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use k8s_openapi::api::core::v1::{Container, DownwardAPIVolumeFile, KeyToPath, Pod, Volume};
+
+use super::env::{Facts, Objects};
+use super::volumes::{object_dir, select, write_atomically, Files};
+
+/// What preparing a pod's volumes found out for mounting them.
+#[derive(Debug, Default, Clone)]
+pub struct Prepared {
+    /// The host directory of each persistentVolumeClaim volume, by volume name.
+    pub claims: HashMap<String, PathBuf>,
+}
+
+/// A volume that cannot be set up: its name and the FailedMount event's text.
+pub type Failure = (String, String);
+
+fn set_up_failed(volume: &str, msg: &str) -> Failure {
+    (
+        volume.to_string(),
+        format!("MountVolume.SetUp failed for volume \"{volume}\" : {msg}"),
+    )
+}
+
+/// Where a kind of API-backed volume is written under the pod's dir.
+pub fn kind_dir(v: &Volume) -> Option<&'static str> {
+    if v.config_map.is_some() {
+        Some("configmap")
+    } else if v.secret.is_some() {
+        Some("secret")
+    } else if v.downward_api.is_some() {
+        Some("downward-api")
+    } else if v.projected.is_some() {
+        Some("projected")
+    } else {
+        None
+    }
+}
+
+/// Go's `%q` for the strings labels and annotations hold.
+fn quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A map as upstream's downward API writes it: `key="value"` lines in key
+/// order, no trailing newline.
+pub fn format_map(m: Option<&BTreeMap<String, String>>) -> String {
+    m.into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={}", quoted(v)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The files of downwardAPI `items`.
+fn downward_files(
+    pod: &Pod,
+    facts: &Facts<'_>,
+    items: &[DownwardAPIVolumeFile],
+    default_mode: Option<i32>,
+) -> Result<Files, String> {
+    let mode = default_mode.unwrap_or(0o644) as u32;
+    let mut out = vec![];
+    for item in items {
+        let value = if let Some(f) = &item.field_ref {
+            match f.field_path.as_str() {
+                "metadata.labels" => format_map(pod.metadata.labels.as_ref()),
+                "metadata.annotations" => format_map(pod.metadata.annotations.as_ref()),
+                path => super::env::field(pod, facts, path)?,
+            }
+        } else if let Some(r) = &item.resource_field_ref {
+            let containers: &[Container] = pod
+                .spec
+                .as_ref()
+                .map(|s| s.containers.as_slice())
+                .unwrap_or(&[]);
+            let name = r.container_name.as_deref().unwrap_or_default();
+            let c = containers
+                .iter()
+                .find(|c| c.name == name)
+                .ok_or_else(|| format!("container {name} not found"))?;
+            super::env::resource(pod, c, facts, r)?
+        } else {
+            continue;
+        };
+        out.push((
+            item.path.clone(),
+            value.into_bytes(),
+            item.mode.map(|m| m as u32).unwrap_or(mode),
+        ));
+    }
+    Ok(out)
+}
+
+async fn config_map_files(
+    objects: &dyn Objects,
+    ns: &str,
+    name: &str,
+    items: Option<&[KeyToPath]>,
+    mode: Option<i32>,
+    optional: bool,
+) -> Result<Files, String> {
+    let data: BTreeMap<String, Vec<u8>> = match objects.config_map(ns, name).await? {
+        Some(d) => d.into_iter().map(|(k, v)| (k, v.into_bytes())).collect(),
+        None if optional => Default::default(),
+        None => return Err(format!("configmap \"{name}\" not found")),
+    };
+    select(&data, items, mode, optional, "configmap")
+}
+
+async fn secret_files(
+    objects: &dyn Objects,
+    ns: &str,
+    name: &str,
+    items: Option<&[KeyToPath]>,
+    mode: Option<i32>,
+    optional: bool,
+) -> Result<Files, String> {
+    let data = match objects.secret(ns, name).await? {
+        Some(d) => d,
+        None if optional => Default::default(),
+        None => return Err(format!("secret \"{name}\" not found")),
+    };
+    select(&data, items, mode, optional, "secret")
+}
+
+/// The files of volume `v`, `None` for volumes not backed by the API.
+async fn files(
+    objects: &dyn Objects,
+    pod: &Pod,
+    facts: &Facts<'_>,
+    v: &Volume,
+) -> Option<Result<Files, String>> {
+    let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+    if let Some(cm) = &v.config_map {
+        let optional = cm.optional == Some(true);
+        return Some(
+            config_map_files(
+                objects,
+                ns,
+                &cm.name,
+                cm.items.as_deref(),
+                cm.default_mode,
+                optional,
+            )
+            .await,
+        );
+    }
+    if let Some(s) = &v.secret {
+        let name = s.secret_name.clone().unwrap_or_default();
+        let optional = s.optional == Some(true);
+        return Some(
+            secret_files(
+                objects,
+                ns,
+                &name,
+                s.items.as_deref(),
+                s.default_mode,
+                optional,
+            )
+            .await,
+        );
+    }
+    if let Some(d) = &v.downward_api {
+        return Some(downward_files(
+            pod,
+            facts,
+            d.items.as_deref().unwrap_or(&[]),
+            d.default_mode,
+        ));
+    }
+    let p = v.projected.as_ref()?;
+    let mut all = Files::new();
+    for source in p.sources.iter().flatten() {
+        // A source's items take the projection's mode unless they say otherwise.
+        let part = if let Some(cm) = &source.config_map {
+            config_map_files(
+                objects,
+                ns,
+                &cm.name,
+                cm.items.as_deref(),
+                p.default_mode,
+                cm.optional == Some(true),
+            )
+            .await
+        } else if let Some(s) = &source.secret {
+            secret_files(
+                objects,
+                ns,
+                &s.name,
+                s.items.as_deref(),
+                p.default_mode,
+                s.optional == Some(true),
+            )
+            .await
+        } else if let Some(d) = &source.downward_api {
+            downward_files(
+                pod,
+                facts,
+                d.items.as_deref().unwrap_or(&[]),
+                p.default_mode,
+            )
+        } else if source.service_account_token.is_some() {
+            Err("serviceAccountToken projections need the TokenRequest API, which this cluster does not serve yet".to_string())
+        } else {
+            Err("unsupported projected volume source".to_string())
+        };
+        match part {
+            Ok(files) => all.extend(files),
+            Err(e) => return Some(Err(e)),
+        }
+    }
+    Some(Ok(all))
+}
+
+/// Writes the pod's API-backed volumes and resolves its claims; the first
+/// failure is (volume, event text).
+pub async fn prepare(
+    objects: &dyn Objects,
+    root: &Path,
+    pod: &Pod,
+    facts: &Facts<'_>,
+) -> Result<Prepared, Failure> {
+    let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+    let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let volumes = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.volumes.as_deref())
+        .unwrap_or(&[]);
+    let mut prepared = Prepared::default();
+    for v in volumes {
+        if let Some(claim) = &v.persistent_volume_claim {
+            let path = objects
+                .claim_path(ns, &claim.claim_name)
+                .await
+                .map_err(|e| {
+                    (
+                        v.name.clone(),
+                        format!(
+                            "Unable to attach or mount volumes: unmounted volumes=[{0}], unattached volumes=[], failed to process volumes=[{0}]: error processing PVC {ns}/{1}: {e}",
+                            v.name, claim.claim_name
+                        ),
+                    )
+                })?;
+            prepared.claims.insert(v.name.clone(), PathBuf::from(path));
+            continue;
+        }
+        let (Some(kind), Some(result)) = (kind_dir(v), files(objects, pod, facts, v).await) else {
+            continue;
+        };
+        let files = result.map_err(|e| set_up_failed(&v.name, &e))?;
+        let dir = object_dir(root, uid, kind, &v.name);
+        write_atomically(&dir, &files)
+            .map_err(|e| set_up_failed(&v.name, &format!("cannot write {}: {e}", dir.display())))?;
+    }
+    Ok(prepared)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use async_trait::async_trait;
+
+    #[derive(Debug)]
+    struct Fake;
+
+    #[async_trait]
+    impl Objects for Fake {
+        async fn config_map(
+            &self,
+            _ns: &str,
+            name: &str,
+        ) -> Result<Option<BTreeMap<String, String>>, String> {
+            Ok((name == "cm").then(|| BTreeMap::from([("k".to_string(), "v".to_string())])))
+        }
+        async fn secret(
+            &self,
+            _ns: &str,
+            name: &str,
+        ) -> Result<Option<BTreeMap<String, Vec<u8>>>, String> {
+            Ok((name == "s").then(|| BTreeMap::from([("pw".to_string(), b"x".to_vec())])))
+        }
+        async fn claim_path(&self, _ns: &str, name: &str) -> Result<String, String> {
+            if name == "data" {
+                Ok("/srv/pv1".into())
+            } else {
+                Err(format!(
+                    "failed to fetch PVC from API server: persistentvolumeclaims \"{name}\" not found"
+                ))
+            }
+        }
+    }
+
+    fn facts() -> Facts<'static> {
+        Facts {
+            node_name: "n1",
+            host_ip: "10.0.0.1",
+            pod_ip: Some("10.1.0.5"),
+            node_cpu_milli: 2000,
+            node_memory: 1 << 30,
+        }
+    }
+
+    fn pod(volumes: serde_json::Value) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u1",
+                         "labels": {"b": "2", "a": "say \"hi\""}, "annotations": {"x": "y"}},
+            "spec": {"containers": [{"name": "c", "resources": {"limits": {"memory": "64Mi"}}}],
+                     "volumes": volumes}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn maps_are_written_as_upstreams_downward_api() {
+        let m = BTreeMap::from([
+            ("b".to_string(), "2".to_string()),
+            ("a".to_string(), "say \"hi\"".to_string()),
+        ]);
+        assert_eq!(format_map(Some(&m)), "a=\"say \\\"hi\\\"\"\nb=\"2\"");
+        assert_eq!(format_map(None), "");
+    }
+
+    #[tokio::test]
+    async fn downward_and_projected_volumes_are_written() {
+        let root = tempfile::tempdir().unwrap();
+        let p = pod(serde_json::json!([
+            {"name": "info", "downwardAPI": {"items": [
+                {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}},
+                {"path": "name", "fieldRef": {"fieldPath": "metadata.name"}},
+                {"path": "mem", "resourceFieldRef": {"containerName": "c", "resource": "limits.memory", "divisor": "1Mi"}}
+            ]}},
+            {"name": "all", "projected": {"defaultMode": 0o600, "sources": [
+                {"configMap": {"name": "cm"}},
+                {"secret": {"name": "s", "items": [{"key": "pw", "path": "sub/pw"}]}},
+                {"downwardAPI": {"items": [{"path": "ns", "fieldRef": {"fieldPath": "metadata.namespace"}}]}}
+            ]}},
+            {"name": "data", "persistentVolumeClaim": {"claimName": "data"}}
+        ]));
+        let prepared = prepare(&Fake, root.path(), &p, &facts()).await.unwrap();
+        assert_eq!(prepared.claims["data"], PathBuf::from("/srv/pv1"));
+        let info = object_dir(root.path(), "u1", "downward-api", "info");
+        let read = |d: &Path, f: &str| std::fs::read_to_string(d.join(f)).unwrap();
+        assert_eq!(read(&info, "labels"), "a=\"say \\\"hi\\\"\"\nb=\"2\"");
+        assert_eq!(read(&info, "name"), "p");
+        assert_eq!(read(&info, "mem"), "64");
+        let all = object_dir(root.path(), "u1", "projected", "all");
+        assert_eq!(read(&all, "k"), "v");
+        assert_eq!(read(&all, "sub/pw"), "x");
+        assert_eq!(read(&all, "ns"), "ns");
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(all.join("..data/k"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[tokio::test]
+    async fn failures_read_as_upstreams_events() {
+        let root = tempfile::tempdir().unwrap();
+        let p = pod(serde_json::json!([
+            {"name": "all", "projected": {"sources": [{"configMap": {"name": "missing"}}]}}
+        ]));
+        let (v, msg) = prepare(&Fake, root.path(), &p, &facts()).await.unwrap_err();
+        assert_eq!(v, "all");
+        assert_eq!(
+            msg,
+            "MountVolume.SetUp failed for volume \"all\" : configmap \"missing\" not found"
+        );
+        let p = pod(serde_json::json!([
+            {"name": "d", "persistentVolumeClaim": {"claimName": "nope"}}
+        ]));
+        let (_, msg) = prepare(&Fake, root.path(), &p, &facts()).await.unwrap_err();
+        assert_eq!(
+            msg,
+            "Unable to attach or mount volumes: unmounted volumes=[d], unattached volumes=[], failed to process volumes=[d]: error processing PVC ns/nope: failed to fetch PVC from API server: persistentvolumeclaims \"nope\" not found"
+        );
+    }
+}
