@@ -1,15 +1,31 @@
-//! One try of a probe: exec, httpGet or tcpSocket, with upstream's
-//! failure texts (the command's output; `HTTP probe failed with
-//! statuscode: 500`; `dial tcp IP:PORT: connect: connection refused`).
+//! One try of a probe, dispatched by handler (upstream's pkg/probe):
+//! exec (CRI ExecSync; the command's output as the failure text),
+//! tcpSocket (a connect: `dial tcp IP:PORT: connect: connection
+//! refused`), httpGet over HTTP or HTTPS (see [`super::http`]) and gRPC
+//! health checks (see [`super::grpc`]). A try's [`Outcome`] is upstream's
+//! probe.Result: success, success with a warning (a redirect the kubelet
+//! does not follow), or failure with upstream's text.
+//!
+//! It keeps nothing between tries and records no events: the probe's
+//! task counts the outcomes and words the events.
 
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Container, Probe};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use super::Target;
 use crate::runtime::Runtime;
+
+/// What one try found (upstream's probe.Result, without Unknown).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Success,
+    /// A success to report as a ProbeWarning event.
+    Warning(String),
+    /// The Unhealthy event's text.
+    Failure(String),
+}
 
 /// A port by number, or by the name of one of the container's ports.
 fn port(p: &IntOrString, c: &Container) -> Result<u16, String> {
@@ -38,7 +54,20 @@ fn dial_error(addr: &str, e: &std::io::Error) -> String {
     }
 }
 
-async fn connect(addr: &str, timeout: Duration) -> Result<tokio::net::TcpStream, String> {
+/// Go's net.JoinHostPort: brackets around an IPv6 address.
+pub(crate) fn join_host_port(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+/// A TCP connection to `addr`, or Go's dial error.
+pub(crate) async fn connect(
+    addr: &str,
+    timeout: Duration,
+) -> Result<tokio::net::TcpStream, String> {
     match tokio::time::timeout(timeout, tokio::net::TcpStream::connect(addr)).await {
         Ok(Ok(s)) => Ok(s),
         Ok(Err(e)) => Err(dial_error(addr, &e)),
@@ -46,7 +75,8 @@ async fn connect(addr: &str, timeout: Duration) -> Result<tokio::net::TcpStream,
     }
 }
 
-/// Runs one try; `Err` carries the failure's text.
+/// Runs one try, a warning counting as success; `Err` carries the
+/// failure's text (for lifecycle hooks).
 pub async fn run(
     probe: &Probe,
     c: &Container,
@@ -54,86 +84,80 @@ pub async fn run(
     runtime: &dyn Runtime,
     timeout: Duration,
 ) -> Result<(), String> {
+    match try_once(probe, c, target, runtime, timeout).await {
+        Outcome::Success | Outcome::Warning(_) => Ok(()),
+        Outcome::Failure(text) => Err(text),
+    }
+}
+
+/// Runs one try of `probe` against `target`, bounded by `timeout`.
+pub async fn try_once(
+    probe: &Probe,
+    c: &Container,
+    target: &Target,
+    runtime: &dyn Runtime,
+    timeout: Duration,
+) -> Outcome {
+    match try_handler(probe, c, target, runtime, timeout).await {
+        Ok(outcome) => outcome,
+        Err(text) => Outcome::Failure(text),
+    }
+}
+
+async fn try_handler(
+    probe: &Probe,
+    c: &Container,
+    target: &Target,
+    runtime: &dyn Runtime,
+    timeout: Duration,
+) -> Result<Outcome, String> {
     if let Some(exec) = &probe.exec {
         let cmd = exec.command.clone().unwrap_or_default();
         let shown = cmd.join(" ");
-        return match runtime
-            .exec_sync(&target.container_id, cmd, timeout.as_secs() as i64)
-            .await
-        {
-            Ok((0, _, _)) => Ok(()),
-            Ok((_, stdout, stderr)) => {
-                let mut out = String::from_utf8_lossy(&stdout).into_owned();
-                out.push_str(&String::from_utf8_lossy(&stderr));
-                Err(out)
-            }
-            Err(e) if e.code() == tonic::Code::DeadlineExceeded => {
-                Err(format!("command \"{shown}\" timed out"))
-            }
-            Err(e) => Err(e.go_text()),
-        };
+        return Ok(
+            match runtime
+                .exec_sync(&target.container_id, cmd, timeout.as_secs() as i64)
+                .await
+            {
+                Ok((0, _, _)) => Outcome::Success,
+                Ok((_, stdout, stderr)) => {
+                    let mut out = String::from_utf8_lossy(&stdout).into_owned();
+                    out.push_str(&String::from_utf8_lossy(&stderr));
+                    Outcome::Failure(out)
+                }
+                Err(e) if e.code() == tonic::Code::DeadlineExceeded => {
+                    Outcome::Failure(format!("command \"{shown}\" timed out"))
+                }
+                Err(e) => Outcome::Failure(e.go_text()),
+            },
+        );
     }
     let ip = target.pod_ip.clone().unwrap_or_default();
     if let Some(tcp) = &probe.tcp_socket {
         let host = tcp.host.clone().filter(|h| !h.is_empty()).unwrap_or(ip);
-        let addr = format!("{host}:{}", port(&tcp.port, c)?);
-        return connect(&addr, timeout).await.map(|_| ());
+        let addr = join_host_port(&host, port(&tcp.port, c)?);
+        return Ok(match connect(&addr, timeout).await {
+            Ok(_) => Outcome::Success,
+            Err(e) => Outcome::Failure(e),
+        });
     }
     if let Some(http) = &probe.http_get {
         let host = http.host.clone().filter(|h| !h.is_empty()).unwrap_or(ip);
-        let addr = format!("{host}:{}", port(&http.port, c)?);
-        let path = http
-            .path
-            .clone()
-            .filter(|p| !p.is_empty())
-            .unwrap_or_else(|| "/".into());
-        let scheme = http.scheme.as_deref().unwrap_or("HTTP").to_lowercase();
-        let url = format!("{scheme}://{addr}{path}");
-        if scheme != "http" {
-            return Err(format!(
-                "Get \"{url}\": HTTPS probes are not supported on this node yet"
-            ));
-        }
-        let attempt = async {
-            let mut s = connect(&addr, timeout)
-                .await
-                .map_err(|e| format!("Get \"{url}\": {e}"))?;
-            let mut req = format!(
-                "GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: kube-probe/1.33\r\nAccept: */*\r\nConnection: close\r\n"
-            );
-            for h in http.http_headers.iter().flatten() {
-                req.push_str(&format!("{}: {}\r\n", h.name, h.value));
-            }
-            req.push_str("\r\n");
-            s.write_all(req.as_bytes())
-                .await
-                .map_err(|e| format!("Get \"{url}\": {e}"))?;
-            let mut head = vec![0u8; 64];
-            let n = s
-                .read(&mut head)
-                .await
-                .map_err(|e| format!("Get \"{url}\": {e}"))?;
-            let line = String::from_utf8_lossy(head.get(..n).unwrap_or_default()).into_owned();
-            let code: u16 = line
-                .split_whitespace()
-                .nth(1)
-                .and_then(|c| c.parse().ok())
-                .ok_or_else(|| format!("Get \"{url}\": malformed HTTP response"))?;
-            if (200..400).contains(&code) {
-                Ok(())
-            } else {
-                Err(format!("HTTP probe failed with statuscode: {code}"))
-            }
-        };
-        return match tokio::time::timeout(timeout, attempt).await {
-            Ok(r) => r,
-            Err(_) => Err(format!(
-                "Get \"{url}\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
-            )),
-        };
+        return Ok(super::http::probe(
+            http.scheme.as_deref().unwrap_or_default(),
+            &host,
+            port(&http.port, c)?,
+            http.path.as_deref().unwrap_or_default(),
+            http.http_headers.as_deref().unwrap_or_default(),
+            timeout,
+        )
+        .await);
     }
-    if probe.grpc.is_some() {
-        return Err("gRPC probes are not supported on this node yet".into());
+    if let Some(grpc) = &probe.grpc {
+        let port =
+            u16::try_from(grpc.port).map_err(|_| format!("invalid port number: {}", grpc.port))?;
+        let service = grpc.service.as_deref().unwrap_or_default();
+        return Ok(super::grpc::probe(&ip, port, service, timeout).await);
     }
     Err("probe has no handler".into())
 }

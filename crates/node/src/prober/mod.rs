@@ -2,15 +2,25 @@
 //! each running container, on its own timer (initialDelaySeconds, then
 //! every periodSeconds, each try bounded by timeoutSeconds), counting
 //! consecutive results against successThreshold and failureThreshold.
-//! Handlers: exec (CRI ExecSync), httpGet (a fresh connection per try,
-//! 200–399 succeed) and tcpSocket. The startup probe gates the others.
+//! The startup probe gates the others.
+//!
+//! One try is [`handlers`]: exec (CRI ExecSync), tcpSocket, httpGet over
+//! HTTP or HTTPS ([`http`]: kubelet headers, same-host redirects, no
+//! certificate verification) and gRPC health checks ([`grpc`]), each on a
+//! fresh connection closed after the try.
 //!
 //! Results are read by the pod worker (ready, started, failed liveness or
 //! startup) and a change wakes it. Failures are reported as Unhealthy
-//! events in upstream's words. It never stops or restarts a container
-//! itself: the worker does, from the results.
+//! events and warnings (a redirect to another host) as ProbeWarning
+//! events, in upstream's words; a warning counts as a success. It never
+//! stops or restarts a container itself: the worker does, from the
+//! results, with the probe's terminationGracePeriodSeconds.
 
+mod grpc;
 pub(crate) mod handlers;
+mod http;
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -185,14 +195,22 @@ async fn run_probe(
                 continue;
             }
         }
-        let outcome = handlers::run(&probe, &c, &target, runtime.as_ref(), timeout).await;
+        let outcome = handlers::try_once(&probe, &c, &target, runtime.as_ref(), timeout).await;
+        if let handlers::Outcome::Warning(output) = &outcome {
+            events.event(
+                &pod,
+                EventType::Warning,
+                "ProbeWarning",
+                &format!("{} probe warning: {output}", kind.name()),
+            );
+        }
         let verdict = match outcome {
-            Ok(()) => {
+            handlers::Outcome::Success | handlers::Outcome::Warning(_) => {
                 successes += 1;
                 failures = 0;
                 (successes >= success_threshold).then_some(true)
             }
-            Err(output) => {
+            handlers::Outcome::Failure(output) => {
                 failures += 1;
                 successes = 0;
                 events.event(
