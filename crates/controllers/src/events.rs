@@ -1,8 +1,9 @@
-//! core/v1 Events about Nodes, as kube-controller-manager's recorders
-//! write them: in namespace `default` (a Node has none), named
-//! `<node>.<hex nanoseconds>`, and a repeat of the same type, reason and
-//! message counted on the event written before (client-go's correlator)
-//! instead of a new one.
+//! core/v1 Events as kube-controller-manager's recorders write them: in
+//! the involved object's namespace (`default` for cluster-scoped objects
+//! such as Nodes and PersistentVolumes), named `<object>.<hex
+//! nanoseconds>`, and a repeat of the same type, reason and message about
+//! the same object counted on the event written before (client-go's
+//! correlator) instead of a new one.
 //!
 //! This module owns only writing those events; skiff-client's recorder
 //! takes pods only. It must not decide when an event is due.
@@ -17,7 +18,7 @@ use kube::api::PostParams;
 use kube::{Api, Client};
 
 /// Where events about cluster-scoped objects go.
-const NAMESPACE: &str = "default";
+const CLUSTER_NAMESPACE: &str = "default";
 
 /// Remembered events before the oldest are forgotten.
 const MAX_REMEMBERED: usize = 4096;
@@ -41,47 +42,65 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Key {
-    node: String,
+    kind: String,
+    namespace: String,
+    name: String,
     uid: String,
     type_: String,
     reason: String,
     message: String,
 }
 
-/// Writes events about nodes from one component.
-#[derive(Debug)]
-pub(crate) struct NodeEvents {
-    api: Api<Event>,
+/// Writes events about any object from one component.
+pub(crate) struct Events {
+    client: Client,
     component: String,
     written: HashMap<Key, Event>,
 }
 
-impl NodeEvents {
+impl std::fmt::Debug for Events {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Events")
+            .field("component", &self.component)
+            .field("remembered", &self.written.len())
+            .finish()
+    }
+}
+
+impl Events {
     pub(crate) fn new(client: Client, component: &str) -> Self {
         Self {
-            api: Api::namespaced(client, NAMESPACE),
+            client,
             component: component.to_string(),
             written: HashMap::new(),
         }
     }
 
-    /// Records `reason` with `message` about `node` (`type_` Normal or
-    /// Warning), or counts a repeat of the same event.
+    /// Records `reason` with `message` about `regarding` (`type_` Normal
+    /// or Warning), or counts a repeat of the same event.
     pub(crate) async fn record(
         &mut self,
-        node: &Node,
+        regarding: &ObjectReference,
         type_: &str,
         reason: &str,
         message: &str,
     ) -> Result<()> {
-        let name = node.metadata.name.clone().unwrap_or_default();
+        let name = regarding.name.clone().unwrap_or_default();
+        let namespace = regarding
+            .namespace
+            .clone()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| CLUSTER_NAMESPACE.to_string());
         let key = Key {
-            node: name.clone(),
-            uid: node.metadata.uid.clone().unwrap_or_default(),
+            kind: regarding.kind.clone().unwrap_or_default(),
+            namespace: namespace.clone(),
+            name: name.clone(),
+            uid: regarding.uid.clone().unwrap_or_default(),
             type_: type_.to_string(),
             reason: reason.to_string(),
             message: message.to_string(),
         };
+        let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
         let now = Time(Timestamp::now());
         if let Some(mut repeat) = self.written.remove(&key) {
             repeat.count = Some(repeat.count.unwrap_or(1).saturating_add(1));
@@ -89,8 +108,7 @@ impl NodeEvents {
             // Events may be updated unconditionally, as upstream does.
             repeat.metadata.resource_version = None;
             let event_name = repeat.metadata.name.clone().unwrap_or_default();
-            match self
-                .api
+            match api
                 .replace(&event_name, &PostParams::default(), &repeat)
                 .await
             {
@@ -107,16 +125,10 @@ impl NodeEvents {
         let event = Event {
             metadata: ObjectMeta {
                 name: Some(event_name(&name)),
-                namespace: Some(NAMESPACE.to_string()),
+                namespace: Some(namespace),
                 ..Default::default()
             },
-            involved_object: ObjectReference {
-                api_version: Some("v1".into()),
-                kind: Some("Node".into()),
-                name: Some(name.clone()),
-                uid: node.metadata.uid.clone(),
-                ..Default::default()
-            },
+            involved_object: regarding.clone(),
             reason: Some(reason.to_string()),
             message: Some(message.to_string()),
             type_: Some(type_.to_string()),
@@ -131,8 +143,7 @@ impl NodeEvents {
             count: Some(1),
             ..Default::default()
         };
-        let created = self
-            .api
+        let created = api
             .create(&PostParams::default(), &event)
             .await
             .map_err(|source| Error::Create {
@@ -150,6 +161,35 @@ impl NodeEvents {
             self.written.clear();
         }
         self.written.insert(key, event);
+    }
+}
+
+/// Writes events about nodes from one component.
+#[derive(Debug)]
+pub(crate) struct NodeEvents(Events);
+
+impl NodeEvents {
+    pub(crate) fn new(client: Client, component: &str) -> Self {
+        Self(Events::new(client, component))
+    }
+
+    /// Records `reason` with `message` about `node` (`type_` Normal or
+    /// Warning), or counts a repeat of the same event.
+    pub(crate) async fn record(
+        &mut self,
+        node: &Node,
+        type_: &str,
+        reason: &str,
+        message: &str,
+    ) -> Result<()> {
+        let regarding = ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Node".into()),
+            name: node.metadata.name.clone(),
+            uid: node.metadata.uid.clone(),
+            ..Default::default()
+        };
+        self.0.record(&regarding, type_, reason, message).await
     }
 }
 

@@ -4,13 +4,21 @@
 //!
 //! - [`nodeipam`]: gives each Node a podCIDR from the cluster CIDR
 //!   (upstream's range allocator);
-//! - `events`: Events about Nodes, worded and named as upstream's
-//!   recorders write them.
+//! - [`persistentvolume`]: binds PersistentVolumeClaims to
+//!   PersistentVolumes, provisions volumes for the built-in local-path
+//!   provisioner (`skiff.dev/local-path`) and reclaims released ones
+//!   (upstream's persistentvolume-binder with k3s' local-path-provisioner);
+//! - `events`: Events about Nodes, claims and volumes, worded and named as
+//!   upstream's recorders write them;
+//! - [`testing`]: builders of storage objects for tests.
 //!
 //! The workload controllers (ReplicaSet, Deployment, Job, ...) come next,
 //! one module each.
 
 mod events;
 pub mod nodeipam;
+pub mod persistentvolume;
+pub mod testing;
 
 pub use nodeipam::NodeIpam;
+pub use persistentvolume::PersistentVolumeController;

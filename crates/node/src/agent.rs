@@ -302,9 +302,11 @@ impl crate::pod_worker::env::Objects for ApiObjects {
         let claims: Api<PersistentVolumeClaim> = Api::namespaced(self.0.clone(), namespace);
         let claim = match claims.get_opt(name).await {
             Ok(Some(c)) => c,
-            Ok(None) => return Err(format!(
+            Ok(None) => {
+                return Err(format!(
                 "failed to fetch PVC from API server: persistentvolumeclaims \"{name}\" not found"
-            )),
+            ))
+            }
             Err(e) => return Err(format!("failed to fetch PVC from API server: {e}")),
         };
         if claim.metadata.deletion_timestamp.is_some() {

@@ -1,5 +1,6 @@
 //! The scheduler's view of the cluster: nodes, assigned pods and assumed
-//! pods, kept as one incrementally updated [`Snapshot`].
+//! pods, and the claims, volumes and classes the volume plugins read, kept
+//! as one incrementally updated [`Snapshot`].
 //!
 //! This module owns [`Cache`] (upstream `schedulerCache`). Watch events
 //! feed it nodes and assigned pods; the scheduling loop *assumes* a pod on
@@ -13,7 +14,8 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
 
 use crate::cluster_event::{ClusterEvent, NodeChanges};
 use crate::framework::{pod_key, Snapshot, SnapshotError};
@@ -250,6 +252,54 @@ impl Cache {
     /// Pods cached (assumed and assigned).
     pub fn pod_count(&self) -> usize {
         self.pods.len()
+    }
+
+    /// Adds or updates a claim: `ClaimAdd` or `ClaimUpdate`.
+    pub fn upsert_claim(&mut self, claim: PersistentVolumeClaim) -> Option<ClusterEvent> {
+        let added = self.snapshot.storage_mut().upsert_claim(claim);
+        Some(if added {
+            ClusterEvent::ClaimAdd
+        } else {
+            ClusterEvent::ClaimUpdate
+        })
+    }
+
+    /// Removes claim `namespace/name` (no plugin waits for that).
+    pub fn remove_claim(&mut self, key: &str) -> Option<ClusterEvent> {
+        self.snapshot.storage_mut().remove_claim(key);
+        None
+    }
+
+    /// Adds or updates a volume: `VolumeAdd` or `VolumeUpdate`.
+    pub fn upsert_volume(&mut self, volume: PersistentVolume) -> Option<ClusterEvent> {
+        let added = self.snapshot.storage_mut().upsert_volume(volume);
+        Some(if added {
+            ClusterEvent::VolumeAdd
+        } else {
+            ClusterEvent::VolumeUpdate
+        })
+    }
+
+    /// Removes a volume.
+    pub fn remove_volume(&mut self, name: &str) -> Option<ClusterEvent> {
+        self.snapshot.storage_mut().remove_volume(name);
+        None
+    }
+
+    /// Adds or updates a class: `StorageClassAdd` or `StorageClassUpdate`.
+    pub fn upsert_class(&mut self, class: StorageClass) -> Option<ClusterEvent> {
+        let added = self.snapshot.storage_mut().upsert_class(class);
+        Some(if added {
+            ClusterEvent::StorageClassAdd
+        } else {
+            ClusterEvent::StorageClassUpdate
+        })
+    }
+
+    /// Removes a class.
+    pub fn remove_class(&mut self, name: &str) -> Option<ClusterEvent> {
+        self.snapshot.storage_mut().remove_class(name);
+        None
     }
 }
 

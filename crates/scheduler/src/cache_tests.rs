@@ -172,3 +172,41 @@ fn a_confirmation_that_differs_from_the_assumption_is_recounted() {
         Some("web")
     );
 }
+
+#[test]
+fn claims_volumes_and_classes_reach_the_snapshot_with_their_events() {
+    use skiff_controllers::testing::{claim, local_path_class, volume};
+    let mut cache = Cache::new();
+    let pending = claim("data").class("local").phase("Pending").build();
+    assert_eq!(cache.upsert_claim(pending), Some(ClusterEvent::ClaimAdd));
+    let bound = claim("data").class("local").volume_name("pv1").build();
+    assert_eq!(cache.upsert_claim(bound), Some(ClusterEvent::ClaimUpdate));
+    assert_eq!(
+        cache.upsert_volume(volume("pv1").build()),
+        Some(ClusterEvent::VolumeAdd)
+    );
+    assert_eq!(
+        cache.upsert_volume(volume("pv1").available().build()),
+        Some(ClusterEvent::VolumeUpdate)
+    );
+    assert_eq!(
+        cache.upsert_class(local_path_class("local").build()),
+        Some(ClusterEvent::StorageClassAdd)
+    );
+    let storage = cache.snapshot().storage();
+    let data = storage.claim("default", "data").expect("claim");
+    assert_eq!(
+        data.spec.as_ref().and_then(|s| s.volume_name.as_deref()),
+        Some("pv1")
+    );
+    assert!(storage.volume("pv1").is_some());
+    assert!(storage.class("local").is_some());
+    assert_eq!(storage.claim_keys(), vec!["default/data".to_string()]);
+    // Deletions concern no plugin.
+    assert_eq!(cache.remove_claim("default/data"), None);
+    assert_eq!(cache.remove_volume("pv1"), None);
+    assert_eq!(cache.remove_class("local"), None);
+    let storage = cache.snapshot().storage();
+    assert!(storage.claim("default", "data").is_none());
+    assert!(storage.volume_names().is_empty() && storage.class_names().is_empty());
+}

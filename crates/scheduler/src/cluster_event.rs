@@ -3,7 +3,8 @@
 //! This module owns [`ClusterEvent`], the classification of a node update
 //! into [`NodeChanges`] (only changes that can *relax* a filter count: a
 //! taint removed, a label changed, allocatable grown, `unschedulable`
-//! cleared), and [`is_relevant`], the per-plugin table (upstream
+//! cleared), claims, volumes and classes added or updated (what
+//! VolumeBinding waits for), and [`is_relevant`], the per-plugin table (upstream
 //! `EventsToRegister`) deciding whether an event concerns a pod rejected by
 //! a given set of plugins. It is pure; the queue acts on its answers.
 
@@ -29,6 +30,18 @@ pub enum ClusterEvent {
     AssignedPodUpdate,
     /// An assigned pod went away (or finished), freeing its resources.
     AssignedPodDelete,
+    /// A PersistentVolumeClaim appeared.
+    ClaimAdd,
+    /// A PersistentVolumeClaim changed (bound, annotated, ...).
+    ClaimUpdate,
+    /// A PersistentVolume appeared.
+    VolumeAdd,
+    /// A PersistentVolume changed.
+    VolumeUpdate,
+    /// A StorageClass appeared.
+    StorageClassAdd,
+    /// A StorageClass changed.
+    StorageClassUpdate,
 }
 
 /// The relaxing parts of a node update.
@@ -126,6 +139,21 @@ fn plugin_cares(plugin: &str, event: ClusterEvent) -> bool {
                 || matches!(
                     event,
                     AssignedPodAdd | AssignedPodUpdate | AssignedPodDelete
+                )
+        }
+        // Upstream: claims, volumes and classes added or updated; nodes
+        // added or with labels or taints changed.
+        names::VOLUME_BINDING => {
+            node.labels_changed
+                || node.taint_removed
+                || matches!(
+                    event,
+                    ClaimAdd
+                        | ClaimUpdate
+                        | VolumeAdd
+                        | VolumeUpdate
+                        | StorageClassAdd
+                        | StorageClassUpdate
                 )
         }
         // Unknown plugins: assume anything may help.
@@ -231,6 +259,13 @@ mod tests {
             (NodeUpdate(NodeChanges::default()), set(&[]), false),
             (AssignedPodAdd, set(&[]), true),
             (NodeDelete, set(&[names::TAINT_TOLERATION]), false),
+            (ClaimUpdate, set(&[names::VOLUME_BINDING]), true),
+            (VolumeAdd, set(&[names::VOLUME_BINDING]), true),
+            (StorageClassAdd, set(&[names::VOLUME_BINDING]), true),
+            (label, set(&[names::VOLUME_BINDING]), true),
+            (AssignedPodDelete, set(&[names::VOLUME_BINDING]), false),
+            (ClaimUpdate, set(&[names::NODE_RESOURCES_FIT]), false),
+            (VolumeUpdate, set(&[names::TAINT_TOLERATION]), false),
         ];
         for (event, plugins, want) in cases {
             assert_eq!(is_relevant(event, &plugins), want, "{event:?} {plugins:?}");

@@ -1,8 +1,10 @@
 //! What a [`crate::Scheduler`] is told: its name, identity, queue timings,
-//! node sampling and leader election.
+//! node sampling, how long volume binding may take, and leader election.
 //!
 //! This module owns [`Config`] and its upstream defaults. It does no I/O
 //! beyond reading the host name for the default identity.
+
+use std::time::Duration;
 
 use crate::queue::QueueConfig;
 use skiff_client::leader::LeaderElectionConfig;
@@ -22,6 +24,10 @@ pub struct Config {
     pub queue: QueueConfig,
     /// `percentageOfNodesToScore`; 0 = adaptive.
     pub percentage_of_nodes_to_score: u32,
+    /// How long binding a pod waits for its claims to be bound
+    /// (VolumeBindingArgs `bindTimeoutSeconds`; upstream 600 s, here
+    /// [`crate::plugins::DEFAULT_BIND_TIMEOUT`]).
+    pub bind_timeout: Duration,
 }
 
 impl Default for Config {
@@ -32,6 +38,7 @@ impl Default for Config {
             leader_election: Some(LeaderElectionConfig::default()),
             queue: QueueConfig::default(),
             percentage_of_nodes_to_score: 0,
+            bind_timeout: crate::plugins::DEFAULT_BIND_TIMEOUT,
         }
     }
 }

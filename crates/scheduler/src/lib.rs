@@ -12,8 +12,9 @@
 //!
 //! The control loop around it talks to the API server through kube-rs:
 //! [`Scheduler::run`] watches pods and nodes (decoded without managedFields:
-//! `skiff_client::trimmed`), schedules one pod at a time,
-//! binds concurrently ([`binder`]), reports failures as a pod condition and
+//! `skiff_client::trimmed`) and the claims, volumes and classes
+//! VolumeBinding reads, schedules one pod at a time, binds concurrently
+//! after the plugins' PreBind work ([`binder`]), reports failures as a pod condition and
 //! events ([`report`], with `skiff_client::recorder`), and acts only while
 //! it holds the leader Lease (`skiff_client::leader`); [`Config`] carries
 //! its settings. Object builders are in `skiff_client::testing`.

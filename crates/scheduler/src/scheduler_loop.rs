@@ -3,10 +3,11 @@
 //!
 //! This module owns [`SchedulerLoop`], the single task that owns the
 //! [`SchedulingQueue`], the [`Cache`] and the [`Framework`]. It applies
-//! watch events to them, starts scheduling only once all three watchers
-//! have listed (caches synced), runs the framework on the cache's snapshot,
-//! assumes the chosen node and queues the binding for the [`Binder`]'s
-//! tasks; bind outcomes come back on a channel. Failures park the pod (or
+//! watch events to them, starts scheduling only once every watcher (pods,
+//! nodes, claims, volumes, classes) has listed (caches synced), runs the
+//! framework on the cache's snapshot, assumes the chosen node and queues
+//! the binding, with the PreBind work the plugins ask for, for the
+//! [`Binder`]'s tasks; bind outcomes come back on a channel. Failures park the pod (or
 //! back it off) and spawn a task that writes the PodScheduled condition
 //! and a FailedScheduling event.
 //! Everything it spawned is aborted when the term ends.
@@ -16,7 +17,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{FutureExt, StreamExt};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
 use kube::runtime::watcher::Event;
 use kube::Client;
 use tokio::sync::mpsc;
@@ -28,7 +30,7 @@ use crate::cache::Cache;
 use crate::cluster_event::ClusterEvent;
 use crate::config::Config;
 use crate::framework::{pod_key, CycleState, Framework, ScheduleError};
-use crate::plugins::default_registry;
+use crate::plugins::default_registry_with_bind_timeout;
 use crate::queue::{PoppedPod, SchedulingQueue};
 use crate::report::{
     has_unschedulable_condition, report_unschedulable, REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE,
@@ -65,6 +67,9 @@ pub(crate) struct SchedulerLoop {
     tasks: JoinSet<()>,
     pods: Relist,
     nodes: Relist,
+    claims: Relist,
+    volumes: Relist,
+    classes: Relist,
 }
 
 fn deleting(pod: &Pod) -> bool {
@@ -77,18 +82,25 @@ impl SchedulerLoop {
             recorder: Recorder::new(client.clone(), &config.scheduler_name, &config.identity),
             client,
             scheduler_name: config.scheduler_name.clone(),
-            framework: Framework::new(default_registry())
+            framework: Framework::new(default_registry_with_bind_timeout(config.bind_timeout))
                 .with_percentage_of_nodes_to_score(config.percentage_of_nodes_to_score),
             queue: SchedulingQueue::new(SystemClock, config.queue),
             cache: Cache::new(),
             tasks: JoinSet::new(),
             pods: Relist::default(),
             nodes: Relist::default(),
+            claims: Relist::default(),
+            volumes: Relist::default(),
+            classes: Relist::default(),
         }
     }
 
     fn synced(&self) -> bool {
-        self.pods.synced() && self.nodes.synced()
+        self.pods.synced()
+            && self.nodes.synced()
+            && self.claims.synced()
+            && self.volumes.synced()
+            && self.classes.synced()
     }
 
     /// Runs until `stop` is cancelled.
@@ -183,6 +195,85 @@ impl SchedulerLoop {
         match input {
             Input::Pod(event) => self.handle_pod(*event),
             Input::Node(event) => self.handle_node(*event),
+            Input::Claim(event) => self.handle_claim(*event),
+            Input::Volume(event) => self.handle_volume(*event),
+            Input::Class(event) => self.handle_class(*event),
+        }
+    }
+
+    fn handle_claim(&mut self, event: Event<PersistentVolumeClaim>) {
+        let key = |c: &PersistentVolumeClaim| {
+            format!(
+                "{}/{}",
+                c.metadata.namespace.as_deref().unwrap_or("default"),
+                c.metadata.name.as_deref().unwrap_or_default()
+            )
+        };
+        match event {
+            Event::Init => self.claims.start(),
+            Event::InitApply(c) | Event::Apply(c) => {
+                self.claims.saw(key(&c));
+                let event = self.cache.upsert_claim(c);
+                self.on_event(event);
+            }
+            Event::Delete(c) => {
+                let event = self.cache.remove_claim(&key(&c));
+                self.on_event(event);
+            }
+            Event::InitDone => {
+                let known = self.cache.snapshot().storage().claim_keys();
+                for gone in self.claims.finish(known.iter().map(String::as_str)) {
+                    self.cache.remove_claim(&gone);
+                }
+            }
+        }
+    }
+
+    fn handle_volume(&mut self, event: Event<PersistentVolume>) {
+        match event {
+            Event::Init => self.volumes.start(),
+            Event::InitApply(v) | Event::Apply(v) => {
+                self.volumes
+                    .saw(v.metadata.name.clone().unwrap_or_default());
+                let event = self.cache.upsert_volume(v);
+                self.on_event(event);
+            }
+            Event::Delete(v) => {
+                let event = self
+                    .cache
+                    .remove_volume(v.metadata.name.as_deref().unwrap_or_default());
+                self.on_event(event);
+            }
+            Event::InitDone => {
+                let known = self.cache.snapshot().storage().volume_names();
+                for gone in self.volumes.finish(known.iter().map(String::as_str)) {
+                    self.cache.remove_volume(&gone);
+                }
+            }
+        }
+    }
+
+    fn handle_class(&mut self, event: Event<StorageClass>) {
+        match event {
+            Event::Init => self.classes.start(),
+            Event::InitApply(c) | Event::Apply(c) => {
+                self.classes
+                    .saw(c.metadata.name.clone().unwrap_or_default());
+                let event = self.cache.upsert_class(c);
+                self.on_event(event);
+            }
+            Event::Delete(c) => {
+                let event = self
+                    .cache
+                    .remove_class(c.metadata.name.as_deref().unwrap_or_default());
+                self.on_event(event);
+            }
+            Event::InitDone => {
+                let known = self.cache.snapshot().storage().class_names();
+                for gone in self.classes.finish(known.iter().map(String::as_str)) {
+                    self.cache.remove_class(&gone);
+                }
+            }
         }
     }
 
@@ -303,8 +394,24 @@ impl SchedulerLoop {
                     self.report_failure(pod, REASON_SCHEDULER_ERROR, e.to_string());
                     return;
                 }
+                let pre_bind = match self.framework.run_pre_bind_plugins(&state, &pod, &node) {
+                    Ok(work) => work,
+                    Err(status) => {
+                        self.framework
+                            .run_unreserve_plugins(&mut state, &pod, &node);
+                        self.cache.forget(&key);
+                        self.queue.requeue_backoff(&key);
+                        let message = format!(
+                            "running PreBind plugin {:?}: {}",
+                            status.plugin.unwrap_or_default(),
+                            status.message()
+                        );
+                        self.report_failure(pod, REASON_SCHEDULER_ERROR, message);
+                        return;
+                    }
+                };
                 tracing::debug!(pod = %key, %node, attempts = popped.attempts, "assumed");
-                binder.bind(pod, node);
+                binder.bind_after(pod, node, pre_bind);
             }
             Err(ScheduleError::Unschedulable(fit)) => {
                 let message = fit.to_string();

@@ -56,6 +56,12 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     let ipam = skiff_controllers::nodeipam::NodeIpam::new(&args.cluster_cidr, 24)
         .map_err(|e| anyhow::anyhow!("--cluster-cidr: {e}"))?;
     let ipam = tokio::spawn(ipam.run(loopback.clone(), shutdown.clone()));
+    // Persistent volumes: binding claims, the local-path provisioner,
+    // reclaiming released volumes.
+    let volumes = tokio::spawn(
+        skiff_controllers::PersistentVolumeController::new()
+            .run(loopback.clone(), shutdown.clone()),
+    );
 
     // The node agent, a client of this API server through the loopback.
     let agent = if args.disable_agent {
@@ -129,6 +135,9 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     }
     if let Ok(Err(e)) = ipam.await {
         tracing::warn!(error = %e, "node IPAM stopped with an error");
+    }
+    if let Ok(Err(e)) = volumes.await {
+        tracing::warn!(error = %e, "the persistent volume controller stopped with an error");
     }
     if let Some(scheduler) = scheduler {
         if let Err(e) = scheduler.await? {

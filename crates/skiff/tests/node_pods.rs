@@ -255,7 +255,9 @@ spec:
         "{.status.containerStatuses[0].state.waiting.message}",
     );
     assert!(
-        message.starts_with("container has runAsNonRoot and image will run as root (pod: \"rootless_default("),
+        message.starts_with(
+            "container has runAsNonRoot and image will run as root (pod: \"rootless_default("
+        ),
         "{message}"
     );
     c.wait("pod/secure", "condition=Ready", 90);

@@ -6,11 +6,14 @@
 //! matching `as_*` accessor, so one registration covers PreFilter, Filter
 //! and Score alike. Plugins are pure: they see the pod, the [`Snapshot`]
 //! or one [`NodeInfo`], and the [`CycleState`] of the attempt, nothing else.
+//! Even PreBind, upstream's API-writing point, only describes the work
+//! ([`PreBind`]); the binder does it.
 
 use std::collections::BTreeSet;
 use std::fmt;
+use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{PersistentVolume, Pod};
 
 use super::{CycleState, NodeInfo, NodeToStatus, Snapshot, Status};
 
@@ -41,6 +44,10 @@ pub trait Plugin: fmt::Debug + Send + Sync {
     }
     /// The Reserve/Unreserve side, if any.
     fn as_reserve(&self) -> Option<&dyn ReservePlugin> {
+        None
+    }
+    /// The PreBind side, if any.
+    fn as_pre_bind(&self) -> Option<&dyn PreBindPlugin> {
         None
     }
 }
@@ -147,6 +154,54 @@ pub trait ReservePlugin: Plugin {
     fn reserve(&self, state: &mut CycleState, pod: &Pod, node_name: &str) -> Status;
     /// Undo [`ReservePlugin::reserve`]; must be idempotent.
     fn unreserve(&self, state: &mut CycleState, pod: &Pod, node_name: &str);
+}
+
+/// API work to do before the pod is bound to its node (upstream PreBind),
+/// as data: the binder's task does it and binds only if it succeeded.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PreBind {
+    /// VolumeBinding's: bind volumes to claims, ask for claims to be
+    /// provisioned on the node, then wait until the claims are bound.
+    Volumes(VolumeBindings),
+}
+
+/// A claim by namespace and name, with the UID the decision was made for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimRef {
+    /// The namespace.
+    pub namespace: String,
+    /// The name.
+    pub name: String,
+    /// The UID (a precondition of the writes).
+    pub uid: Option<String>,
+}
+
+/// What VolumeBinding's PreBind does (upstream `BindPodVolumes`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct VolumeBindings {
+    /// Volumes pre-bound to a claim (claimRef set): PUT as they are, so a
+    /// volume changed meanwhile fails the binding.
+    pub volumes: Vec<PersistentVolume>,
+    /// Claims to annotate with `volume.kubernetes.io/selected-node` for the
+    /// provisioner.
+    pub provision: Vec<ClaimRef>,
+    /// Claims that must be bound before the pod is.
+    pub wait_for: Vec<ClaimRef>,
+    /// How long to wait (upstream `bindTimeoutSeconds`).
+    pub timeout: Duration,
+}
+
+/// Says what to do through the API once the pod's node is chosen and
+/// reserved, before the binding (upstream PreBind).
+pub trait PreBindPlugin: Plugin {
+    /// The work for binding `pod` to `node_name`; `Ok(None)` for none, an
+    /// `Error` status when the reserved state is missing.
+    fn pre_bind(
+        &self,
+        state: &CycleState,
+        pod: &Pod,
+        node_name: &str,
+    ) -> Result<Option<PreBind>, Status>;
 }
 
 /// Upstream `helper.DefaultNormalizeScore`: scales scores so the highest is

@@ -2,8 +2,9 @@
 //!
 //! This module owns the per-extension-point loops of [`Framework`]: merging
 //! PreFilter node sets, first-failure Filter, PostFilter reasons, weighted
-//! normalized scores with range checks, and Reserve with unreserve on
-//! failure. The algorithm that strings them together is in `runtime`.
+//! normalized scores with range checks, Reserve with unreserve on
+//! failure, and PreBind's work. The algorithm that strings them together
+//! is in `runtime`.
 
 use crate::framework::FilterPlugin;
 use std::collections::BTreeSet;
@@ -12,8 +13,8 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::runtime::plugin_error;
 use super::{
-    Code, CycleState, Diagnosis, Framework, NodeInfo, NodeScore, PreFilterResult, ScheduleError,
-    Snapshot, Status, MAX_NODE_SCORE, MIN_NODE_SCORE,
+    Code, CycleState, Diagnosis, Framework, NodeInfo, NodeScore, PreBind, PreFilterResult,
+    ScheduleError, Snapshot, Status, MAX_NODE_SCORE, MIN_NODE_SCORE,
 };
 
 impl Framework {
@@ -232,5 +233,27 @@ impl Framework {
                 pl.unreserve(state, pod, node_name);
             }
         }
+    }
+
+    /// The PreBind work of every PreBind plugin, in order, with the
+    /// plugin's name; the first `Error` status stops it.
+    pub fn run_pre_bind_plugins(
+        &self,
+        state: &CycleState,
+        pod: &Pod,
+        node_name: &str,
+    ) -> Result<Vec<(&'static str, PreBind)>, Status> {
+        let mut work = Vec::new();
+        for e in self.registry().entries() {
+            let Some(pl) = e.plugin.as_pre_bind() else {
+                continue;
+            };
+            match pl.pre_bind(state, pod, node_name) {
+                Ok(Some(w)) => work.push((e.plugin.name(), w)),
+                Ok(None) => {}
+                Err(status) => return Err(status.with_plugin(e.plugin.name())),
+            }
+        }
+        Ok(work)
     }
 }

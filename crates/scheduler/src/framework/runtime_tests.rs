@@ -409,6 +409,7 @@ fn default_registry_order() {
             "NodeAffinity",
             "NodePorts",
             "NodeResourcesFit",
+            "VolumeBinding",
             "PodTopologySpread",
             "InterPodAffinity",
             "DefaultPreemption",

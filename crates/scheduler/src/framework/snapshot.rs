@@ -2,13 +2,16 @@
 //!
 //! This module owns [`Snapshot`]: the [`NodeInfo`]s in a stable order, image
 //! spread across nodes, namespace labels for affinity namespace selectors,
-//! and the assume/forget operations that account a pod on a node before its
-//! binding is confirmed. Building it from API objects is the caller's job;
-//! it does no I/O.
+//! the cluster's claims, volumes and classes ([`StorageInfo`], for the
+//! volume plugins), and the assume/forget operations that account a pod on
+//! a node before its binding is confirmed. Building it from API objects is
+//! the caller's job; it does no I/O.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
 
 use super::node_info::{pod_key, NodeInfo, PodInfo};
 use skiff_client::selectors::Labels;
@@ -40,6 +43,115 @@ pub struct Snapshot {
     /// Pods with required pod anti-affinity on all nodes together, so the
     /// common case (none) is known without visiting every node.
     required_anti_affinity_pods: usize,
+    storage: StorageInfo,
+}
+
+/// PersistentVolumeClaims (by `namespace/name`), PersistentVolumes and
+/// StorageClasses (by name), as the scheduler's informers last saw them
+/// (upstream's listers and assume caches, without the assuming).
+#[derive(Debug, Clone, Default)]
+pub struct StorageInfo {
+    claims: HashMap<String, Arc<PersistentVolumeClaim>>,
+    volumes: BTreeMap<String, Arc<PersistentVolume>>,
+    classes: HashMap<String, Arc<StorageClass>>,
+}
+
+fn claim_key(claim: &PersistentVolumeClaim) -> String {
+    format!(
+        "{}/{}",
+        claim.metadata.namespace.as_deref().unwrap_or("default"),
+        claim.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+impl StorageInfo {
+    /// A view of these objects.
+    pub fn new(
+        claims: impl IntoIterator<Item = PersistentVolumeClaim>,
+        volumes: impl IntoIterator<Item = PersistentVolume>,
+        classes: impl IntoIterator<Item = StorageClass>,
+    ) -> Self {
+        let mut info = Self::default();
+        claims.into_iter().for_each(|c| {
+            info.upsert_claim(c);
+        });
+        volumes.into_iter().for_each(|v| {
+            info.upsert_volume(v);
+        });
+        classes.into_iter().for_each(|c| {
+            info.upsert_class(c);
+        });
+        info
+    }
+
+    /// Claim `name` in `namespace`.
+    pub fn claim(&self, namespace: &str, name: &str) -> Option<&Arc<PersistentVolumeClaim>> {
+        self.claims.get(&format!("{namespace}/{name}"))
+    }
+
+    /// Volume `name`.
+    pub fn volume(&self, name: &str) -> Option<&Arc<PersistentVolume>> {
+        self.volumes.get(name)
+    }
+
+    /// Every volume, by name.
+    pub fn volumes(&self) -> impl Iterator<Item = &Arc<PersistentVolume>> {
+        self.volumes.values()
+    }
+
+    /// Class `name`.
+    pub fn class(&self, name: &str) -> Option<&Arc<StorageClass>> {
+        self.classes.get(name)
+    }
+
+    /// Adds or replaces a claim; true if it is new.
+    pub fn upsert_claim(&mut self, claim: PersistentVolumeClaim) -> bool {
+        self.claims
+            .insert(claim_key(&claim), Arc::new(claim))
+            .is_none()
+    }
+
+    /// Removes claim `namespace/name`; true if it was known.
+    pub fn remove_claim(&mut self, key: &str) -> bool {
+        self.claims.remove(key).is_some()
+    }
+
+    /// Adds or replaces a volume; true if it is new.
+    pub fn upsert_volume(&mut self, volume: PersistentVolume) -> bool {
+        let name = volume.metadata.name.clone().unwrap_or_default();
+        self.volumes.insert(name, Arc::new(volume)).is_none()
+    }
+
+    /// Removes a volume; true if it was known.
+    pub fn remove_volume(&mut self, name: &str) -> bool {
+        self.volumes.remove(name).is_some()
+    }
+
+    /// Adds or replaces a class; true if it is new.
+    pub fn upsert_class(&mut self, class: StorageClass) -> bool {
+        let name = class.metadata.name.clone().unwrap_or_default();
+        self.classes.insert(name, Arc::new(class)).is_none()
+    }
+
+    /// Removes a class; true if it was known.
+    pub fn remove_class(&mut self, name: &str) -> bool {
+        self.classes.remove(name).is_some()
+    }
+
+    /// Keys of the known claims (`namespace/name`).
+    pub fn claim_keys(&self) -> Vec<String> {
+        self.claims.keys().cloned().collect()
+    }
+
+    /// Names of the known volumes.
+    pub fn volume_names(&self) -> Vec<String> {
+        self.volumes.keys().cloned().collect()
+    }
+
+    /// Names of the known classes.
+    pub fn class_names(&self) -> Vec<String> {
+        self.classes.keys().cloned().collect()
+    }
 }
 
 fn image_names(info: &NodeInfo) -> BTreeSet<String> {
@@ -103,6 +215,22 @@ impl Snapshot {
     /// A namespace's labels, if known.
     pub fn namespace_labels(&self, namespace: &str) -> Option<&Labels> {
         self.namespace_labels.get(namespace)
+    }
+
+    /// Adds the cluster's claims, volumes and classes.
+    pub fn with_storage(mut self, storage: StorageInfo) -> Self {
+        self.storage = storage;
+        self
+    }
+
+    /// The cluster's claims, volumes and classes.
+    pub fn storage(&self) -> &StorageInfo {
+        &self.storage
+    }
+
+    /// The same, to update from the informers.
+    pub fn storage_mut(&mut self) -> &mut StorageInfo {
+        &mut self.storage
     }
 
     fn recount_anti_affinity(&mut self) {

@@ -17,6 +17,7 @@ mod node_resources_fit;
 mod node_unschedulable;
 mod pod_topology_spread;
 mod taint_toleration;
+mod volume_binding;
 
 pub use balanced_allocation::BalancedAllocation;
 pub use default_preemption::DefaultPreemption;
@@ -29,6 +30,9 @@ pub use node_resources_fit::NodeResourcesFit;
 pub use node_unschedulable::NodeUnschedulable;
 pub use pod_topology_spread::PodTopologySpread;
 pub use taint_toleration::{find_untolerated_taint, tolerates, TaintToleration};
+pub use volume_binding::{VolumeBinding, DEFAULT_BIND_TIMEOUT};
+
+use std::time::Duration;
 
 use crate::framework::{Framework, Registry};
 
@@ -46,6 +50,8 @@ pub mod names {
     pub const NODE_PORTS: &str = "NodePorts";
     /// Requests vs allocatable; LeastAllocated scoring.
     pub const NODE_RESOURCES_FIT: &str = "NodeResourcesFit";
+    /// PersistentVolumeClaims bound or bindable on the node.
+    pub const VOLUME_BINDING: &str = "VolumeBinding";
     /// Required topology spread constraints.
     pub const POD_TOPOLOGY_SPREAD: &str = "PodTopologySpread";
     /// Required pod (anti-)affinity.
@@ -62,8 +68,14 @@ pub mod names {
 /// (TaintToleration 3, NodeAffinity 2, NodeResourcesFit 1,
 /// PodTopologySpread 2, InterPodAffinity 2, BalancedAllocation 1,
 /// ImageLocality 1; the last three of upstream's scorers that we only
-/// filter with keep their weights for when they score).
+/// filter with keep their weights for when they score). VolumeBinding
+/// waits [`DEFAULT_BIND_TIMEOUT`] for claims to be bound.
 pub fn default_registry() -> Registry {
+    default_registry_with_bind_timeout(DEFAULT_BIND_TIMEOUT)
+}
+
+/// [`default_registry`] with VolumeBinding's `bindTimeoutSeconds`.
+pub fn default_registry_with_bind_timeout(bind_timeout: Duration) -> Registry {
     Registry::new()
         .register(NodeUnschedulable, 0)
         .register(NodeName, 0)
@@ -71,6 +83,8 @@ pub fn default_registry() -> Registry {
         .register(NodeAffinity, 2)
         .register(NodePorts, 0)
         .register(NodeResourcesFit::default(), 1)
+        // Upstream's VolumeRestrictions and NodeVolumeLimits come first.
+        .register(VolumeBinding::new(bind_timeout), 0)
         .register(PodTopologySpread, 2)
         .register(InterPodAffinity, 2)
         .register(DefaultPreemption, 0)
