@@ -204,24 +204,42 @@ impl PodIndex {
             .clone()
             .unwrap_or_else(|| "default".into());
         let spec = pod.spec.as_ref();
-        let containers = spec
+        // (name, tty) of every container the spec names.
+        let all: Vec<(String, bool)> = spec
             .into_iter()
             .flat_map(|s| {
                 s.init_containers
                     .iter()
                     .flatten()
-                    .map(|c| c.name.clone())
-                    .chain(s.containers.iter().map(|c| c.name.clone()))
+                    .map(|c| (c.name.clone(), c.tty == Some(true)))
+                    .chain(
+                        s.containers
+                            .iter()
+                            .map(|c| (c.name.clone(), c.tty == Some(true))),
+                    )
                     .chain(
                         s.ephemeral_containers
                             .iter()
                             .flatten()
-                            .map(|c| c.name.clone()),
+                            .map(|c| (c.name.clone(), c.tty == Some(true))),
                     )
             })
             .collect();
+        let tty_containers = all
+            .iter()
+            .filter(|(_, tty)| *tty)
+            .map(|(n, _)| n.clone())
+            .collect();
+        let containers = all.into_iter().map(|(n, _)| n).collect();
         let mut pods = self.pods.write().unwrap_or_else(|p| p.into_inner());
-        pods.insert((ns, name), crate::server::PodLogInfo { uid, containers });
+        pods.insert(
+            (ns, name),
+            crate::server::PodLogInfo {
+                uid,
+                containers,
+                tty_containers,
+            },
+        );
     }
 
     fn remove(&self, pod: &Pod) {
@@ -413,6 +431,7 @@ impl Agent {
         // The agent's HTTPS endpoint (logs), bound first: the Node
         // reports its port.
         let index = PodIndex::default();
+        let server_runtime = crate::server::streaming::RuntimeSlot::default();
         let server = {
             let mut sc = crate::server::ServerConfig::new(
                 config.node_name.clone(),
@@ -422,6 +441,7 @@ impl Agent {
                 log_root.clone(),
             );
             sc.serving_ips = vec![node_ip];
+            sc.runtime = server_runtime.clone();
             let pods = index.clone();
             sc.lookup = Some(Arc::new(move |ns: &str, name: &str| pods.lookup(ns, name)));
             let running = index.clone();
@@ -524,6 +544,8 @@ impl Agent {
         };
         let runtime: Arc<dyn Runtime> =
             Arc::new(CriRuntime::new(socket.clone()).map_err(Error::Runtime)?);
+        // exec, attach and port-forward on the endpoint from now on.
+        let _ = server_runtime.set(runtime.clone());
         let version = runtime.version().await.map_err(Error::Runtime)?;
         tracing::info!(runtime = %version.runtime_name, version = %version.runtime_version, "container runtime is up");
         let runtime_version = format!("{}://{}", version.runtime_name, version.runtime_version);

@@ -16,7 +16,8 @@
 //! - [`storage`]: this node's part of local-path volumes (removing a
 //!   deleted volume's directory);
 //! - [`logs`]: CRI log files; [`server`]: the agent's HTTPS endpoint
-//!   (logs now, exec and port-forward later);
+//!   (logs; exec, attach and port-forward proxied to the runtime's
+//!   streaming server);
 //! - [`agent`]: wires them into [`agent::Agent::run`].
 //!
 //! It never reaches into the API server's internals.

@@ -527,6 +527,7 @@ async fn the_node_endpoint_lets_in_only_clients_of_its_ca() {
         (ns == "ns" && name == "web").then(|| PodLogInfo {
             uid: "u-1".into(),
             containers: vec!["app".into(), "later".into()],
+            tty_containers: vec![],
         })
     });
     let node = start_node_server(dir.path(), ca.cert.clone(), root.clone(), Some(lookup)).await;

@@ -261,6 +261,24 @@ impl Runtime for CriRuntime {
         Ok((out.exit_code, out.stdout, out.stderr))
     }
 
+    async fn exec(&self, r: api::ExecRequest) -> Result<String> {
+        Ok(self.runtime.clone().exec(req(r)).await?.into_inner().url)
+    }
+
+    async fn attach(&self, r: api::AttachRequest) -> Result<String> {
+        Ok(self.runtime.clone().attach(req(r)).await?.into_inner().url)
+    }
+
+    async fn port_forward(&self, r: api::PortForwardRequest) -> Result<String> {
+        Ok(self
+            .runtime
+            .clone()
+            .port_forward(req(r))
+            .await?
+            .into_inner()
+            .url)
+    }
+
     async fn image_status(&self, image: &str) -> Result<Option<api::Image>> {
         let r = self
             .images

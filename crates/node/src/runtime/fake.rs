@@ -2,7 +2,10 @@
 //! logic (and, later, for simulated nodes). Sandboxes and containers move
 //! through CRI's states as containerd's do; a test can make a container
 //! exit ([`FakeRuntime::exit`]) or a call fail ([`FakeRuntime::fail_next`]).
-//! Nothing runs and nothing touches the host.
+//! Exec, Attach and PortForward check what containerd checks and hand out
+//! URLs on a streaming server the test runs
+//! ([`FakeRuntime::set_stream_server`]). Nothing runs and nothing touches
+//! the host.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
@@ -22,6 +25,17 @@ struct State {
     pullable: BTreeMap<String, u64>,
     fail_next: HashMap<&'static str, Error>,
     calls: Vec<String>,
+    /// The streaming server's base URL (`http://host:port`), if any.
+    stream_base: Option<String>,
+    streamed: Vec<Streamed>,
+}
+
+/// A streaming request the fake was asked to prepare, as CRI carried it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Streamed {
+    Exec(api::ExecRequest),
+    Attach(api::AttachRequest),
+    PortForward(api::PortForwardRequest),
 }
 
 /// The fake runtime. Cheap to share behind an `Arc`.
@@ -70,6 +84,18 @@ impl FakeRuntime {
         }
     }
 
+    /// Where Exec, Attach and PortForward send clients: `base` is a
+    /// server's `http://host:port`; the URLs are `base/exec/N` and so on,
+    /// as containerd's streaming server hands out.
+    pub fn set_stream_server(&self, base: &str) {
+        self.lock().stream_base = Some(base.trim_end_matches('/').to_string());
+    }
+
+    /// The streaming requests prepared so far, in order.
+    pub fn streamed(&self) -> Vec<Streamed> {
+        self.lock().streamed.clone()
+    }
+
     /// The calls made so far, in order (`method id`).
     pub fn calls(&self) -> Vec<String> {
         self.lock().calls.clone()
@@ -96,6 +122,67 @@ fn image(name: &str, size: u64) -> api::Image {
         size,
         ..Default::default()
     }
+}
+
+/// containerd's name of a container state (`criContainerStateToString`).
+fn state_name(state: i32) -> &'static str {
+    match api::ContainerState::try_from(state) {
+        Ok(api::ContainerState::ContainerCreated) => "CONTAINER_CREATED",
+        Ok(api::ContainerState::ContainerRunning) => "CONTAINER_RUNNING",
+        Ok(api::ContainerState::ContainerExited) => "CONTAINER_EXITED",
+        _ => "CONTAINER_UNKNOWN",
+    }
+}
+
+fn invalid(message: &str) -> Error {
+    Error::Status {
+        code: tonic::Code::InvalidArgument,
+        message: message.to_string(),
+    }
+}
+
+impl State {
+    /// containerd's check before it prepares an exec or attach: the
+    /// container must run (`container is in CONTAINER_EXITED state`).
+    fn check_running(&self, container_id: &str) -> Result<()> {
+        let state = self
+            .containers
+            .get(container_id)
+            .map(|c| c.state)
+            .ok_or_else(|| Error::Status {
+                code: tonic::Code::NotFound,
+                message: format!("failed to find container {container_id:?} in store: not found"),
+            })?;
+        if state != api::ContainerState::ContainerRunning as i32 {
+            return Err(Error::Status {
+                code: tonic::Code::Unknown,
+                message: format!("container is in {} state", state_name(state)),
+            });
+        }
+        Ok(())
+    }
+
+    fn url(&mut self, what: &str) -> Result<String> {
+        let base = self.stream_base.clone().ok_or_else(|| Error::Status {
+            code: tonic::Code::Unimplemented,
+            message: "the fake runtime has no streaming server".into(),
+        })?;
+        self.next += 1;
+        Ok(format!("{base}/{what}/token-{}", self.next))
+    }
+}
+
+/// containerd's streaming server's checks of the stream options.
+fn check_streams(stdin: bool, stdout: bool, stderr: bool, tty: bool, or: &str) -> Result<()> {
+    if tty && stderr {
+        return Err(invalid("tty and stderr cannot both be true"));
+    }
+    if !stdin && !stdout && !stderr {
+        return Err(invalid(&format!(
+            "one of stdin, stdout, {or} stderr must be set"
+        )));
+    }
+    Ok(())
 }
 
 fn not_found(what: &str, id: &str) -> Error {
@@ -334,6 +421,49 @@ impl Runtime for FakeRuntime {
             1
         };
         Ok((code, vec![], vec![]))
+    }
+
+    async fn exec(&self, req: api::ExecRequest) -> Result<String> {
+        let mut s = self.enter(format!("Exec {}", req.container_id), "exec")?;
+        s.check_running(&req.container_id)?;
+        check_streams(req.stdin, req.stdout, req.stderr, req.tty, "or")?;
+        let url = s.url("exec")?;
+        s.streamed.push(Streamed::Exec(req));
+        Ok(url)
+    }
+
+    async fn attach(&self, req: api::AttachRequest) -> Result<String> {
+        let mut s = self.enter(format!("Attach {}", req.container_id), "attach")?;
+        s.check_running(&req.container_id)?;
+        check_streams(req.stdin, req.stdout, req.stderr, req.tty, "and")?;
+        let url = s.url("attach")?;
+        s.streamed.push(Streamed::Attach(req));
+        Ok(url)
+    }
+
+    async fn port_forward(&self, req: api::PortForwardRequest) -> Result<String> {
+        let mut s = self.enter(
+            format!("PortForward {}", req.pod_sandbox_id),
+            "port_forward",
+        )?;
+        let id = &req.pod_sandbox_id;
+        let state = s
+            .sandboxes
+            .get(id)
+            .map(|sb| sb.1)
+            .ok_or_else(|| Error::Status {
+                code: tonic::Code::NotFound,
+                message: format!("failed to find sandbox {id:?}: not found"),
+            })?;
+        if state != api::PodSandboxState::SandboxReady as i32 {
+            return Err(Error::Status {
+                code: tonic::Code::Unknown,
+                message: "sandbox container is not running".into(),
+            });
+        }
+        let url = s.url("portforward")?;
+        s.streamed.push(Streamed::PortForward(req));
+        Ok(url)
     }
 
     async fn image_status(&self, name: &str) -> Result<Option<api::Image>> {

@@ -159,6 +159,16 @@ pub trait Runtime: Send + Sync + std::fmt::Debug {
         timeout_s: i64,
     ) -> Result<(i32, Vec<u8>, Vec<u8>)>;
 
+    /// Prepares an exec on the runtime's streaming server (CRI Exec):
+    /// the URL a client upgrades at (once, within the runtime's token
+    /// lifetime, a minute for containerd).
+    async fn exec(&self, req: api::ExecRequest) -> Result<String>;
+    /// Prepares an attach to a running container (CRI Attach): its URL.
+    async fn attach(&self, req: api::AttachRequest) -> Result<String>;
+    /// Prepares a port-forward into a pod sandbox (CRI PortForward): its
+    /// URL. WebSocket clients get channels for `req.port` only.
+    async fn port_forward(&self, req: api::PortForwardRequest) -> Result<String>;
+
     /// The image's status, `None` when it is not present.
     async fn image_status(&self, image: &str) -> Result<Option<api::Image>>;
     /// Pulls `image`; returns its image reference (ID).

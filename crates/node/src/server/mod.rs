@@ -1,11 +1,14 @@
 //! The agent's HTTPS endpoint (the kubelet's server on port 10250), which
-//! the API server proxies `pods/log` to:
+//! the API server proxies `pods/log`, `pods/exec`, `pods/attach` and
+//! `pods/portforward` to:
 //!
 //! `GET /containerLogs/{namespace}/{pod}/{container}` with PodLogOptions
 //! in the query (`follow`, `previous`, `tailLines`, `timestamps`,
 //! `sinceSeconds`, `sinceTime`, `limitBytes`; the legacy `tail` too),
 //! answered from the CRI log files under the log root, with the kubelet's
-//! statuses and words for what is missing.
+//! statuses and words for what is missing; and `/exec`, `/attach`,
+//! `/portForward` ([`streaming`]), upgrades proxied to the runtime's
+//! streaming server.
 //!
 //! Clients must present a certificate signed by the cluster's client CA
 //! (the API server's kubelet-client certificate): without one the TLS
@@ -15,9 +18,10 @@
 //!
 //! It reads log files only through [`crate::logs`] and asks the agent
 //! which pods it has through [`ServerConfig::lookup`]; it must not reach
-//! into the pod workers or the runtime (exec and port-forward will go
-//! through the runtime trait when they come).
+//! into the pod workers; the runtime it reaches only through the
+//! [`crate::runtime::Runtime`] trait, for streaming.
 
+pub mod streaming;
 pub mod tls;
 
 use std::collections::HashMap;
@@ -65,6 +69,8 @@ pub struct PodLogInfo {
     pub uid: String,
     /// Every container the spec names (init, regular, ephemeral).
     pub containers: Vec<String>,
+    /// Those whose spec asks for a TTY (an attach uses the container's).
+    pub tty_containers: Vec<String>,
 }
 
 /// `(namespace, name)` to the pod the agent runs under that name.
@@ -96,6 +102,9 @@ pub struct ServerConfig {
     pub running: Option<ContainerRunning>,
     /// How often a follow looks for more output.
     pub follow_poll: Duration,
+    /// The runtime, for exec, attach and port-forward; until it is set
+    /// they answer that the runtime is not ready.
+    pub runtime: streaming::RuntimeSlot,
 }
 
 impl ServerConfig {
@@ -116,6 +125,7 @@ impl ServerConfig {
             lookup: None,
             running: None,
             follow_poll: Follow::default().poll,
+            runtime: streaming::RuntimeSlot::default(),
         }
     }
 }
@@ -131,6 +141,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("lookup", &self.lookup.as_ref().map(|_| "Fn"))
             .field("running", &self.running.as_ref().map(|_| "Fn"))
             .field("follow_poll", &self.follow_poll)
+            .field("runtime", &self.runtime.get())
             .finish()
     }
 }
@@ -151,6 +162,8 @@ struct Shared {
     shutdown: CancellationToken,
     /// How many log streams are being read out now.
     streams: tokio::sync::watch::Sender<usize>,
+    /// How many exec/attach/port-forward sessions are spliced now.
+    sessions: tokio::sync::watch::Sender<usize>,
 }
 
 /// Counts a log stream while it is read out.
@@ -200,6 +213,7 @@ pub async fn bind(config: ServerConfig) -> Result<Server> {
             config,
             shutdown: CancellationToken::new(),
             streams: tokio::sync::watch::Sender::new(0),
+            sessions: tokio::sync::watch::Sender::new(0),
         }),
         local_addr,
     })
@@ -226,7 +240,14 @@ impl Server {
         self.shared.streams.subscribe()
     }
 
-    /// Serves until `shutdown` is cancelled; follows in progress end then.
+    /// How many exec, attach and port-forward sessions are spliced now:
+    /// one ends when either side closes its connection.
+    pub fn sessions(&self) -> tokio::sync::watch::Receiver<usize> {
+        self.shared.sessions.subscribe()
+    }
+
+    /// Serves until `shutdown` is cancelled; follows and streaming
+    /// sessions in progress end then.
     pub async fn run(self, shutdown: CancellationToken) {
         let Server {
             listener,
@@ -284,6 +305,7 @@ fn router(shared: Arc<Shared>) -> Router {
             "/containerLogs/{namespace}/{pod}/{container}",
             get(container_logs),
         )
+        .merge(streaming::routes())
         .fallback(|| async { text(StatusCode::NOT_FOUND, "404 page not found\n") })
         .with_state(shared)
 }
@@ -654,6 +676,7 @@ mod tests {
             (ns == "ns" && name == "web").then(|| PodLogInfo {
                 uid: "u1".into(),
                 containers: vec!["app".into(), "one".into(), "later".into()],
+                tty_containers: vec![],
             })
         });
         let by_lookup =
