@@ -38,6 +38,7 @@ pub mod request;
 pub mod resources;
 pub mod serve;
 pub mod status;
+pub mod streaming;
 pub mod watchcache;
 
 use std::net::SocketAddr;

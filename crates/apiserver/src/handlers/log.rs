@@ -59,7 +59,7 @@ const DIAL_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long its TLS handshake may take (Go's transport default).
 const TLS_TIMEOUT: Duration = Duration::from_secs(10);
 /// How much of an agent's error answer is read (upstream's maxReadLength).
-const MAX_ERROR_BODY: usize = 50_000;
+pub(crate) const MAX_ERROR_BODY: usize = 50_000;
 
 /// Why the kubelet client's TLS could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -274,7 +274,7 @@ impl PodLogOptions {
 }
 
 /// Percent-encodes all but RFC 3986's unreserved characters.
-fn encode(s: &str) -> String {
+pub(crate) fn encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
@@ -326,7 +326,7 @@ pub fn choose_container(pod: &Value, requested: Option<&str>, name: &str) -> Api
 
 /// A 500 worded as upstream's for errors that are no Status (reason
 /// unknown): kubectl prints `Error from server: <message>`.
-fn unknown(message: impl Into<String>) -> ApiError {
+pub(crate) fn unknown(message: impl Into<String>) -> ApiError {
     let mut e = ApiError::internal(message);
     e.reason = "";
     e
@@ -374,7 +374,7 @@ pub fn kubelet_endpoint(node: &Value) -> ApiResult<(String, u16)> {
 }
 
 /// `host:port`, with brackets for IPv6.
-fn join_host_port(host: &str, port: u16) -> String {
+pub(crate) fn join_host_port(host: &str, port: u16) -> String {
     if host.contains(':') {
         format!("[{host}]:{port}")
     } else {
@@ -458,6 +458,30 @@ fn dial_error(e: &std::io::Error) -> String {
     }
 }
 
+/// A TLS connection to the agent at `host:port` with the kubelet client
+/// certificate (`pods/log`, exec, attach and port-forward share it); the
+/// error in Go's dialer words (`dial tcp H:P: connect: connection refused`).
+pub(crate) async fn connect_agent(
+    tls: Arc<rustls::ClientConfig>,
+    host: &str,
+    port: u16,
+) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
+    let host_port = join_host_port(host, port);
+    let tcp = tokio::time::timeout(DIAL_TIMEOUT, tokio::net::TcpStream::connect((host, port)))
+        .await
+        .map_err(|_| format!("dial tcp {host_port}: i/o timeout"))?
+        .map_err(|e| format!("dial tcp {host_port}: {}", dial_error(&e)))?;
+    let _ = tcp.set_nodelay(true);
+    let server_name = ServerName::try_from(host.to_string()).map_err(|e| e.to_string())?;
+    tokio::time::timeout(
+        TLS_TIMEOUT,
+        tokio_rustls::TlsConnector::from(tls).connect(server_name, tcp),
+    )
+    .await
+    .map_err(|_| "net/http: TLS handshake timeout".to_string())?
+    .map_err(|e| e.to_string())
+}
+
 /// GETs `path` from the agent at `host:port`.
 async fn get_from_agent(
     tls: Arc<rustls::ClientConfig>,
@@ -466,19 +490,7 @@ async fn get_from_agent(
     path: &str,
 ) -> Result<(Response<hyper::body::Incoming>, AbortOnDrop), String> {
     let host_port = join_host_port(host, port);
-    let tcp = tokio::time::timeout(DIAL_TIMEOUT, tokio::net::TcpStream::connect((host, port)))
-        .await
-        .map_err(|_| format!("dial tcp {host_port}: i/o timeout"))?
-        .map_err(|e| format!("dial tcp {host_port}: {}", dial_error(&e)))?;
-    let _ = tcp.set_nodelay(true);
-    let server_name = ServerName::try_from(host.to_string()).map_err(|e| e.to_string())?;
-    let stream = tokio::time::timeout(
-        TLS_TIMEOUT,
-        tokio_rustls::TlsConnector::from(tls).connect(server_name, tcp),
-    )
-    .await
-    .map_err(|_| "net/http: TLS handshake timeout".to_string())?
-    .map_err(|e| e.to_string())?;
+    let stream = connect_agent(tls, host, port).await?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| e.to_string())?;
@@ -518,6 +530,29 @@ fn plain(status: StatusCode, body: Body) -> Response {
     (status, [(header::CONTENT_TYPE, "text/plain")], body).into_response()
 }
 
+/// The agent of node `node_name`: the client TLS for it, its host and
+/// port (upstream's `GetConnectionInfo`: a missing node is its 404).
+pub(crate) async fn node_agent(
+    state: &AppState,
+    node_name: &str,
+) -> ApiResult<(Arc<rustls::ClientConfig>, String, u16)> {
+    let nodes = resources::find("", "v1", "nodes")
+        .ok_or_else(|| ApiError::internal("nodes are not served"))?;
+    let node = match state.store.get(&object::key(nodes, None, node_name)).await {
+        Ok(kv) => parse_stored(&kv.value)?,
+        Err(skiff_store::Error::NotFound { .. }) => {
+            return Err(ApiError::not_found(nodes.group, nodes.plural, node_name))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let (host, port) = kubelet_endpoint(&node)?;
+    let tls = state
+        .kubelet_tls
+        .clone()
+        .ok_or_else(|| ApiError::unavailable("no client credentials for node agents"))?;
+    Ok((tls, host, port))
+}
+
 /// GET pods/NAME/log.
 pub(super) async fn log(
     state: &AppState,
@@ -544,20 +579,7 @@ pub(super) async fn log(
         // Not scheduled yet: upstream answers with nothing.
         return Ok(plain(StatusCode::OK, Body::empty()));
     };
-    let nodes = resources::find("", "v1", "nodes")
-        .ok_or_else(|| ApiError::internal("nodes are not served"))?;
-    let node = match state.store.get(&object::key(nodes, None, node_name)).await {
-        Ok(kv) => parse_stored(&kv.value)?,
-        Err(skiff_store::Error::NotFound { .. }) => {
-            return Err(ApiError::not_found(nodes.group, nodes.plural, node_name))
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let (host, port) = kubelet_endpoint(&node)?;
-    let tls = state
-        .kubelet_tls
-        .clone()
-        .ok_or_else(|| ApiError::unavailable("no client credentials for node agents"))?;
+    let (tls, host, port) = node_agent(state, node_name).await?;
     let namespace = ns.unwrap_or("default");
     let query = opts.kubelet_query();
     let mut path = format!(

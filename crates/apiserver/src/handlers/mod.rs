@@ -25,11 +25,13 @@ pub use crate::request::forbidden_message;
 use crate::request::{is_true, parse_target, url_pairs};
 mod create;
 mod delete;
+mod exec;
 mod get;
 mod list;
 pub mod log;
 pub mod params;
 mod patch;
+mod portforward;
 pub mod scale;
 pub mod table;
 mod update;
@@ -204,6 +206,12 @@ async fn handle(state: AppState, req: Request) -> ApiResult<Response> {
             ListMode::Exact => list(&state, r, ns, &q, out).await,
         },
         (Method::GET, Some(name), Some("log")) => log::log(&state, r, ns, name, &q).await,
+        (Method::GET | Method::POST, Some(name), Some(sub @ ("exec" | "attach"))) => {
+            exec::exec(&state, r, ns, name, sub, req).await
+        }
+        (Method::GET | Method::POST, Some(name), Some("portforward")) => {
+            portforward::portforward(&state, r, ns, name, req).await
+        }
         (Method::GET, Some(name), Some("scale")) => {
             crate::handlers::scale::get(&state, r, ns, name).await
         }

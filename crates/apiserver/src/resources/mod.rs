@@ -77,6 +77,9 @@ pub fn subresource_kind(
         "binding" => ("", "v1", "Binding", &["create"]),
         "eviction" => ("policy", "v1", "Eviction", &["create"]),
         "log" => ("", "v1", "Pod", &["get"]),
+        "exec" => ("", "v1", "PodExecOptions", &["create", "get"]),
+        "attach" => ("", "v1", "PodAttachOptions", &["create", "get"]),
+        "portforward" => ("", "v1", "PodPortForwardOptions", &["create", "get"]),
         "scale" => ("autoscaling", "v1", "Scale", &["get", "patch", "update"]),
         _ => (r.group, r.version, r.kind, &["get", "patch", "update"]),
     }

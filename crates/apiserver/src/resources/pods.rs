@@ -1,4 +1,5 @@
-//! Pods, with status, binding, eviction and log subresources.
+//! Pods, with status, binding, eviction, log, exec, attach and
+//! portforward subresources.
 
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::Value;
@@ -18,7 +19,15 @@ pub static KIND: Kind = Kind {
         true,
         &["po"],
         ALL,
-        &["status", "binding", "eviction", "log"],
+        &[
+            "status",
+            "binding",
+            "eviction",
+            "log",
+            "exec",
+            "attach",
+            "portforward",
+        ],
     )),
     selectable_fields: &[
         "spec.nodeName",
