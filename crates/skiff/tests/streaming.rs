@@ -873,3 +873,128 @@ fn kube_exec(kubeconfig: &Path) {
         .expect("kube-rs exec finishes");
     });
 }
+
+/// Open file descriptors of process `pid`.
+fn fd_count(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+/// 200 exec sessions through the API server (kube-rs, WebSocket v5
+/// translated to SPDY, the path with the most moving parts), each opened,
+/// used and closed, half of them by the client dropping its end early:
+/// afterwards the server (API server and agent in one process) holds no
+/// more file descriptors than before and no exec'd process is left in the
+/// container.
+#[test]
+fn two_hundred_sessions_leave_nothing_behind() {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::{Api, AttachParams};
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    let c = Cluster::start(Options::default());
+    c.apply(&pod("shell", "", "", &[("main", "sleep 3600")]));
+    c.wait("pod/shell", "condition=Ready", 90);
+    let pid = c.child.as_ref().map(|ch| ch.id()).expect("the server runs");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let config = kube::Config::from_custom_kubeconfig(
+            kube::config::Kubeconfig::read_from(&c.kubeconfig).unwrap(),
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await
+        .unwrap();
+        let pods: Api<Pod> = Api::namespaced(kube::Client::try_from(config).unwrap(), "default");
+        let ps = || async {
+            let mut p = pods
+                .exec("shell", ["ps"], &AttachParams::default())
+                .await
+                .unwrap();
+            let mut out = String::new();
+            p.stdout().unwrap().read_to_string(&mut out).await.unwrap();
+            p.join().await.unwrap();
+            out
+        };
+        // Settled: no `cat` from an earlier session, and a stable fd count.
+        let settled = || async {
+            wait_for_async("the container to hold only its own process", || async {
+                let out = ps().await;
+                (!out.lines().any(|l| l.trim_end().ends_with("cat"))).then_some(out)
+            })
+            .await
+        };
+        settled().await;
+        let before = fd_count(pid);
+        tokio::time::timeout(Duration::from_secs(300), async {
+            for i in 0..200 {
+                let mut p = pods
+                    .exec(
+                        "shell",
+                        ["cat"],
+                        &AttachParams::default().stdin(true).stderr(false),
+                    )
+                    .await
+                    .unwrap();
+                let line = format!("ping {i}\n");
+                let mut stdin = p.stdin().unwrap();
+                stdin.write_all(line.as_bytes()).await.unwrap();
+                let mut stdout = p.stdout().unwrap();
+                let mut got = vec![0u8; line.len()];
+                stdout.read_exact(&mut got).await.unwrap();
+                assert_eq!(String::from_utf8_lossy(&got), line);
+                if i == 0 {
+                    // The count is the right process's: an open session
+                    // holds the client's and the upstream's connections.
+                    let busy = fd_count(pid);
+                    assert!(
+                        busy >= before + 2,
+                        "{busy} fds with a session, {before} before"
+                    );
+                }
+                if i % 2 == 0 {
+                    // A clean end: stdin closed, cat exits, the status comes.
+                    let status = p.take_status().unwrap();
+                    stdin.shutdown().await.unwrap();
+                    drop(stdin);
+                    let status = status.await.expect("a status");
+                    assert_eq!(status.status.as_deref(), Some("Success"), "{status:?}");
+                    p.join().await.unwrap();
+                } else {
+                    // The client goes away mid-session.
+                    p.abort();
+                }
+            }
+        })
+        .await
+        .expect("200 sessions within 5 minutes");
+        let out = settled().await;
+        let procs: Vec<&str> = out.lines().skip(1).filter(|l| !l.contains(" ps")).collect();
+        assert!(
+            procs.len() == 1 && procs.iter().any(|l| l.contains("sleep 3600")),
+            "processes left in the container: {out}"
+        );
+        let after = wait_for_async("the server's fds to settle", || async {
+            let now = fd_count(pid);
+            (now <= before).then_some(now)
+        })
+        .await;
+        eprintln!("server fds: {before} before 200 sessions, {after} after");
+    });
+}
+
+/// Polls `f` every 100 ms until it gives a value, for at most 60 s.
+async fn wait_for_async<T, F, Fut>(what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + T;
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
