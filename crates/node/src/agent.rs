@@ -120,7 +120,7 @@ impl Config {
 
 /// Status and deletion through the API.
 #[derive(Clone)]
-struct ApiPods(kube::Client);
+pub(crate) struct ApiPods(pub(crate) kube::Client);
 
 impl std::fmt::Debug for ApiPods {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -177,7 +177,7 @@ impl PodApi for ApiPods {
 /// containers (from the pod watch), and which containers run (from the
 /// relist). Cheap reads; written by `run_pods`.
 #[derive(Debug, Clone, Default)]
-struct PodIndex {
+pub(crate) struct PodIndex {
     pods: Arc<std::sync::RwLock<HashMap<(String, String), crate::server::PodLogInfo>>>,
     running: Arc<std::sync::RwLock<HashSet<(String, String)>>>,
 }
@@ -266,7 +266,7 @@ impl PodIndex {
 
 /// ConfigMaps and Secrets read through the API when a container starts.
 #[derive(Clone)]
-struct ApiObjects(kube::Client);
+pub(crate) struct ApiObjects(pub(crate) kube::Client);
 
 impl std::fmt::Debug for ApiObjects {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -661,9 +661,8 @@ impl Agent {
             .run(shutdown.clone()),
         );
         let pods = run_pods(
-            client.clone(),
+            node_pod_events(client.clone(), &config.node_name),
             ctx,
-            config.node_name.clone(),
             index,
             shutdown.clone(),
         );
@@ -825,16 +824,26 @@ fn spawn_worker(
 /// workers; a pod gone from the API is told so (`None`) and tears itself
 /// down. The relist runs in its own task: a runtime that hangs delays
 /// only the relist, never the watch.
-async fn run_pods(
-    client: kube::Client,
+/// The watch events of one node's pods (from its own watch, or from a
+/// watch shared by simulated nodes).
+pub(crate) type PodEvents =
+    futures::stream::BoxStream<'static, Result<watcher::Event<Pod>, watcher::Error>>;
+
+/// The node's pods from the API: a watch of `spec.nodeName=NODE`.
+fn node_pod_events(client: kube::Client, node: &str) -> PodEvents {
+    let api: Api<Pod> = Api::all(client);
+    let config = watcher::Config::default().fields(&format!("spec.nodeName={node}"));
+    watcher(api, config).default_backoff().boxed()
+}
+
+/// Runs a worker per pod of `stream` until `shutdown`: the node's pod
+/// dispatcher (upstream's pod workers plus the PLEG relist).
+pub(crate) async fn run_pods(
+    mut stream: PodEvents,
     ctx: Arc<Context>,
-    node: String,
     index: PodIndex,
     shutdown: CancellationToken,
 ) {
-    let api: Api<Pod> = Api::all(client);
-    let config = watcher::Config::default().fields(&format!("spec.nodeName={node}"));
-    let mut stream = watcher(api, config).default_backoff().boxed();
     let mut workers: HashMap<String, Handle> = HashMap::new();
     // UIDs seen in the current (re)list, between Init and InitDone.
     let mut listing: Option<HashSet<String>> = None;

@@ -18,7 +18,9 @@
 //! - [`logs`]: CRI log files; [`server`]: the agent's HTTPS endpoint
 //!   (logs; exec, attach and port-forward proxied to the runtime's
 //!   streaming server);
-//! - [`agent`]: wires them into [`agent::Agent::run`].
+//! - [`agent`]: wires them into [`agent::Agent::run`];
+//! - [`sim`]: many simulated nodes in one process on the fake runtime
+//!   (`skiff sim`).
 //!
 //! It never reaches into the API server's internals.
 
@@ -42,5 +44,6 @@ pub mod prober;
 pub mod registration;
 pub mod runtime;
 pub mod server;
+pub mod sim;
 pub mod status;
 pub mod storage;

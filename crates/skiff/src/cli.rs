@@ -28,6 +28,72 @@ pub enum Command {
     /// Stop and remove every pod this node ran, its CNI state and the data
     /// dir, so the next start is clean (as kubeadm reset).
     Reset(ResetArgs),
+    /// Run simulated nodes (the real node agent on a fake runtime), many
+    /// in one process, against any API server (as kwok).
+    Sim(SimArgs),
+}
+
+/// A duration as `500ms`, `2s`, `1m` or `1h`.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let (number, unit) = s
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .map(|i| s.split_at(i))
+        .unwrap_or((s, "s"));
+    let n: f64 = number
+        .parse()
+        .map_err(|_| format!("invalid duration {s:?}"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return Err(format!("invalid duration {s:?}: use ms, s, m or h")),
+    };
+    std::time::Duration::try_from_secs_f64(secs).map_err(|e| format!("invalid duration {s:?}: {e}"))
+}
+
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// Kubeconfig of the API server.
+    #[arg(long)]
+    pub kubeconfig: PathBuf,
+
+    /// How many nodes to simulate.
+    #[arg(long, default_value_t = 10)]
+    pub nodes: usize,
+
+    /// Node names are this prefix and a number from 0.
+    #[arg(long, default_value = "sim-")]
+    pub name_prefix: String,
+
+    /// How long a container takes to start.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub pod_start_delay: std::time::Duration,
+
+    /// Each node's capacity `pods`.
+    #[arg(long, default_value_t = 110)]
+    pub pods_per_node: u32,
+
+    /// Each node's CPU cores.
+    #[arg(long, default_value_t = 32)]
+    pub cpu: u32,
+
+    /// Each node's memory (a quantity: 256Gi).
+    #[arg(long, default_value = "256Gi")]
+    pub memory: String,
+
+    /// After this long, the nodes stop renewing their Leases and status
+    /// (node loss); the process keeps running until a signal.
+    #[arg(long, value_parser = parse_duration)]
+    pub stop_after: Option<std::time::Duration>,
+
+    /// Delete the simulated Nodes and their Leases on exit.
+    #[arg(long)]
+    pub cleanup: bool,
+
+    /// Scratch space for the simulated workers' files.
+    #[arg(long, default_value = "/var/lib/skiff-sim")]
+    pub data_dir: PathBuf,
 }
 
 /// Flags the node agent has in `skiff server` and `skiff agent`.

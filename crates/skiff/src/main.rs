@@ -7,6 +7,7 @@ mod default_storage_class;
 mod reset;
 mod scheduler;
 mod server;
+mod sim;
 
 use clap::Parser;
 
@@ -62,6 +63,13 @@ fn main() -> anyhow::Result<()> {
             runtime.block_on(agent::run(args))
         }
         cli::Command::Reset(args) => reset::run(args),
+        cli::Command::Sim(args) => {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .thread_name("skiff-sim")
+                .build()?;
+            runtime.block_on(sim::run(args))
+        }
         cli::Command::Server(args) => {
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

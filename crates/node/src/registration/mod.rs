@@ -91,6 +91,15 @@ pub struct Config {
     /// How often the Lease is renewed (kubelet: a quarter of the
     /// duration, 10 s).
     pub renew_interval: Duration,
+    /// The machine to report instead of this one's (simulated nodes).
+    pub machine: Option<machine::Machine>,
+    /// A wait after registering before the heartbeat and Lease loops
+    /// start, so that many nodes of one process do not renew in the same
+    /// instant.
+    pub start_jitter: Duration,
+    /// Whether to watch the Node for spec.podCIDR ([`Registration::pod_cidr`]);
+    /// simulated nodes share one watch instead.
+    pub follow_pod_cidr: bool,
 }
 
 impl Config {
@@ -108,6 +117,9 @@ impl Config {
             status_update_frequency: Duration::from_secs(10),
             lease_duration_seconds: 40,
             renew_interval: Duration::from_secs(10),
+            machine: None,
+            start_jitter: Duration::ZERO,
+            follow_pod_cidr: true,
         }
     }
 }
@@ -229,6 +241,23 @@ impl Registration {
             config.lease_duration_seconds,
             node.metadata.uid.as_deref(),
         );
+        if !config.start_jitter.is_zero() {
+            tokio::select! {
+                _ = shutdown.cancelled() => return Ok(()),
+                _ = tokio::time::sleep(config.start_jitter) => {}
+            }
+        }
+        let follow = async {
+            if config.follow_pod_cidr {
+                follow_pod_cidr(
+                    nodes.clone(),
+                    &config.node_name,
+                    &self.pod_cidr,
+                    shutdown.clone(),
+                )
+                .await;
+            }
+        };
         tokio::join!(
             heartbeat::run(
                 nodes.clone(),
@@ -238,7 +267,7 @@ impl Registration {
                 shutdown.clone(),
             ),
             renewer.run(config.renew_interval, shutdown.clone()),
-            follow_pod_cidr(nodes, &config.node_name, &self.pod_cidr, shutdown.clone()),
+            follow,
         );
         Ok(())
     }
@@ -246,7 +275,10 @@ impl Registration {
 
 /// The facts the status reports, from this machine and `config`.
 fn facts(config: &Config) -> machine::Result<node::Facts> {
-    let machine = machine::Machine::gather(&config.root_dir)?;
+    let machine = match &config.machine {
+        Some(m) => m.clone(),
+        None => machine::Machine::gather(&config.root_dir)?,
+    };
     let node_ip = match config.node_ip {
         Some(ip) => ip,
         None => machine::node_ip()?,

@@ -1,5 +1,5 @@
 //! [`FakeRuntime`]: an in-memory CRI runtime for unit tests of the agent's
-//! logic (and, later, for simulated nodes). Sandboxes and containers move
+//! logic and for simulated nodes ([`Simulation`], `skiff sim`). Sandboxes and containers move
 //! through CRI's states as containerd's do; a test can make a container
 //! exit ([`FakeRuntime::exit`]) or a call fail ([`FakeRuntime::fail_next`]).
 //! Exec, Attach and PortForward check what containerd checks and hand out
@@ -28,6 +28,48 @@ struct State {
     /// The streaming server's base URL (`http://host:port`), if any.
     stream_base: Option<String>,
     streamed: Vec<Streamed>,
+    /// Simulation: see [`Simulation`].
+    sim: Option<Simulation>,
+    /// Sandbox IPs handed out from the simulation's pod CIDR.
+    ips: HashMap<String, String>,
+    next_ip: u32,
+    /// When each container should exit (sim-exit), with its code.
+    exits: HashMap<String, (i64, i32)>,
+}
+
+/// How the fake behaves when it stands in for a node's runtime in
+/// `skiff sim`: calls are not recorded, every image pulls, sandboxes get
+/// IPs from the node's pod CIDR, containers start after a delay, and a
+/// pod annotated [`SIM_EXIT`] `"CODE"` or `"CODE after SECONDS"` has its
+/// containers exit so.
+#[derive(Debug, Clone, Default)]
+pub struct Simulation {
+    /// The node's pod CIDR (`10.1.2.0/24`); IPs count up from `.2`.
+    pub pod_cidr: Option<String>,
+    /// How long a container takes to start.
+    pub start_delay: std::time::Duration,
+}
+
+/// The pod annotation that makes a simulated pod's containers exit:
+/// `"1"` (at once) or `"0 after 5"` (after 5 s).
+pub const SIM_EXIT: &str = "skiff.dev/sim-exit";
+
+/// `(code, after seconds)` from a [`SIM_EXIT`] value.
+pub fn parse_sim_exit(value: &str) -> Option<(i32, u64)> {
+    let mut words = value.split_whitespace();
+    let code = words.next()?.parse().ok()?;
+    match (words.next(), words.next()) {
+        (None, _) => Some((code, 0)),
+        (Some("after"), Some(secs)) => Some((code, secs.trim_end_matches('s').parse().ok()?)),
+        _ => None,
+    }
+}
+
+/// The `n`th address of `cidr` (IPv4), as a string.
+fn nth_ip(cidr: &str, n: u32) -> Option<String> {
+    let (base, _) = cidr.split_once('/')?;
+    let base: std::net::Ipv4Addr = base.parse().ok()?;
+    Some(std::net::Ipv4Addr::from(u32::from(base).checked_add(n)?).to_string())
 }
 
 /// A streaming request the fake was asked to prepare, as CRI carried it.
@@ -66,6 +108,45 @@ impl FakeRuntime {
     /// An image a pull will find.
     pub fn add_pullable(&self, name: &str, size: u64) {
         self.lock().pullable.insert(name.to_string(), size);
+    }
+
+    /// A fake for a simulated node.
+    pub fn simulated(sim: Simulation) -> Self {
+        let f = Self::default();
+        f.lock().sim = Some(sim);
+        f
+    }
+
+    /// Sets the simulated node's pod CIDR (once the IPAM assigned it).
+    pub fn set_pod_cidr(&self, cidr: &str) {
+        if let Some(sim) = self.lock().sim.as_mut() {
+            sim.pod_cidr = Some(cidr.to_string());
+        }
+    }
+
+    /// Containers whose simulated exit time has come exit.
+    fn settle(s: &mut State) {
+        if s.exits.is_empty() {
+            return;
+        }
+        let at = now();
+        let due: Vec<(String, i32)> = s
+            .exits
+            .iter()
+            .filter(|(_, (when, _))| *when <= at)
+            .map(|(id, (_, code))| (id.clone(), *code))
+            .collect();
+        for (id, code) in due {
+            s.exits.remove(&id);
+            if let Some(c) = s.containers.get_mut(&id) {
+                if c.state == api::ContainerState::ContainerRunning as i32 {
+                    c.state = api::ContainerState::ContainerExited as i32;
+                    c.exit_code = code;
+                    c.finished_at = at;
+                    c.reason = if code == 0 { "Completed" } else { "Error" }.into();
+                }
+            }
+        }
     }
 
     /// The next call of `method` fails with `error`.
@@ -107,7 +188,9 @@ impl FakeRuntime {
         method: &'static str,
     ) -> Result<std::sync::MutexGuard<'_, State>> {
         let mut s = self.lock();
-        s.calls.push(call);
+        if s.sim.is_none() {
+            s.calls.push(call);
+        }
         if let Some(e) = s.fail_next.remove(method) {
             return Err(e);
         }
@@ -221,6 +304,14 @@ impl Runtime for FakeRuntime {
         let mut s = self.enter("RunPodSandbox".into(), "run_pod_sandbox")?;
         s.next += 1;
         let id = format!("sandbox-{}", s.next);
+        if let Some(cidr) = s.sim.as_ref().and_then(|sim| sim.pod_cidr.clone()) {
+            // .1 is the gateway; addresses are not reused (a sim is short).
+            s.next_ip += 1;
+            let n = 1 + s.next_ip;
+            if let Some(ip) = nth_ip(&cidr, n) {
+                s.ips.insert(id.clone(), ip);
+            }
+        }
         s.sandboxes.insert(
             id.clone(),
             (config, api::PodSandboxState::SandboxReady as i32, now()),
@@ -255,6 +346,7 @@ impl Runtime for FakeRuntime {
     async fn remove_pod_sandbox(&self, id: &str) -> Result<()> {
         let mut s = self.enter(format!("RemovePodSandbox {id}"), "remove_pod_sandbox")?;
         s.sandboxes.remove(id);
+        s.ips.remove(id);
         let gone: Vec<String> = s
             .container_sandbox
             .iter()
@@ -280,7 +372,7 @@ impl Runtime for FakeRuntime {
             state: *state,
             created_at: *created,
             network: Some(api::PodSandboxNetworkStatus {
-                ip: "10.88.0.2".into(),
+                ip: s.ips.get(id).cloned().unwrap_or_else(|| "10.88.0.2".into()),
                 additional_ips: vec![],
             }),
             labels: config.labels.clone(),
@@ -309,9 +401,14 @@ impl Runtime for FakeRuntime {
         &self,
         sandbox_id: &str,
         config: api::ContainerConfig,
-        _: api::PodSandboxConfig,
+        sandbox: api::PodSandboxConfig,
     ) -> Result<String> {
         let mut s = self.enter(format!("CreateContainer {sandbox_id}"), "create_container")?;
+        let exit = s
+            .sim
+            .as_ref()
+            .and(sandbox.annotations.get(SIM_EXIT))
+            .and_then(|v| parse_sim_exit(v));
         if !s.sandboxes.contains_key(sandbox_id) {
             return Err(not_found("sandbox", sandbox_id));
         }
@@ -339,17 +436,29 @@ impl Runtime for FakeRuntime {
         );
         s.container_sandbox
             .insert(id.clone(), sandbox_id.to_string());
+        if let Some((code, after)) = exit {
+            // Counted from the start; fixed up in start_container.
+            s.exits.insert(id.clone(), (after as i64, code));
+        }
         Ok(id)
     }
 
     async fn start_container(&self, id: &str) -> Result<()> {
+        let delay = self.lock().sim.as_ref().map(|sim| sim.start_delay);
+        if let Some(d) = delay.filter(|d| !d.is_zero()) {
+            tokio::time::sleep(d).await;
+        }
         let mut s = self.enter(format!("StartContainer {id}"), "start_container")?;
+        let started = now();
         let c = s
             .containers
             .get_mut(id)
             .ok_or_else(|| not_found("container", id))?;
         c.state = api::ContainerState::ContainerRunning as i32;
-        c.started_at = now();
+        c.started_at = started;
+        if let Some((after, _)) = s.exits.get_mut(id) {
+            *after = started + *after * 1_000_000_000;
+        }
         Ok(())
     }
 
@@ -374,7 +483,8 @@ impl Runtime for FakeRuntime {
     }
 
     async fn list_containers(&self) -> Result<Vec<api::Container>> {
-        let s = self.lock();
+        let mut s = self.lock();
+        Self::settle(&mut s);
         Ok(s.containers
             .iter()
             .map(|(id, c)| api::Container {
@@ -393,8 +503,9 @@ impl Runtime for FakeRuntime {
     }
 
     async fn container_status(&self, id: &str) -> Result<api::ContainerStatus> {
-        self.lock()
-            .containers
+        let mut s = self.lock();
+        Self::settle(&mut s);
+        s.containers
             .get(id)
             .cloned()
             .ok_or_else(|| not_found("container", id))
@@ -472,7 +583,12 @@ impl Runtime for FakeRuntime {
 
     async fn pull_image(&self, name: &str, _: Option<api::PodSandboxConfig>) -> Result<String> {
         let mut s = self.enter(format!("PullImage {name}"), "pull_image")?;
-        let Some(size) = s.pullable.get(name).copied() else {
+        let size = s
+            .pullable
+            .get(name)
+            .copied()
+            .or(s.sim.as_ref().map(|_| 1 << 20));
+        let Some(size) = size else {
             return Err(Error::Status {
                 code: tonic::Code::NotFound,
                 message: format!(

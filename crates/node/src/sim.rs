@@ -1,0 +1,309 @@
+//! Simulated nodes (`skiff sim`): many node agents in one process, each
+//! running the real agent code (registration, heartbeat and Lease, the
+//! pod dispatcher and pod workers, status reporting) over its own
+//! [`FakeRuntime`], as kwok does with rules but with our kubelet's logic.
+//!
+//! What they share, so that thousands fit in one process: one kube
+//! client, one watch of every bound pod (dispatched to the node it names)
+//! and one watch of the simulated Nodes (for their podCIDRs). Each node
+//! keeps its own registration loops, started at a spread offset so the
+//! Leases are not renewed in the same instant.
+//!
+//! It owns nothing on the host beyond a scratch dir for the workers' files.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{Api, DeleteParams};
+use kube::runtime::{watcher, WatchStreamExt as _};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{run_pods, ApiObjects, ApiPods, PodEvents, PodIndex};
+use crate::pod_worker::sync::Context;
+use crate::registration::{self, machine::Machine, Health, Registration};
+use crate::runtime::fake::{FakeRuntime, Simulation};
+
+/// The label every simulated Node carries (`type=skiff-sim`, as kwok's
+/// `type=kwok`), which the shared Node watch selects on.
+pub const SIM_LABEL: (&str, &str) = ("type", "skiff-sim");
+
+/// What to simulate.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// How many nodes.
+    pub nodes: usize,
+    /// Node names are the prefix and a number from 0.
+    pub name_prefix: String,
+    /// How long a container takes to start.
+    pub pod_start_delay: Duration,
+    /// Capacity `pods`, cpu (cores) and memory (bytes) of each node.
+    pub pods_per_node: u32,
+    pub cpu: u32,
+    pub memory_bytes: u64,
+    /// After this long, the nodes stop renewing their Leases and
+    /// patching their status (the pods keep running): node loss.
+    pub stop_after: Option<Duration>,
+    /// Delete the simulated Nodes and their Leases on shutdown.
+    pub cleanup: bool,
+    /// Scratch space for the workers' per-pod files.
+    pub data_dir: PathBuf,
+}
+
+impl Config {
+    /// The name of node `i`.
+    pub fn node_name(&self, i: usize) -> String {
+        format!("{}{i}", self.name_prefix)
+    }
+}
+
+/// Node `i`'s InternalIP, from 100.64.0.0/10 (shared address space, so
+/// never a real one here).
+pub fn node_ip(i: usize) -> IpAddr {
+    let base = u32::from(Ipv4Addr::new(100, 64, 0, 0));
+    IpAddr::V4(Ipv4Addr::from(base.wrapping_add(1 + i as u32)))
+}
+
+fn machine(config: &Config, name: &str) -> Machine {
+    Machine {
+        cpus: config.cpu,
+        memory_bytes: config.memory_bytes,
+        hugepages_2mi_bytes: 0,
+        hugepages_1gi_bytes: 0,
+        ephemeral_storage_bytes: 100 << 30,
+        kernel_version: "skiff-sim".into(),
+        os_image: "skiff simulated node".into(),
+        architecture: registration::machine::go_arch(std::env::consts::ARCH).to_string(),
+        hostname: name.to_string(),
+        machine_id: format!("{:0>32}", name.len()),
+        system_uuid: uuid::Uuid::new_v4().to_string(),
+        boot_id: uuid::Uuid::new_v4().to_string(),
+    }
+}
+
+/// One simulated node's handles.
+struct SimNode {
+    runtime: Arc<FakeRuntime>,
+    pods: mpsc::UnboundedSender<Result<watcher::Event<Pod>, watcher::Error>>,
+}
+
+/// Runs the simulated nodes until `shutdown`.
+pub async fn run(client: kube::Client, config: Config, shutdown: CancellationToken) {
+    let mut nodes: HashMap<String, SimNode> = HashMap::new();
+    let renewals = shutdown.child_token();
+    let (_health_tx, health) = tokio::sync::watch::channel(Health {
+        runtime_version: Some("fake://0.1.0".into()),
+        ..Health::default()
+    });
+    let mut tasks = Vec::new();
+    for i in 0..config.nodes {
+        let name = config.node_name(i);
+        let runtime = Arc::new(FakeRuntime::simulated(Simulation {
+            pod_cidr: None,
+            start_delay: config.pod_start_delay,
+        }));
+        let mut reg = registration::Config::new(&name, config.data_dir.join("nodes").join(&name));
+        reg.labels
+            .insert(SIM_LABEL.0.to_string(), SIM_LABEL.1.to_string());
+        reg.node_ip = Some(node_ip(i));
+        reg.max_pods = config.pods_per_node;
+        reg.machine = Some(machine(&config, &name));
+        reg.follow_pod_cidr = false;
+        // Spread over one renew interval.
+        reg.start_jitter = reg
+            .renew_interval
+            .mul_f64(i as f64 / config.nodes.max(1) as f64);
+        let registration = Registration::new(client.clone(), reg);
+        let (h, stop) = (health.clone(), renewals.clone());
+        tasks.push(tokio::spawn(async move {
+            if let Err(e) = registration.run(h, stop).await {
+                tracing::warn!(error = %e, "a simulated node's registration stopped");
+            }
+        }));
+
+        let recorder = skiff_client::recorder::Recorder::new(client.clone(), "kubelet", &name)
+            .with_host(&name);
+        let ctx = Arc::new(Context {
+            runtime: runtime.clone(),
+            events: Arc::new(recorder),
+            api: Arc::new(ApiPods(client.clone())),
+            node_ip: node_ip(i).to_string(),
+            log_root: config.data_dir.join("logs").join(&name),
+            network_ready: Arc::new(std::sync::atomic::AtomicBool::new(true)),
+            objects: Arc::new(ApiObjects(client.clone())),
+            node_name: name.clone(),
+            node_cpu_milli: i64::from(config.cpu) * 1000,
+            node_memory: config.memory_bytes as i64,
+            volumes_root: config.data_dir.join("volumes").join(&name),
+            cgroups: None,
+        });
+        let (tx, rx) = mpsc::unbounded_channel();
+        let events: PodEvents =
+            futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) })
+                .boxed();
+        tasks.push(tokio::spawn(run_pods(
+            events,
+            ctx,
+            PodIndex::default(),
+            shutdown.clone(),
+        )));
+        nodes.insert(name, SimNode { runtime, pods: tx });
+    }
+    let nodes = Arc::new(nodes);
+    tasks.push(tokio::spawn(dispatch_pods(
+        client.clone(),
+        nodes.clone(),
+        shutdown.clone(),
+    )));
+    tasks.push(tokio::spawn(follow_pod_cidrs(
+        client.clone(),
+        nodes.clone(),
+        shutdown.clone(),
+    )));
+    tracing::info!(nodes = config.nodes, "simulated nodes started");
+    match config.stop_after {
+        Some(after) => {
+            tokio::select! {
+                _ = shutdown.cancelled() => {}
+                _ = tokio::time::sleep(after) => {
+                    tracing::info!("the simulated nodes stop renewing their Leases");
+                    renewals.cancel();
+                    shutdown.cancelled().await;
+                }
+            }
+        }
+        None => shutdown.cancelled().await,
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+    if config.cleanup {
+        clean_up(&client, &config).await;
+    }
+}
+
+/// One watch of every bound pod, each event handed to the node it names;
+/// the watch's (re)list markers go to every node, so each one's
+/// dispatcher sees a consistent list of its own pods.
+async fn dispatch_pods(
+    client: kube::Client,
+    nodes: Arc<HashMap<String, SimNode>>,
+    shutdown: CancellationToken,
+) {
+    let api: Api<Pod> = Api::all(client);
+    let config = watcher::Config::default().fields("spec.nodeName!=");
+    let mut stream = watcher(api, config).default_backoff().boxed();
+    let to = |pod: &Pod| {
+        pod.spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .and_then(|n| nodes.get(n))
+    };
+    loop {
+        let event = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            e = stream.next() => e,
+        };
+        let Some(event) = event else { return };
+        match event {
+            Ok(watcher::Event::Init) => {
+                for n in nodes.values() {
+                    let _ = n.pods.send(Ok(watcher::Event::Init));
+                }
+            }
+            Ok(watcher::Event::InitDone) => {
+                for n in nodes.values() {
+                    let _ = n.pods.send(Ok(watcher::Event::InitDone));
+                }
+            }
+            Ok(watcher::Event::InitApply(pod)) => {
+                if let Some(n) = to(&pod) {
+                    let _ = n.pods.send(Ok(watcher::Event::InitApply(pod)));
+                }
+            }
+            Ok(watcher::Event::Apply(pod)) => {
+                if let Some(n) = to(&pod) {
+                    let _ = n.pods.send(Ok(watcher::Event::Apply(pod)));
+                }
+            }
+            Ok(watcher::Event::Delete(pod)) => {
+                if let Some(n) = to(&pod) {
+                    let _ = n.pods.send(Ok(watcher::Event::Delete(pod)));
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "the simulated nodes' pod watch failed; retrying"),
+        }
+    }
+}
+
+/// One watch of the simulated Nodes: each one's podCIDR reaches its fake
+/// runtime, which hands out pod IPs from it.
+async fn follow_pod_cidrs(
+    client: kube::Client,
+    nodes: Arc<HashMap<String, SimNode>>,
+    shutdown: CancellationToken,
+) {
+    let api: Api<Node> = Api::all(client);
+    let config = watcher::Config::default().labels(&format!("{}={}", SIM_LABEL.0, SIM_LABEL.1));
+    let mut stream = watcher(api, config)
+        .default_backoff()
+        .applied_objects()
+        .boxed();
+    loop {
+        let node = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            n = stream.next() => n,
+        };
+        match node {
+            Some(Ok(node)) => {
+                let cidr = node.spec.as_ref().and_then(|s| s.pod_cidr.as_deref());
+                let sim = node.metadata.name.as_deref().and_then(|n| nodes.get(n));
+                if let (Some(cidr), Some(sim)) = (cidr, sim) {
+                    sim.runtime.set_pod_cidr(cidr);
+                }
+            }
+            Some(Err(e)) => tracing::debug!(error = %e, "simulated node watch"),
+            None => return,
+        }
+    }
+}
+
+/// Deletes the simulated Nodes and their Leases.
+async fn clean_up(client: &kube::Client, config: &Config) {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-node-lease");
+    for i in 0..config.nodes {
+        let name = config.node_name(i);
+        let _ = nodes.delete(&name, &DeleteParams::default()).await;
+        let _ = leases.delete(&name, &DeleteParams::default()).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_addresses() {
+        let c = Config {
+            nodes: 3,
+            name_prefix: "sim-".into(),
+            pod_start_delay: Duration::ZERO,
+            pods_per_node: 110,
+            cpu: 32,
+            memory_bytes: 256 << 30,
+            stop_after: None,
+            cleanup: false,
+            data_dir: "/tmp/x".into(),
+        };
+        assert_eq!(c.node_name(2), "sim-2");
+        assert_eq!(node_ip(0).to_string(), "100.64.0.1");
+        assert_eq!(node_ip(300).to_string(), "100.64.1.45");
+    }
+}

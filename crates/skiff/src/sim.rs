@@ -1,0 +1,36 @@
+//! `skiff sim --kubeconfig FILE --nodes N`: simulated nodes (see
+//! `skiff_node::sim`) until SIGTERM or SIGINT.
+
+use anyhow::Context as _;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::SimArgs;
+
+pub async fn run(args: SimArgs) -> anyhow::Result<()> {
+    let client = crate::scheduler::client(&args.kubeconfig).await?;
+    let memory = skiff_api::quantity::parse_value(&args.memory)
+        .map_err(|e| anyhow::anyhow!("--memory {}: {e}", args.memory))?;
+    let data_dir = std::path::absolute(&args.data_dir)?;
+    std::fs::create_dir_all(&data_dir)
+        .with_context(|| format!("cannot create {}", data_dir.display()))?;
+    let config = skiff_node::sim::Config {
+        nodes: args.nodes,
+        name_prefix: args.name_prefix,
+        pod_start_delay: args.pod_start_delay,
+        pods_per_node: args.pods_per_node,
+        cpu: args.cpu,
+        memory_bytes: u64::try_from(memory).unwrap_or(0),
+        stop_after: args.stop_after,
+        cleanup: args.cleanup,
+        data_dir,
+    };
+    let shutdown = CancellationToken::new();
+    let mut task = tokio::spawn(skiff_node::sim::run(client, config, shutdown.clone()));
+    tokio::select! {
+        r = crate::server::wait_for_signal() => r?,
+        r = &mut task => { r?; return Ok(()); }
+    }
+    shutdown.cancel();
+    task.await?;
+    Ok(())
+}
