@@ -1020,6 +1020,16 @@ impl PodWorker {
 
     async fn terminate(&mut self, pod: &Pod, rt: &PodRuntime) -> Outcome {
         let grace = grace_period(pod);
+        // No probing of containers being stopped (upstream stops the probe
+        // workers of a terminating pod): execs against exited containers
+        // would only load the runtime.
+        self.prober.sync(
+            pod,
+            &[],
+            self.ctx.runtime.clone(),
+            self.ctx.events.clone(),
+            self.wake.clone(),
+        );
         // Stop first and report what the containers ended with, then
         // remove them and the object (a finalizer may keep it: it then
         // shows how the pod ended).
