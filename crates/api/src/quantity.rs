@@ -77,7 +77,9 @@ impl ParsedQuantity {
         Ok(Self {
             negative,
             mantissa,
-            exp10: exp10 + suffix_exp10,
+            // An exponent near i32's limits would overflow: refused as
+            // malformed rather than wrapped.
+            exp10: exp10.checked_add(suffix_exp10).ok_or_else(err)?,
             exp2,
         })
     }
@@ -87,7 +89,7 @@ impl ParsedQuantity {
     /// `None` when it does not fit in an `i64`.
     pub fn scaled_ceil(&self, scale: i32) -> Option<i64> {
         let base = self.mantissa.checked_mul(1u128 << self.exp2.min(120))?;
-        let e = self.exp10 + scale;
+        let e = self.exp10.checked_add(scale)?;
         let magnitude = if e >= 0 {
             10u128
                 .checked_pow(e.unsigned_abs())

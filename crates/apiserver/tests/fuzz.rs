@@ -96,7 +96,30 @@ fn bases() -> Vec<(&'static str, Value)> {
             "labels": {"kubernetes.io/hostname": "n"}}, "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]},
             "status": {"capacity": {"cpu": "4", "memory": "8Gi"}}}),
         ),
+        ("/api/v1/persistentvolumes", persistent_volume()),
+        (
+            "/api/v1/namespaces/fuzz/persistentvolumeclaims",
+            json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "claim"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+            "storageClassName": "manual", "volumeMode": "Filesystem"}}),
+        ),
+        ("/apis/storage.k8s.io/v1/storageclasses", storage_class()),
     ]
+}
+
+fn persistent_volume() -> Value {
+    json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "fuzz-pv"},
+    "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+    "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "manual",
+    "hostPath": {"path": "/tmp/fuzz-pv", "type": "DirectoryOrCreate"},
+    "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions":
+        [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["n"]}]}]}}}})
+}
+
+fn storage_class() -> Value {
+    json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "fuzz-sc"},
+    "provisioner": "example.com/fuzz", "parameters": {"type": "ssd"}, "reclaimPolicy": "Delete",
+    "volumeBindingMode": "WaitForFirstConsumer", "allowVolumeExpansion": true, "mountOptions": ["ro"]})
 }
 
 /// Every path to a value in `v`.
@@ -253,7 +276,13 @@ fn decodes(kind: &str, group: &str, body: &[u8]) -> Result<(), String> {
 }
 
 fn group_of(collection: &str) -> &'static str {
-    for g in ["events.k8s.io", "apps", "batch", "coordination.k8s.io"] {
+    for g in [
+        "events.k8s.io",
+        "apps",
+        "batch",
+        "coordination.k8s.io",
+        "storage.k8s.io",
+    ] {
         if collection.starts_with(&format!("/apis/{g}/")) {
             return g;
         }
@@ -440,4 +469,369 @@ async fn hostile_writes_never_fail_the_server_or_poison_the_store() {
         counts.keys().any(|c| *c < 300) && counts.keys().any(|c| *c >= 400),
         "{counts:?}"
     );
+}
+
+/// The storage kinds' bodies, each refused in upstream's words (or, where
+/// upstream takes it, stored and still served): wrong JSON types, huge
+/// and negative quantities, 10k access modes, nesting, oversized maps.
+/// A refusal stores nothing; whatever is stored decodes, lists, and
+/// prints as a table.
+#[tokio::test]
+async fn hostile_storage_bodies_are_refused_in_upstreams_words() {
+    let server = support::TestServer::start_loopback().await;
+    let app = server.loopback.clone().expect("loopback");
+    let ns = Case {
+        method: "POST",
+        uri: "/api/v1/namespaces".into(),
+        content_type: "application/json",
+        body: br#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"fuzz"}}"#.to_vec(),
+    };
+    assert_eq!(send(&app, &ns).await.0, 201);
+
+    let pv = |f: &dyn Fn(&mut Value)| {
+        let mut v = persistent_volume();
+        v["metadata"]["name"] = json!("pv-x");
+        f(&mut v);
+        v
+    };
+    let pvc = |f: &dyn Fn(&mut Value)| {
+        let mut v = json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "claim-x"}, "spec": {"accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}}}});
+        f(&mut v);
+        v
+    };
+    let sc = |f: &dyn Fn(&mut Value)| {
+        let mut v = storage_class();
+        v["metadata"]["name"] = json!("sc-x");
+        f(&mut v);
+        v
+    };
+    let nested = |levels: usize| -> Value {
+        serde_json::from_str(&format!("{}{}", "[".repeat(levels), "]".repeat(levels))).unwrap()
+    };
+    let quantity = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+    let pv_decode = |detail: &str| {
+        format!(
+            "PersistentVolume in version \"v1\" cannot be handled as a PersistentVolume: {detail}"
+        )
+    };
+    let pvc_decode = |detail: &str| {
+        format!(
+            "PersistentVolumeClaim in version \"v1\" cannot be handled as a PersistentVolumeClaim: {detail}"
+        )
+    };
+    let sc_decode = |detail: &str| {
+        format!("StorageClass in version \"v1\" cannot be handled as a StorageClass: {detail}")
+    };
+    let modes = "supported values: \"ReadOnlyMany\", \"ReadWriteMany\", \"ReadWriteOnce\", \"ReadWriteOncePod\"";
+    // (what, collection, body, code, the start of the message).
+    let cases: Vec<(&str, &str, Value, u16, String)> = vec![
+        (
+            "a negative capacity",
+            "/api/v1/persistentvolumes",
+            pv(&|v| v["spec"]["capacity"]["storage"] = json!("-1Gi")),
+            422,
+            "PersistentVolume \"pv-x\" is invalid: [spec.capacity[storage]: Invalid value: -1073741824: must be a valid resource quantity, spec.capacity[storage]: Invalid value: \"-1Gi\": must be greater than zero]".into(),
+        ),
+        (
+            "a capacity that is no quantity",
+            "/api/v1/persistentvolumes",
+            pv(&|v| v["spec"]["capacity"]["storage"] = json!("lots")),
+            400,
+            pv_decode(quantity),
+        ),
+        (
+            "a capacity that is an object",
+            "/api/v1/persistentvolumes",
+            pv(&|v| v["spec"]["capacity"]["storage"] = json!({"a": 1})),
+            400,
+            pv_decode("json: cannot unmarshal object into Go struct field PersistentVolumeSpec.spec.capacity of type resource.Quantity"),
+        ),
+        (
+            "capacity as a list",
+            "/api/v1/persistentvolumes",
+            pv(&|v| v["spec"]["capacity"] = json!(["1Gi"])),
+            400,
+            // Upstream names the type v1.ResourceList (Skiff's decoder
+            // spells out the map), so only this much is compared.
+            pv_decode("json: cannot unmarshal array into Go struct field PersistentVolumeSpec.spec.capacity of type "),
+        ),
+        (
+            "1000 capacities",
+            "/api/v1/persistentvolumes",
+            pv(&|v| {
+                v["spec"]["capacity"] = Value::Object(
+                    (0..1000).map(|i| (format!("r{i}"), json!("1"))).collect(),
+                )
+            }),
+            422,
+            "PersistentVolume \"pv-x\" is invalid: spec.capacity: Unsupported value: core.ResourceList{".into(),
+        ),
+        (
+            "access modes as a string",
+            "/api/v1/persistentvolumes",
+            pv(&|v| v["spec"]["accessModes"] = json!("ReadWriteOnce")),
+            400,
+            pv_decode("json: cannot unmarshal string into Go struct field PersistentVolumeSpec.spec.accessModes of type []string"),
+        ),
+        (
+            "10k unsupported access modes",
+            "/api/v1/persistentvolumes",
+            pv(&|v| v["spec"]["accessModes"] = json!(vec!["Bogus"; 10_000])),
+            422,
+            format!("PersistentVolume \"pv-x\" is invalid: [spec.accessModes: Unsupported value: \"Bogus\": {modes}, "),
+        ),
+        (
+            "a spec that is a list",
+            "/api/v1/persistentvolumes",
+            pv(&|v| v["spec"] = json!([])),
+            400,
+            pv_decode("json: cannot unmarshal array into Go struct field PersistentVolume.spec of type v1.PersistentVolumeSpec"),
+        ),
+        (
+            "nested junk for node affinity",
+            "/api/v1/persistentvolumes",
+            pv(&|v| v["spec"]["nodeAffinity"] = nested(120)),
+            400,
+            pv_decode(""),
+        ),
+        (
+            "a reclaim policy of junk",
+            "/api/v1/persistentvolumes",
+            pv(&|v| v["spec"]["persistentVolumeReclaimPolicy"] = json!("Shred")),
+            422,
+            "PersistentVolume \"pv-x\" is invalid: spec.persistentVolumeReclaimPolicy: Unsupported value: \"Shred\": supported values: \"Delete\", \"Recycle\", \"Retain\"".into(),
+        ),
+        (
+            "a claim asking for nothing",
+            "/api/v1/namespaces/fuzz/persistentvolumeclaims",
+            pvc(&|v| v["spec"]["resources"]["requests"]["storage"] = json!("0")),
+            422,
+            "PersistentVolumeClaim \"claim-x\" is invalid: spec.resources[storage]: Invalid value: \"0\": must be greater than zero".into(),
+        ),
+        (
+            "a claim asking for less than nothing",
+            "/api/v1/namespaces/fuzz/persistentvolumeclaims",
+            pvc(&|v| v["spec"]["resources"]["requests"]["storage"] = json!(-5)),
+            422,
+            "PersistentVolumeClaim \"claim-x\" is invalid: spec.resources[storage]: Invalid value: \"-5\": must be greater than zero".into(),
+        ),
+        (
+            "a claim whose other request is junk",
+            "/api/v1/namespaces/fuzz/persistentvolumeclaims",
+            pvc(&|v| v["spec"]["resources"]["requests"]["cpu"] = json!("junk")),
+            400,
+            pvc_decode(quantity),
+        ),
+        (
+            "a claim of 10k unsupported access modes",
+            "/api/v1/namespaces/fuzz/persistentvolumeclaims",
+            pvc(&|v| v["spec"]["accessModes"] = json!(vec!["Nope"; 10_000])),
+            422,
+            format!("PersistentVolumeClaim \"claim-x\" is invalid: [spec.accessModes: Unsupported value: \"Nope\": {modes}, "),
+        ),
+        (
+            "a claim whose class is a number",
+            "/api/v1/namespaces/fuzz/persistentvolumeclaims",
+            pvc(&|v| v["spec"]["storageClassName"] = json!(5)),
+            400,
+            pvc_decode("json: cannot unmarshal number into Go struct field PersistentVolumeClaimSpec.spec.storageClassName of type string"),
+        ),
+        (
+            "a claim whose spec is a string",
+            "/api/v1/namespaces/fuzz/persistentvolumeclaims",
+            pvc(&|v| v["spec"] = json!("x")),
+            400,
+            pvc_decode("json: cannot unmarshal string into Go struct field PersistentVolumeClaim.spec of type v1.PersistentVolumeClaimSpec"),
+        ),
+        (
+            "a claim with nested junk for a data source",
+            "/api/v1/namespaces/fuzz/persistentvolumeclaims",
+            pvc(&|v| v["spec"]["dataSource"] = nested(120)),
+            400,
+            pvc_decode(""),
+        ),
+        (
+            "a claim of an unknown volume mode",
+            "/api/v1/namespaces/fuzz/persistentvolumeclaims",
+            pvc(&|v| v["spec"]["volumeMode"] = json!("Raw")),
+            422,
+            "PersistentVolumeClaim \"claim-x\" is invalid: spec.volumeMode: Unsupported value: \"Raw\": supported values: \"Block\", \"Filesystem\"".into(),
+        ),
+        (
+            "a class parameter that is a number",
+            "/apis/storage.k8s.io/v1/storageclasses",
+            sc(&|v| v["parameters"]["n"] = json!(5)),
+            400,
+            sc_decode("json: cannot unmarshal number into Go struct field StorageClass.parameters of type string"),
+        ),
+        (
+            "600 class parameters",
+            "/apis/storage.k8s.io/v1/storageclasses",
+            sc(&|v| {
+                v["parameters"] =
+                    Value::Object((0..600).map(|i| (format!("k{i}"), json!("v"))).collect())
+            }),
+            422,
+            "StorageClass.storage.k8s.io \"sc-x\" is invalid: parameters: Too long: may not be more than 512 bytes".into(),
+        ),
+        (
+            "300 KiB of class parameters",
+            "/apis/storage.k8s.io/v1/storageclasses",
+            sc(&|v| v["parameters"]["big"] = json!("v".repeat(300 * 1024))),
+            422,
+            "StorageClass.storage.k8s.io \"sc-x\" is invalid: parameters: Too long: may not be more than 262144 bytes".into(),
+        ),
+        (
+            "a provisioner that is a number",
+            "/apis/storage.k8s.io/v1/storageclasses",
+            sc(&|v| v["provisioner"] = json!(5)),
+            400,
+            sc_decode("json: cannot unmarshal number into Go struct field StorageClass.provisioner of type string"),
+        ),
+        (
+            "no provisioner",
+            "/apis/storage.k8s.io/v1/storageclasses",
+            sc(&|v| v["provisioner"] = json!("")),
+            422,
+            "StorageClass.storage.k8s.io \"sc-x\" is invalid: provisioner: Required value".into(),
+        ),
+        (
+            "nested junk for allowed topologies",
+            "/apis/storage.k8s.io/v1/storageclasses",
+            sc(&|v| v["allowedTopologies"] = nested(120)),
+            400,
+            sc_decode(""),
+        ),
+        (
+            "volume expansion as a string",
+            "/apis/storage.k8s.io/v1/storageclasses",
+            sc(&|v| v["allowVolumeExpansion"] = json!("yes")),
+            400,
+            sc_decode("json: cannot unmarshal string into Go struct field StorageClass.allowVolumeExpansion of type bool"),
+        ),
+    ];
+    for (what, collection, body, code, message) in cases {
+        let name = body["metadata"]["name"].as_str().unwrap().to_string();
+        let case = Case {
+            method: "POST",
+            uri: collection.to_string(),
+            content_type: "application/json",
+            body: serde_json::to_vec(&body).unwrap(),
+        };
+        let (got, answer) = send(&app, &case).await;
+        let status: Value = serde_json::from_slice(&answer)
+            .unwrap_or_else(|_| panic!("{what}: not JSON: {}", String::from_utf8_lossy(&answer)));
+        let said = status["message"].as_str().unwrap_or_default();
+        assert_eq!(got, code, "{what}: {said:.600}");
+        assert_eq!(status["kind"], "Status", "{what}");
+        assert_eq!(status["code"], code, "{what}");
+        assert!(said.starts_with(&message), "{what}: {said:.600}");
+        let (after, _) = get(&app, &format!("{collection}/{name}")).await;
+        assert_eq!(after, 404, "{what}: the refused object was stored");
+    }
+
+    // What upstream takes is stored, and every reader copes with it.
+    let taken: Vec<(&str, Value)> = vec![
+        (
+            "/api/v1/persistentvolumes",
+            pv(&|v| {
+                v["metadata"]["name"] = json!("pv-huge");
+                v["spec"]["capacity"]["storage"] = json!("999999999999999999999Ei");
+            }),
+        ),
+        (
+            "/api/v1/persistentvolumes",
+            pv(&|v| {
+                v["metadata"]["name"] = json!("pv-googol");
+                v["spec"]["capacity"]["storage"] = json!("1e100");
+                v["spec"]["accessModes"] = json!(vec!["ReadWriteOnce"; 10_000]);
+            }),
+        ),
+        (
+            "/api/v1/namespaces/fuzz/persistentvolumeclaims",
+            pvc(&|v| {
+                v["metadata"]["name"] = json!("claim-googol");
+                v["spec"]["resources"]["requests"]["storage"] = json!("1e100");
+                v["spec"]["resources"]["limits"] = json!({"storage": "999999999999999999999Ei"});
+            }),
+        ),
+        (
+            "/apis/storage.k8s.io/v1/storageclasses",
+            sc(&|v| v["mountOptions"] = json!(vec!["ro"; 10_000])),
+        ),
+    ];
+    for (collection, body) in &taken {
+        let case = Case {
+            method: "POST",
+            uri: collection.to_string(),
+            content_type: "application/json",
+            body: serde_json::to_vec(body).unwrap(),
+        };
+        let (code, answer) = send(&app, &case).await;
+        assert_eq!(code, 201, "{}", String::from_utf8_lossy(&answer));
+    }
+    for (collection, kind, group) in [
+        ("/api/v1/persistentvolumes", "PersistentVolume", ""),
+        (
+            "/api/v1/namespaces/fuzz/persistentvolumeclaims",
+            "PersistentVolumeClaim",
+            "",
+        ),
+        (
+            "/apis/storage.k8s.io/v1/storageclasses",
+            "StorageClass",
+            "storage.k8s.io",
+        ),
+    ] {
+        let (code, body) = get(&app, collection).await;
+        assert_eq!(code, 200, "{collection}");
+        let list: Value = serde_json::from_slice(&body).unwrap();
+        for item in list["items"].as_array().unwrap() {
+            decodes(kind, group, &serde_json::to_vec(item).unwrap())
+                .unwrap_or_else(|e| panic!("{collection}: an item does not decode: {e}"));
+        }
+        // kubectl get's table.
+        let req = http::Request::builder()
+            .uri(collection)
+            .header(
+                "accept",
+                "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+            )
+            .body(Body::empty())
+            .unwrap();
+        let resp = app.clone().oneshot(req).await.unwrap();
+        assert_eq!(resp.status().as_u16(), 200, "{collection} as a table");
+    }
+}
+
+/// Quantities whose exponents sit at i32's limits are refused or stored,
+/// never an overflow (a panic in debug builds, a wrap in release ones).
+#[tokio::test]
+async fn quantities_with_exponents_at_the_i32_limits_are_refused_or_stored() {
+    let server = support::TestServer::start_loopback().await;
+    let app = server.loopback.clone().expect("loopback");
+    for q in ["0.5e-2147483648", "1e2147483647"] {
+        let mut body = persistent_volume();
+        body["spec"]["capacity"]["storage"] = json!(q);
+        let case = Case {
+            method: "POST",
+            uri: "/api/v1/persistentvolumes".into(),
+            content_type: "application/json",
+            body: serde_json::to_vec(&body).unwrap(),
+        };
+        let (code, _) = send(&app, &case).await;
+        assert!(code < 500, "{q}: {code}");
+        let _ = send(
+            &app,
+            &Case {
+                method: "DELETE",
+                uri: "/api/v1/persistentvolumes/fuzz-pv".into(),
+                content_type: "application/json",
+                body: vec![],
+            },
+        )
+        .await;
+    }
 }

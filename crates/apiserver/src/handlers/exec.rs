@@ -5,7 +5,9 @@
 //! `streamLocation`: the pod (404 `pods "x" not found`), its container
 //! (`validateContainer`: the only one, else a 400 naming the choices;
 //! a wrong name a 400), its node (a 400 `pod x does not have a host
-//! assigned` when it has none) and that node's agent. Only then is the
+//! assigned` when it has none) and that node's agent (a 400 when the
+//! agent's URL, escaped as Go's `url.Values` writes it, would be longer
+//! than a URL may be: `proxy::check_agent_target`). Only then is the
 //! connection upgraded (a request that is no upgrade is a 400 `Upgrade
 //! request required`): a WebSocket offering `v5.channel.k8s.io` is
 //! translated to SPDY here (`streaming::translate`), SPDY/3.1 and the
@@ -161,6 +163,7 @@ pub(super) async fn exec(
     if !query.is_empty() {
         path = format!("{path}?{query}");
     }
+    proxy::check_agent_target(&path)?;
     if !proxy::is_upgrade(req.headers()) {
         return Err(proxy::upgrade_required());
     }

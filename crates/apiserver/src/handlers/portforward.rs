@@ -1,11 +1,12 @@
 //! GET|POST pods/NAME/portforward, as kube-apiserver's PortForwardREST:
 //! PodPortForwardOptions from the query (`ports`, repeated or
-//! comma-separated, each a 16-bit number: a 400 in the converter's words
-//! otherwise), the pod (404), its node (a 400 `pod x does not have a host
-//! assigned`) and that node's agent; then the upgrade (none: a 400
-//! `Upgrade request required`). A WebSocket tunnelling SPDY
-//! (`SPDY/3.1+portforward.k8s.io`, kubectl 1.31+) is spliced to a SPDY
-//! upgrade of the agent's `/portForward/NS/POD` here
+//! comma-separated, each a 16-bit number as Go's `ParseUint` reads it: a
+//! 400 in the converter's words otherwise), the pod (404), its node (a 400
+//! `pod x does not have a host assigned`) and that node's agent (a 400 if
+//! its URL would be too long to send, as `ports=1,1,…` can make it); then
+//! the upgrade (none: a 400 `Upgrade request required`). A WebSocket
+//! tunnelling SPDY (`SPDY/3.1+portforward.k8s.io`, kubectl 1.31+) is
+//! spliced to a SPDY upgrade of the agent's `/portForward/NS/POD` here
 //! (`streaming::translate::tunnel`); SPDY/3.1 (kubectl before 1.31, and
 //! its fallback) and the WebSocket channel protocols (the Python client's
 //! `v4.channel.k8s.io`) go to the agent unchanged. Which ports answer,
@@ -33,16 +34,17 @@ pub fn parse_ports(query: &str) -> ApiResult<Vec<u16>> {
             continue;
         }
         for p in v.split(',') {
-            let port = p.parse::<u16>().map_err(|e| {
-                let why = match e.kind() {
-                    std::num::IntErrorKind::PosOverflow => "value out of range",
-                    _ => "invalid syntax",
-                };
+            let refuse = |why: &str| {
                 ApiError::bad_request(format!(
                     "cannot convert to []int32: strconv.ParseUint: parsing {p:?}: {why}"
                 ))
-            })?;
-            ports.push(port);
+            };
+            // Go's ParseUint takes digits only (Rust's parse also takes a
+            // leading `+`).
+            if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(refuse("invalid syntax"));
+            }
+            ports.push(p.parse::<u16>().map_err(|_| refuse("value out of range"))?);
         }
     }
     Ok(ports)
@@ -69,6 +71,7 @@ pub(super) async fn portforward(
         // Upstream's streamParams names it `port` (api.PortHeader).
         path = format!("{path}?port={}", encode(&list.join(",")));
     }
+    proxy::check_agent_target(&path)?;
     if !proxy::is_upgrade(req.headers()) {
         return Err(proxy::upgrade_required());
     }
@@ -99,5 +102,27 @@ mod tests {
             parse_ports("ports=70000").unwrap_err().message,
             "cannot convert to []int32: strconv.ParseUint: parsing \"70000\": value out of range"
         );
+        for (query, shown, why) in [
+            ("ports=99999", "99999", "value out of range"),
+            (
+                "ports=99999999999999999999999",
+                "99999999999999999999999",
+                "value out of range",
+            ),
+            ("ports=-1", "-1", "invalid syntax"),
+            ("ports=%2B80", "+80", "invalid syntax"),
+            ("ports=", "", "invalid syntax"),
+            ("ports=80,", "", "invalid syntax"),
+            ("ports=%ff", "\u{fffd}", "invalid syntax"),
+            ("ports=8%200", "8 0", "invalid syntax"),
+        ] {
+            assert_eq!(
+                parse_ports(query).unwrap_err().message,
+                format!("cannot convert to []int32: strconv.ParseUint: parsing \"{shown}\": {why}"),
+                "{query}"
+            );
+        }
+        // Port 0 converts (upstream leaves it to the kubelet).
+        assert_eq!(parse_ports("ports=0&ports=65535").unwrap(), [0, 65535]);
     }
 }

@@ -78,6 +78,26 @@ pub fn forwarded_headers(client: &HeaderMap) -> HeaderMap {
     out
 }
 
+/// The longest request target the agent can be sent (the `http` crate's
+/// limit on a URI; the client's own is the same, but the agent's is
+/// written with more escapes: `ports=1,2` becomes `port=1%2C2`).
+pub const MAX_AGENT_TARGET: usize = u16::MAX as usize - 1;
+
+/// A 400 for a request whose target on the agent could not be sent, so
+/// that it is refused before any upgrade rather than failing as an
+/// error dialing the backend.
+pub fn check_agent_target(path: &str) -> ApiResult<()> {
+    if path.len() > MAX_AGENT_TARGET {
+        return Err(ApiError::bad_request(format!(
+            "the request for the node is too long: its URL would be {} bytes, at most {MAX_AGENT_TARGET}",
+            path.len()
+        )));
+    }
+    axum::http::Uri::try_from(path)
+        .map(drop)
+        .map_err(|e| ApiError::bad_request(format!("invalid URL for the node: {e}")))
+}
+
 /// The 400 upstream answers a streaming request that is no upgrade.
 pub fn upgrade_required() -> ApiError {
     ApiError::bad_request("Upgrade request required")
@@ -242,5 +262,24 @@ mod tests {
         assert_eq!(out.get(header::UPGRADE).unwrap(), "SPDY/3.1");
         assert!(out.get(header::AUTHORIZATION).is_none());
         assert!(out.get(header::CONNECTION).is_none());
+    }
+
+    #[test]
+    fn agent_targets_too_long_to_send_are_a_400() {
+        let fits = format!("/exec/ns/p/c?command={}", "a".repeat(60_000));
+        assert!(check_agent_target(&fits).is_ok());
+        // What the client's 40 KB of `ports=1,1,…` becomes for the agent.
+        let long = format!("/portForward/ns/p?port={}", "1%2C".repeat(20_000));
+        let e = check_agent_target(&long).unwrap_err();
+        assert_eq!(e.code, StatusCode::BAD_REQUEST);
+        assert_eq!(
+            e.message,
+            format!(
+                "the request for the node is too long: its URL would be {} bytes, at most 65534",
+                long.len()
+            )
+        );
+        // It is what the request to the agent would have failed on.
+        assert!(Request::builder().uri(long.as_str()).body(()).is_err());
     }
 }

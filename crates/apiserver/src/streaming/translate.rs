@@ -368,6 +368,10 @@ async fn run_remote_command<S>(
         while let Some(message) = queue.recv().await {
             let close = matches!(message, Message::Close(_));
             if ws_out.send(message).await.is_err() {
+                // The client closed first (or is gone): what is queued is
+                // the answer to its close, which a failed send leaves
+                // unsent.
+                let _ = ws_out.close().await;
                 return None;
             }
             if close {
@@ -513,14 +517,26 @@ where
                 match websocket::parse(&data) {
                     Incoming::Data(websocket::STDIN, bytes) => {
                         if let Some(s) = stdin.as_mut() {
-                            if s.write_all(bytes).await.is_err() {
+                            // The agent may stop reading; the session's end
+                            // must not wait for it.
+                            let wrote = tokio::select! {
+                                w = s.write_all(bytes) => w.is_ok(),
+                                _ = gone.cancelled() => break,
+                            };
+                            if !wrote {
                                 stdin = None;
                             }
                         }
                     }
                     Incoming::Data(websocket::RESIZE, bytes) => {
                         if let Some(s) = resize.as_mut() {
-                            if s.write_all(bytes).await.is_err() {
+                            // The agent may stop reading; the session's end
+                            // must not wait for it.
+                            let wrote = tokio::select! {
+                                w = s.write_all(bytes) => w.is_ok(),
+                                _ = gone.cancelled() => break,
+                            };
+                            if !wrote {
                                 resize = None;
                             }
                         }
@@ -719,8 +735,12 @@ mod tests {
             return reply(StatusCode::BAD_REQUEST, "bad upgrade");
         }
         let upgrade = hyper::upgrade::on(&mut req);
+        let hold = req.uri().path().ends_with("/hold");
         tokio::spawn(async move {
             let io = upgrade.await.unwrap();
+            if hold {
+                return hold_session(io).await;
+            }
             let (conn, mut incoming) = spdy::Connection::server(TokioIo::new(io));
             let mut by_type = std::collections::HashMap::new();
             while by_type.len() < 4 {
@@ -760,6 +780,77 @@ mod tests {
         r.headers_mut()
             .insert(PROTOCOL_VERSION, HeaderValue::from_static(AGENT_PROTOCOL));
         Ok(r)
+    }
+
+    /// An exec that never reads stdin: after a while it ends stdout,
+    /// stderr and the error stream (Success) but keeps the connection and
+    /// stdin open for a minute.
+    async fn hold_session(io: hyper::upgrade::Upgraded) {
+        let (conn, mut incoming) = spdy::Connection::server(TokioIo::new(io));
+        let mut streams = Vec::new();
+        for _ in 0..4 {
+            streams.push(incoming.accept().await.unwrap());
+        }
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        for s in &mut streams {
+            match s.headers().get("streamtype") {
+                Some("error") => {
+                    s.write_all(br#"{"metadata":{},"status":"Success"}"#)
+                        .await
+                        .unwrap();
+                    s.shutdown().await.unwrap();
+                }
+                Some("stdout" | "stderr") => s.shutdown().await.unwrap(),
+                _ => {}
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        drop((streams, incoming, conn));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_session_ends_when_the_command_does_though_stdin_is_blocked() {
+        let agent = fake_agent().await;
+        let (ours, theirs) = tokio::io::duplex(64 * 1024);
+        let server = WebSocketStream::from_raw_socket(ours, Role::Server, None).await;
+        let streams = Streams {
+            stdin: true,
+            stdout: true,
+            stderr: true,
+            tty: false,
+        };
+        tokio::spawn(async move {
+            run_remote_command(server, &agent, "/exec/default/web/hold", streams).await
+        });
+        let client = WebSocketStream::from_raw_socket(theirs, Role::Client, None).await;
+        let (mut sink, mut messages) = client.split();
+        // Far more stdin than the agent, the connection and the session
+        // buffer together: the session's write to stdin blocks.
+        let sender = tokio::spawn(async move {
+            let chunk = Bytes::from(websocket::frame(websocket::STDIN, &[b'x'; 32 * 1024]));
+            for _ in 0..2048 {
+                if sink.send(Message::Binary(chunk.clone())).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let status = tokio::time::timeout(Duration::from_secs(30), async {
+            let mut status = Vec::new();
+            while let Some(Ok(m)) = messages.next().await {
+                match m {
+                    Message::Binary(b) if b.first() == Some(&websocket::ERROR) => {
+                        status.extend_from_slice(&b[1..])
+                    }
+                    Message::Close(_) => break,
+                    _ => {}
+                }
+            }
+            status
+        })
+        .await
+        .expect("the session ends once the command has");
+        sender.abort();
+        assert_eq!(status, Outcome::Success.status_json());
     }
 
     /// Runs a v5 session with the fake agent: sends `input` as client
@@ -827,6 +918,19 @@ mod tests {
         assert_eq!(stderr, b"err");
         assert_eq!(status, Outcome::Exit(3).status_json());
         assert!(closed);
+    }
+
+    #[tokio::test]
+    async fn a_close_mid_stream_is_answered_with_a_close() {
+        let got = v5_session(
+            "/exec/default/web/app?command=x&stderr=1&stdin=1&stdout=1",
+            vec![
+                Message::Binary(Bytes::from_static(b"\x00part")),
+                Message::Close(None),
+            ],
+        )
+        .await;
+        assert!(matches!(got.last(), Some(Message::Close(_))), "{got:?}");
     }
 
     #[tokio::test]

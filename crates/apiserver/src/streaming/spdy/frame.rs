@@ -30,8 +30,15 @@ pub const HEADER_LEN: usize = 8;
 /// The largest payload a frame's 24-bit length can describe.
 pub const MAX_PAYLOAD: usize = (1 << 24) - 1;
 /// The largest decompressed header block accepted (upstream has no limit;
-/// Kubernetes' blocks are a few dozen bytes).
+/// Kubernetes' blocks are a few dozen bytes). It also bounds the parsed
+/// headers: each value costs its name's and its own bytes plus
+/// [`HEADER_OVERHEAD`] (a value of NULs splits into many).
 pub const MAX_HEADER_BLOCK: usize = 1 << 20;
+/// What one parsed header value costs beyond its bytes (HTTP/2's 32).
+pub const HEADER_OVERHEAD: usize = 32;
+/// The most [`Decoder::decode`] reserves ahead of bytes that have not
+/// arrived: a length field alone does not allocate 16 MiB.
+pub const MAX_RESERVE_AHEAD: usize = 64 * 1024;
 
 /// FIN: the sender will send nothing more on this stream.
 pub const FLAG_FIN: u8 = 0x01;
@@ -513,7 +520,8 @@ impl Decoder {
         let first = u32::from_be_bytes([a, b, c, d]);
         let len = usize::from(l0) << 16 | usize::from(l1) << 8 | usize::from(l2);
         if buf.len() < HEADER_LEN + len {
-            buf.reserve(HEADER_LEN + len - buf.len());
+            // The rest arrives as it does; only a bounded part is reserved.
+            buf.reserve((HEADER_LEN + len - buf.len()).min(MAX_RESERVE_AHEAD));
             return Ok(None);
         }
         buf.advance(HEADER_LEN);
@@ -727,11 +735,19 @@ fn read_header_block(mut block: &[u8]) -> Result<Headers, FrameError> {
     }
     let count = block.get_u32();
     let mut headers = Headers::new();
+    // Every value gets its own copy of the name: bound what that costs.
+    let mut cost = 0usize;
     for _ in 0..count {
         let name = read_string(&mut block)?;
         let value = read_string(&mut block)?;
         let name = String::from_utf8_lossy(name).to_ascii_lowercase();
         for v in value.split(|b| *b == 0) {
+            cost = cost.saturating_add(name.len() + v.len() + HEADER_OVERHEAD);
+            if cost > MAX_HEADER_BLOCK {
+                return Err(FrameError::HeaderBlockTooLarge {
+                    limit: MAX_HEADER_BLOCK,
+                });
+            }
             headers
                 .0
                 .push((name.clone(), String::from_utf8_lossy(v).into_owned()));
@@ -1115,5 +1131,189 @@ mod tests {
             matches!(err, FrameError::HeaderBlockTooLarge { .. }),
             "{err}"
         );
+    }
+
+    /// Decodes what `bytes` holds, fed in chunks of `chunk` bytes: the
+    /// frames, and whether it ended in an error. Never panics.
+    fn decode_chunked(bytes: &[u8], chunk: usize) -> (Vec<Frame>, bool) {
+        let mut dec = Decoder::new();
+        let mut buf = BytesMut::new();
+        let mut frames = Vec::new();
+        for piece in bytes.chunks(chunk.max(1)) {
+            buf.extend_from_slice(piece);
+            loop {
+                match dec.decode(&mut buf) {
+                    Ok(Some(f)) => frames.push(f),
+                    Ok(None) => break,
+                    Err(_) => return (frames, true),
+                }
+            }
+        }
+        (frames, false)
+    }
+
+    #[test]
+    fn a_length_claiming_16_mib_allocates_little_before_it_arrives() {
+        // DATA on stream 1 claiming the largest payload, and 10 bytes of it.
+        let mut wire = vec![0, 0, 0, 1, 0, 0xff, 0xff, 0xff];
+        wire.extend_from_slice(&[7; 10]);
+        let mut buf = BytesMut::from(&wire[..]);
+        let mut dec = Decoder::new();
+        assert_eq!(dec.decode(&mut buf).unwrap(), None);
+        assert!(
+            buf.capacity() <= wire.len() + MAX_RESERVE_AHEAD,
+            "{} bytes reserved",
+            buf.capacity()
+        );
+        // The same for a control frame (an unknown type, so all of it is
+        // payload).
+        let mut buf = BytesMut::from(&[0x80, 0x03, 0x00, 0x0a, 0, 0xff, 0xff, 0xff][..]);
+        assert_eq!(dec.decode(&mut buf).unwrap(), None);
+        assert!(buf.capacity() <= 8 + MAX_RESERVE_AHEAD);
+        // Once it has all arrived, it is one frame.
+        let mut buf = BytesMut::from(&wire[..8]);
+        buf.extend_from_slice(&vec![7; MAX_PAYLOAD]);
+        match dec.decode(&mut buf).unwrap() {
+            Some(Frame::Data {
+                stream_id: 1, data, ..
+            }) => assert_eq!(data.len(), MAX_PAYLOAD),
+            other => panic!("{other:?}"),
+        }
+        assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn zero_length_frames_are_decoded_or_refused() {
+        let mut dec = Decoder::new();
+        let mut buf = BytesMut::from(&[0, 0, 0, 5, 0, 0, 0, 0][..]);
+        assert_eq!(
+            dec.decode(&mut buf).unwrap(),
+            Some(Frame::Data {
+                stream_id: 5,
+                fin: false,
+                data: Bytes::new()
+            })
+        );
+        // Every defined control type needs a payload; unknown ones are
+        // ignored whatever they hold.
+        for kind in 1..=9u8 {
+            let mut buf = BytesMut::from(&[0x80, 0x03, 0x00, kind, 0, 0, 0, 0][..]);
+            let got = Decoder::new().decode(&mut buf);
+            match kind {
+                5 => assert!(
+                    matches!(got, Ok(Some(Frame::Unknown { kind: 5, .. }))),
+                    "{got:?}"
+                ),
+                _ => assert!(got.is_err(), "type {kind}: {got:?}"),
+            }
+        }
+        // SYN_STREAM and SYN_REPLY with an empty header block.
+        for frame in [
+            &[
+                0x80, 0x03, 0x00, 0x01, 0, 0, 0, 10, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0,
+            ][..],
+            &[0x80, 0x03, 0x00, 0x02, 0, 0, 0, 4, 0, 0, 0, 1][..],
+        ] {
+            let mut buf = BytesMut::from(frame);
+            assert!(Decoder::new().decode(&mut buf).is_err());
+        }
+        // SETTINGS claiming 4 billion entries in 4 bytes.
+        let mut buf =
+            BytesMut::from(&[0x80, 0x03, 0x00, 0x04, 0, 0, 0, 4, 0xff, 0xff, 0xff, 0xff][..]);
+        assert!(Decoder::new().decode(&mut buf).is_err());
+    }
+
+    #[test]
+    fn header_values_split_on_nul_do_not_multiply_their_name() {
+        // One name of 1 KiB whose value is 128 Ki NULs: 128 Ki values, each
+        // with its own copy of the name (128 MiB) without a bound.
+        let name = "n".repeat(1024);
+        let nuls = "\0".repeat(128 * 1024);
+        let mut enc = Encoder::new().unwrap();
+        let mut wire = BytesMut::new();
+        enc.encode(
+            &Frame::SynReply {
+                stream_id: 1,
+                fin: false,
+                headers: headers(&[(&name, &nuls)]),
+            },
+            &mut wire,
+        )
+        .unwrap();
+        assert!(wire.len() < 4096, "{}", wire.len());
+        let err = Decoder::new().decode(&mut wire).unwrap_err();
+        assert!(
+            matches!(err, FrameError::HeaderBlockTooLarge { .. }),
+            "{err}"
+        );
+        // Many short values are still fine.
+        let many = vec!["v"; 1000].join("\0");
+        let mut wire = BytesMut::new();
+        Encoder::new()
+            .unwrap()
+            .encode(
+                &Frame::SynReply {
+                    stream_id: 1,
+                    fin: false,
+                    headers: headers(&[("port", &many)]),
+                },
+                &mut wire,
+            )
+            .unwrap();
+        let Some(Frame::SynReply { headers, .. }) = Decoder::new().decode(&mut wire).unwrap()
+        else {
+            panic!("no SYN_REPLY");
+        };
+        assert_eq!(headers.len(), 1000);
+    }
+
+    #[test]
+    fn random_and_truncated_bytes_never_panic() {
+        use rand::rngs::StdRng;
+        use rand::{Rng, SeedableRng};
+        let capture = unhex(KUBECTL_CAPTURE);
+        // Every prefix: whole frames decode, the rest waits.
+        for cut in 0..capture.len() {
+            let (frames, failed) = decode_chunked(&capture[..cut], cut.max(1));
+            assert!(!failed, "prefix {cut}");
+            assert!(frames.len() <= 6);
+        }
+        let mut rng = StdRng::seed_from_u64(7);
+        for round in 0..3000 {
+            let mut bytes = match round % 3 {
+                // The capture with a few bytes changed.
+                0 => {
+                    let mut b = capture.clone();
+                    for _ in 0..rng.random_range(1..4) {
+                        let i = rng.random_range(0..b.len());
+                        b[i] = rng.random();
+                    }
+                    b
+                }
+                // Control frame headers of every type with random payloads.
+                1 => {
+                    let len = rng.random_range(0..64u8);
+                    let mut b = vec![
+                        0x80,
+                        0x03,
+                        0x00,
+                        rng.random_range(0..12),
+                        rng.random(),
+                        0,
+                        0,
+                        len,
+                    ];
+                    b.extend((0..len).map(|_| rng.random::<u8>()));
+                    b
+                }
+                // Noise.
+                _ => (0..rng.random_range(0..256))
+                    .map(|_| rng.random())
+                    .collect(),
+            };
+            bytes.truncate(rng.random_range(0..=bytes.len()));
+            let chunk = rng.random_range(1..=bytes.len().max(1));
+            let _ = decode_chunked(&bytes, chunk);
+        }
     }
 }

@@ -13,7 +13,10 @@
 //! Reads: DATA is appended to the stream's buffer. Once one stream holds
 //! [`STREAM_RECV_BUFFER`] unread bytes the driver stops reading the socket
 //! (head-of-line, as spdystream's bounded frame queues do) until that
-//! stream is read below half of it or dropped.
+//! stream is read below half of it or dropped. It also stops while its
+//! output buffer holds `READ_HIGH_WATER` bytes, so a peer that sends
+//! PINGs (or streams to refuse) without reading the answers stalls
+//! instead of growing that buffer.
 //!
 //! No SPDY flow-control windows: spdystream (kubectl, the kubelet,
 //! containerd) ignores WINDOW_UPDATE and never sends one, so a sender that
@@ -45,6 +48,11 @@ pub const MAX_DATA_FRAME: usize = 64 * 1024;
 pub const WRITE_BUDGET: usize = 1024 * 1024;
 /// The driver stops taking commands while this much output is unwritten.
 pub const WRITE_HIGH_WATER: usize = 256 * 1024;
+/// The driver stops reading the peer while this much output is unwritten:
+/// what the peer's frames make it answer (PING echoes, refusals) waits
+/// for the peer to read, as a Go peer's synchronous writes do. Above what
+/// commands alone can fill (they stop at [`WRITE_HIGH_WATER`]).
+const READ_HIGH_WATER: usize = 2 * WRITE_HIGH_WATER;
 /// Unread bytes one stream may buffer before the connection stops reading.
 pub const STREAM_RECV_BUFFER: usize = 1024 * 1024;
 /// Streams the peer may have open at once; more are refused.
@@ -936,8 +944,9 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Driver<T> {
                 Poll::Ready(Ok(())) | Poll::Pending => {}
             }
 
-            // Input, unless a stream's buffer is full.
-            let blocked = self.shared.lock().blocked > 0;
+            // Input, unless a stream's buffer is full or the peer is not
+            // reading what we answer.
+            let blocked = self.shared.lock().blocked > 0 || self.wbuf.len() >= READ_HIGH_WATER;
             if !self.read_eof && !blocked {
                 match self.poll_read_in(cx) {
                     Poll::Ready(Ok(0)) => {

@@ -506,3 +506,67 @@ async fn streams_of_a_dead_connection_fail_reads() {
     assert!(err.get_ref().is_some_and(|e| e.is::<Error>()), "{err:?}");
     within("closed", server.closed()).await;
 }
+
+/// Writes `frames` of the peer's PINGs (id 1, the client's parity, which
+/// a server echoes) or wrong-parity SYN_STREAMs (which it refuses) and
+/// never reads; returns how many bytes the session took before it stopped
+/// reading, or all of them.
+async fn flood_without_reading(kind: &str, frames: usize) -> usize {
+    let (a, b) = tokio::io::duplex(PIPE);
+    let (server, _incoming) = Connection::server(b);
+    let (_read, mut write) = tokio::io::split(a);
+    let kind = kind.to_string();
+    let written = Arc::new(AtomicUsize::new(0));
+    let counter = written.clone();
+    let mut writer = tokio::spawn(async move {
+        // Header blocks share one zlib context: each batch is encoded anew.
+        let mut enc = Encoder::new().unwrap();
+        let mut id = 0u32;
+        for _ in 0..frames / 1024 {
+            let mut batch = BytesMut::new();
+            for _ in 0..1024 {
+                id += 2;
+                let f = match kind.as_str() {
+                    "ping" => Frame::Ping { id: 1 },
+                    _ => syn(id, &[]),
+                };
+                enc.encode(&f, &mut batch).unwrap();
+            }
+            if let Err(e) = write.write_all(&batch).await {
+                panic!("the session dropped the connection: {e}");
+            }
+            counter.fetch_add(batch.len(), Ordering::SeqCst);
+        }
+        // Held open: the session must not see EOF.
+        std::future::pending::<()>().await;
+    });
+    // Wait until the writer stops making progress (or has sent it all).
+    let mut last = usize::MAX;
+    loop {
+        if let Ok(done) = tokio::time::timeout(Duration::from_millis(300), &mut writer).await {
+            panic!("{done:?}: the session ended: {:?}", server.error());
+        }
+        let now = written.load(Ordering::SeqCst);
+        if now == last {
+            writer.abort();
+            return now;
+        }
+        last = now;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_that_floods_without_reading_the_answers_is_stalled() {
+    // 16 MiB of PINGs would be 16 MiB of echoes buffered for a peer that
+    // reads none of them; the session stops reading instead.
+    let frames = 16 * 1024 * 1024 / 12;
+    let taken = within("ping flood", flood_without_reading("ping", frames)).await;
+    assert!(taken < 4 * 1024 * 1024, "{taken} bytes of PINGs taken");
+    // The same for streams it refuses (SYN_STREAMs with our parity, each
+    // answered with RST_STREAM).
+    let taken = within("refusal flood", flood_without_reading("syn", 1024 * 1024)).await;
+    assert!(
+        taken < 4 * 1024 * 1024,
+        "{taken} bytes of SYN_STREAMs taken"
+    );
+}
