@@ -7,9 +7,12 @@ mod cluster;
 mod framework;
 mod h2;
 mod node;
+mod probes;
 mod scheduler;
+mod sim;
 mod stats;
 mod store;
+mod streaming;
 
 use clap::{Parser, Subcommand};
 
@@ -40,6 +43,20 @@ enum Command {
     /// config (and podman when installed). Needs root, containerd, runc
     /// and the CNI plugins.
     Node(node::Args),
+    /// Readiness probes' CPU (httpGet and exec, 1/s on many pods) in the
+    /// server and the node's containerd and shims, beside raw CRI
+    /// ExecSync at the same rate. Needs root, containerd, runc and the
+    /// CNI plugins.
+    Probes(probes::Args),
+    /// `kubectl exec` latency and port-forward throughput through the API
+    /// server and agent, beside the same done straight at containerd's
+    /// streaming server. Needs root, containerd, runc, the CNI plugins
+    /// and kubectl.
+    Streaming(streaming::Args),
+    /// kwok's CI benchmark shape against `skiff sim`: simulated nodes
+    /// Ready, pods Running and deleted, through a `skiff server
+    /// --disable-agent` (needs the release `skiff` binary beside this one).
+    Sim(sim::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -56,5 +73,8 @@ fn main() -> anyhow::Result<()> {
         Command::Api(args) => runtime.block_on(api::run(args)),
         Command::Scheduler(args) => runtime.block_on(scheduler::run(args)),
         Command::Node(args) => runtime.block_on(node::run(args)),
+        Command::Probes(args) => runtime.block_on(probes::run(args)),
+        Command::Streaming(args) => runtime.block_on(streaming::run(args)),
+        Command::Sim(args) => runtime.block_on(sim::run(args)),
     }
 }

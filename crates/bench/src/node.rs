@@ -163,7 +163,10 @@ fn target_text(r: Option<f64>, target: f64) -> String {
 }
 
 /// Bounds a CRI call (or any fallible future) by [`CALL_TIMEOUT`].
-async fn bounded<T, E>(what: &str, f: impl Future<Output = Result<T, E>>) -> anyhow::Result<T>
+pub(crate) async fn bounded<T, E>(
+    what: &str,
+    f: impl Future<Output = Result<T, E>>,
+) -> anyhow::Result<T>
 where
     E: Into<anyhow::Error>,
 {
@@ -193,13 +196,13 @@ fn run_bounded(cmd: &mut Command, timeout: Duration) -> anyhow::Result<std::proc
 /// A /16 of 10.0.0.0/8 held through the lock files the end-to-end tests
 /// use (crates/skiff/tests/cluster), so a test running meanwhile never
 /// gets the same range or bridge.
-struct Lease {
-    octet: u8,
+pub(crate) struct Lease {
+    pub(crate) octet: u8,
     path: PathBuf,
 }
 
 impl Lease {
-    fn take(from: u8) -> anyhow::Result<Self> {
+    pub(crate) fn take(from: u8) -> anyhow::Result<Self> {
         let dir = Path::new("/tmp/skiff-test-cidrs");
         std::fs::create_dir_all(dir)?;
         for octet in from..=250u8 {
@@ -227,7 +230,7 @@ impl Lease {
         bail!("no free pod CIDR in 10.{from}-250.0.0/16 (see /tmp/skiff-test-cidrs)")
     }
 
-    fn bridge(&self) -> String {
+    pub(crate) fn bridge(&self) -> String {
         format!("skbench{}", self.octet)
     }
 }
@@ -695,17 +698,17 @@ impl Floor {
 
 // ------------------------------------------------------------ skiff server
 
-struct Server {
+pub(crate) struct Server {
     child: Option<Child>,
-    data_dir: PathBuf,
+    pub(crate) data_dir: PathBuf,
     kubeconfig: PathBuf,
-    log: PathBuf,
+    pub(crate) log: PathBuf,
     _reset: ResetOnDrop,
 }
 
 impl Server {
     #[allow(clippy::too_many_arguments)] // one call site; a struct would only rename them
-    fn spawn(
+    pub(crate) fn spawn(
         skiff: &Path,
         data_dir: PathBuf,
         cidr: &str,
@@ -755,15 +758,15 @@ impl Server {
         })
     }
 
-    fn pid(&self) -> Option<u32> {
+    pub(crate) fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
     }
 
-    fn containerd_dir(&self) -> PathBuf {
+    pub(crate) fn containerd_dir(&self) -> PathBuf {
         self.data_dir.join("node").join("containerd")
     }
 
-    fn containerd_pid(&self) -> Option<u32> {
+    pub(crate) fn containerd_pid(&self) -> Option<u32> {
         std::fs::read_to_string(self.containerd_dir().join("containerd.pid"))
             .ok()
             .and_then(|p| p.trim().parse().ok())
@@ -773,14 +776,14 @@ impl Server {
         mem(self.pid(), self.containerd_pid(), &self.data_dir)
     }
 
-    fn log_tail(&self) -> String {
+    pub(crate) fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
         lines[lines.len().saturating_sub(30)..].join("\n")
     }
 
     /// A client once the API answers.
-    async fn client(&mut self, timeout: Duration) -> anyhow::Result<Client> {
+    pub(crate) async fn client(&mut self, timeout: Duration) -> anyhow::Result<Client> {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(status) = self
@@ -1026,7 +1029,7 @@ async fn start_one(pods: &Api<Pod>, watch: &PodWatch, name: &str) -> anyhow::Res
     })
 }
 
-fn grace_zero() -> DeleteParams {
+pub(crate) fn grace_zero() -> DeleteParams {
     DeleteParams {
         grace_period_seconds: Some(0),
         ..DeleteParams::default()
@@ -1064,7 +1067,7 @@ async fn delete_one(
     })
 }
 
-async fn wait_node_ready(client: &Client, timeout: Duration) -> anyhow::Result<()> {
+pub(crate) async fn wait_node_ready(client: &Client, timeout: Duration) -> anyhow::Result<()> {
     let nodes: Api<Node> = Api::all(client.clone());
     let deadline = Instant::now() + timeout;
     loop {
@@ -1402,7 +1405,7 @@ struct PodmanFigures {
     down: Samples,
 }
 
-fn on_path(binary: &str) -> Option<PathBuf> {
+pub(crate) fn on_path(binary: &str) -> Option<PathBuf> {
     std::env::var_os("PATH").and_then(|p| {
         std::env::split_paths(&p)
             .map(|d| d.join(binary))
