@@ -3,6 +3,189 @@
 
 /// (message, field): Go pointers and fields without omitempty, whose zero values JSON keeps.
 pub(crate) const KEEP_ZERO_FIELDS: &[(&str, &str)] = &[
+    ("k8s.io.api.admissionregistration.v1.AuditAnnotation", "key"),
+    (
+        "k8s.io.api.admissionregistration.v1.AuditAnnotation",
+        "valueExpression",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.ExpressionWarning",
+        "fieldRef",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.ExpressionWarning",
+        "warning",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.MatchCondition",
+        "expression",
+    ),
+    ("k8s.io.api.admissionregistration.v1.MatchCondition", "name"),
+    (
+        "k8s.io.api.admissionregistration.v1.MatchResources",
+        "matchPolicy",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.MatchResources",
+        "namespaceSelector",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.MatchResources",
+        "objectSelector",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.MutatingWebhook",
+        "admissionReviewVersions",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.MutatingWebhook",
+        "clientConfig",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.MutatingWebhook",
+        "failurePolicy",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.MutatingWebhook",
+        "matchPolicy",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.MutatingWebhook",
+        "name",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.MutatingWebhook",
+        "namespaceSelector",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.MutatingWebhook",
+        "objectSelector",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.MutatingWebhook",
+        "reinvocationPolicy",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.MutatingWebhook",
+        "sideEffects",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.MutatingWebhook",
+        "timeoutSeconds",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.MutatingWebhookConfigurationList",
+        "items",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.ParamRef",
+        "parameterNotFoundAction",
+    ),
+    ("k8s.io.api.admissionregistration.v1.ParamRef", "selector"),
+    ("k8s.io.api.admissionregistration.v1.Rule", "scope"),
+    (
+        "k8s.io.api.admissionregistration.v1.ServiceReference",
+        "name",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.ServiceReference",
+        "namespace",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.ServiceReference",
+        "path",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.ServiceReference",
+        "port",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicyBindingList",
+        "items",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec",
+        "matchResources",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec",
+        "paramRef",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicyList",
+        "items",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicySpec",
+        "failurePolicy",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicySpec",
+        "matchConstraints",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicySpec",
+        "paramKind",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.ValidatingAdmissionPolicyStatus",
+        "typeChecking",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.ValidatingWebhook",
+        "admissionReviewVersions",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.ValidatingWebhook",
+        "clientConfig",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.ValidatingWebhook",
+        "failurePolicy",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.ValidatingWebhook",
+        "matchPolicy",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.ValidatingWebhook",
+        "name",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.ValidatingWebhook",
+        "namespaceSelector",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.ValidatingWebhook",
+        "objectSelector",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.ValidatingWebhook",
+        "sideEffects",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.ValidatingWebhook",
+        "timeoutSeconds",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.ValidatingWebhookConfigurationList",
+        "items",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.Validation",
+        "Expression",
+    ),
+    ("k8s.io.api.admissionregistration.v1.Validation", "reason"),
+    ("k8s.io.api.admissionregistration.v1.Variable", "Expression"),
+    ("k8s.io.api.admissionregistration.v1.Variable", "Name"),
+    (
+        "k8s.io.api.admissionregistration.v1.WebhookClientConfig",
+        "service",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.WebhookClientConfig",
+        "url",
+    ),
     ("k8s.io.api.apps.v1.ControllerRevision", "revision"),
     ("k8s.io.api.apps.v1.ControllerRevisionList", "items"),
     ("k8s.io.api.apps.v1.DaemonSetCondition", "status"),
@@ -85,6 +268,74 @@ pub(crate) const KEEP_ZERO_FIELDS: &[(&str, &str)] = &[
     (
         "k8s.io.api.apps.v1.StatefulSetUpdateStrategy",
         "rollingUpdate",
+    ),
+    ("k8s.io.api.authentication.v1.TokenRequest", "spec"),
+    ("k8s.io.api.authentication.v1.TokenRequestSpec", "audiences"),
+    (
+        "k8s.io.api.authentication.v1.TokenRequestSpec",
+        "boundObjectRef",
+    ),
+    (
+        "k8s.io.api.authentication.v1.TokenRequestSpec",
+        "expirationSeconds",
+    ),
+    (
+        "k8s.io.api.authentication.v1.TokenRequestStatus",
+        "expirationTimestamp",
+    ),
+    ("k8s.io.api.authentication.v1.TokenRequestStatus", "token"),
+    ("k8s.io.api.authentication.v1.TokenReview", "spec"),
+    (
+        "k8s.io.api.authorization.v1.LocalSubjectAccessReview",
+        "spec",
+    ),
+    ("k8s.io.api.authorization.v1.NonResourceRule", "verbs"),
+    (
+        "k8s.io.api.authorization.v1.ResourceAttributes",
+        "fieldSelector",
+    ),
+    (
+        "k8s.io.api.authorization.v1.ResourceAttributes",
+        "labelSelector",
+    ),
+    ("k8s.io.api.authorization.v1.ResourceRule", "verbs"),
+    (
+        "k8s.io.api.authorization.v1.SelfSubjectAccessReview",
+        "spec",
+    ),
+    (
+        "k8s.io.api.authorization.v1.SelfSubjectAccessReviewSpec",
+        "nonResourceAttributes",
+    ),
+    (
+        "k8s.io.api.authorization.v1.SelfSubjectAccessReviewSpec",
+        "resourceAttributes",
+    ),
+    ("k8s.io.api.authorization.v1.SelfSubjectRulesReview", "spec"),
+    ("k8s.io.api.authorization.v1.SubjectAccessReview", "spec"),
+    (
+        "k8s.io.api.authorization.v1.SubjectAccessReviewSpec",
+        "nonResourceAttributes",
+    ),
+    (
+        "k8s.io.api.authorization.v1.SubjectAccessReviewSpec",
+        "resourceAttributes",
+    ),
+    (
+        "k8s.io.api.authorization.v1.SubjectAccessReviewStatus",
+        "allowed",
+    ),
+    (
+        "k8s.io.api.authorization.v1.SubjectRulesReviewStatus",
+        "incomplete",
+    ),
+    (
+        "k8s.io.api.authorization.v1.SubjectRulesReviewStatus",
+        "nonResourceRules",
+    ),
+    (
+        "k8s.io.api.authorization.v1.SubjectRulesReviewStatus",
+        "resourceRules",
     ),
     (
         "k8s.io.api.autoscaling.v1.ContainerResourceMetricSource",
@@ -274,6 +525,159 @@ pub(crate) const KEEP_ZERO_FIELDS: &[(&str, &str)] = &[
     ),
     ("k8s.io.api.autoscaling.v1.ResourceMetricStatus", "name"),
     ("k8s.io.api.autoscaling.v1.ScaleStatus", "replicas"),
+    (
+        "k8s.io.api.autoscaling.v2.ContainerResourceMetricSource",
+        "container",
+    ),
+    (
+        "k8s.io.api.autoscaling.v2.ContainerResourceMetricSource",
+        "name",
+    ),
+    (
+        "k8s.io.api.autoscaling.v2.ContainerResourceMetricSource",
+        "target",
+    ),
+    (
+        "k8s.io.api.autoscaling.v2.ContainerResourceMetricStatus",
+        "container",
+    ),
+    (
+        "k8s.io.api.autoscaling.v2.ContainerResourceMetricStatus",
+        "current",
+    ),
+    (
+        "k8s.io.api.autoscaling.v2.ContainerResourceMetricStatus",
+        "name",
+    ),
+    (
+        "k8s.io.api.autoscaling.v2.CrossVersionObjectReference",
+        "kind",
+    ),
+    (
+        "k8s.io.api.autoscaling.v2.CrossVersionObjectReference",
+        "name",
+    ),
+    ("k8s.io.api.autoscaling.v2.ExternalMetricSource", "metric"),
+    ("k8s.io.api.autoscaling.v2.ExternalMetricSource", "target"),
+    ("k8s.io.api.autoscaling.v2.ExternalMetricStatus", "current"),
+    ("k8s.io.api.autoscaling.v2.ExternalMetricStatus", "metric"),
+    (
+        "k8s.io.api.autoscaling.v2.HPAScalingPolicy",
+        "periodSeconds",
+    ),
+    ("k8s.io.api.autoscaling.v2.HPAScalingPolicy", "type"),
+    ("k8s.io.api.autoscaling.v2.HPAScalingPolicy", "value"),
+    ("k8s.io.api.autoscaling.v2.HPAScalingRules", "selectPolicy"),
+    (
+        "k8s.io.api.autoscaling.v2.HPAScalingRules",
+        "stabilizationWindowSeconds",
+    ),
+    ("k8s.io.api.autoscaling.v2.HPAScalingRules", "tolerance"),
+    (
+        "k8s.io.api.autoscaling.v2.HorizontalPodAutoscalerBehavior",
+        "scaleDown",
+    ),
+    (
+        "k8s.io.api.autoscaling.v2.HorizontalPodAutoscalerBehavior",
+        "scaleUp",
+    ),
+    (
+        "k8s.io.api.autoscaling.v2.HorizontalPodAutoscalerCondition",
+        "status",
+    ),
+    (
+        "k8s.io.api.autoscaling.v2.HorizontalPodAutoscalerCondition",
+        "type",
+    ),
+    (
+        "k8s.io.api.autoscaling.v2.HorizontalPodAutoscalerList",
+        "items",
+    ),
+    (
+        "k8s.io.api.autoscaling.v2.HorizontalPodAutoscalerSpec",
+        "behavior",
+    ),
+    (
+        "k8s.io.api.autoscaling.v2.HorizontalPodAutoscalerSpec",
+        "maxReplicas",
+    ),
+    (
+        "k8s.io.api.autoscaling.v2.HorizontalPodAutoscalerSpec",
+        "minReplicas",
+    ),
+    (
+        "k8s.io.api.autoscaling.v2.HorizontalPodAutoscalerSpec",
+        "scaleTargetRef",
+    ),
+    (
+        "k8s.io.api.autoscaling.v2.HorizontalPodAutoscalerStatus",
+        "currentMetrics",
+    ),
+    (
+        "k8s.io.api.autoscaling.v2.HorizontalPodAutoscalerStatus",
+        "desiredReplicas",
+    ),
+    (
+        "k8s.io.api.autoscaling.v2.HorizontalPodAutoscalerStatus",
+        "lastScaleTime",
+    ),
+    (
+        "k8s.io.api.autoscaling.v2.HorizontalPodAutoscalerStatus",
+        "observedGeneration",
+    ),
+    ("k8s.io.api.autoscaling.v2.MetricIdentifier", "name"),
+    ("k8s.io.api.autoscaling.v2.MetricIdentifier", "selector"),
+    ("k8s.io.api.autoscaling.v2.MetricSpec", "containerResource"),
+    ("k8s.io.api.autoscaling.v2.MetricSpec", "external"),
+    ("k8s.io.api.autoscaling.v2.MetricSpec", "object"),
+    ("k8s.io.api.autoscaling.v2.MetricSpec", "pods"),
+    ("k8s.io.api.autoscaling.v2.MetricSpec", "resource"),
+    ("k8s.io.api.autoscaling.v2.MetricSpec", "type"),
+    (
+        "k8s.io.api.autoscaling.v2.MetricStatus",
+        "containerResource",
+    ),
+    ("k8s.io.api.autoscaling.v2.MetricStatus", "external"),
+    ("k8s.io.api.autoscaling.v2.MetricStatus", "object"),
+    ("k8s.io.api.autoscaling.v2.MetricStatus", "pods"),
+    ("k8s.io.api.autoscaling.v2.MetricStatus", "resource"),
+    ("k8s.io.api.autoscaling.v2.MetricStatus", "type"),
+    (
+        "k8s.io.api.autoscaling.v2.MetricTarget",
+        "averageUtilization",
+    ),
+    ("k8s.io.api.autoscaling.v2.MetricTarget", "averageValue"),
+    ("k8s.io.api.autoscaling.v2.MetricTarget", "type"),
+    ("k8s.io.api.autoscaling.v2.MetricTarget", "value"),
+    (
+        "k8s.io.api.autoscaling.v2.MetricValueStatus",
+        "averageUtilization",
+    ),
+    (
+        "k8s.io.api.autoscaling.v2.MetricValueStatus",
+        "averageValue",
+    ),
+    ("k8s.io.api.autoscaling.v2.MetricValueStatus", "value"),
+    (
+        "k8s.io.api.autoscaling.v2.ObjectMetricSource",
+        "describedObject",
+    ),
+    ("k8s.io.api.autoscaling.v2.ObjectMetricSource", "metric"),
+    ("k8s.io.api.autoscaling.v2.ObjectMetricSource", "target"),
+    ("k8s.io.api.autoscaling.v2.ObjectMetricStatus", "current"),
+    (
+        "k8s.io.api.autoscaling.v2.ObjectMetricStatus",
+        "describedObject",
+    ),
+    ("k8s.io.api.autoscaling.v2.ObjectMetricStatus", "metric"),
+    ("k8s.io.api.autoscaling.v2.PodsMetricSource", "metric"),
+    ("k8s.io.api.autoscaling.v2.PodsMetricSource", "target"),
+    ("k8s.io.api.autoscaling.v2.PodsMetricStatus", "current"),
+    ("k8s.io.api.autoscaling.v2.PodsMetricStatus", "metric"),
+    ("k8s.io.api.autoscaling.v2.ResourceMetricSource", "name"),
+    ("k8s.io.api.autoscaling.v2.ResourceMetricSource", "target"),
+    ("k8s.io.api.autoscaling.v2.ResourceMetricStatus", "current"),
+    ("k8s.io.api.autoscaling.v2.ResourceMetricStatus", "name"),
     ("k8s.io.api.batch.v1.CronJobList", "items"),
     ("k8s.io.api.batch.v1.CronJobSpec", "failedJobsHistoryLimit"),
     ("k8s.io.api.batch.v1.CronJobSpec", "jobTemplate"),
@@ -338,6 +742,34 @@ pub(crate) const KEEP_ZERO_FIELDS: &[(&str, &str)] = &[
     ("k8s.io.api.batch.v1.SuccessPolicy", "rules"),
     ("k8s.io.api.batch.v1.SuccessPolicyRule", "succeededCount"),
     ("k8s.io.api.batch.v1.SuccessPolicyRule", "succeededIndexes"),
+    (
+        "k8s.io.api.certificates.v1.CertificateSigningRequest",
+        "spec",
+    ),
+    (
+        "k8s.io.api.certificates.v1.CertificateSigningRequestCondition",
+        "status",
+    ),
+    (
+        "k8s.io.api.certificates.v1.CertificateSigningRequestCondition",
+        "type",
+    ),
+    (
+        "k8s.io.api.certificates.v1.CertificateSigningRequestList",
+        "items",
+    ),
+    (
+        "k8s.io.api.certificates.v1.CertificateSigningRequestSpec",
+        "expirationSeconds",
+    ),
+    (
+        "k8s.io.api.certificates.v1.CertificateSigningRequestSpec",
+        "request",
+    ),
+    (
+        "k8s.io.api.certificates.v1.CertificateSigningRequestSpec",
+        "signerName",
+    ),
     ("k8s.io.api.coordination.v1.LeaseList", "items"),
     ("k8s.io.api.coordination.v1.LeaseSpec", "acquireTime"),
     ("k8s.io.api.coordination.v1.LeaseSpec", "holderIdentity"),
@@ -1043,6 +1475,25 @@ pub(crate) const KEEP_ZERO_FIELDS: &[(&str, &str)] = &[
         "k8s.io.api.core.v1.WindowsSecurityContextOptions",
         "runAsUserName",
     ),
+    ("k8s.io.api.discovery.v1.Endpoint", "addresses"),
+    ("k8s.io.api.discovery.v1.Endpoint", "hints"),
+    ("k8s.io.api.discovery.v1.Endpoint", "hostname"),
+    ("k8s.io.api.discovery.v1.Endpoint", "nodeName"),
+    ("k8s.io.api.discovery.v1.Endpoint", "targetRef"),
+    ("k8s.io.api.discovery.v1.Endpoint", "zone"),
+    ("k8s.io.api.discovery.v1.EndpointConditions", "ready"),
+    ("k8s.io.api.discovery.v1.EndpointConditions", "serving"),
+    ("k8s.io.api.discovery.v1.EndpointConditions", "terminating"),
+    ("k8s.io.api.discovery.v1.EndpointPort", "appProtocol"),
+    ("k8s.io.api.discovery.v1.EndpointPort", "name"),
+    ("k8s.io.api.discovery.v1.EndpointPort", "port"),
+    ("k8s.io.api.discovery.v1.EndpointPort", "protocol"),
+    ("k8s.io.api.discovery.v1.EndpointSlice", "addressType"),
+    ("k8s.io.api.discovery.v1.EndpointSlice", "endpoints"),
+    ("k8s.io.api.discovery.v1.EndpointSlice", "ports"),
+    ("k8s.io.api.discovery.v1.EndpointSliceList", "items"),
+    ("k8s.io.api.discovery.v1.ForNode", "name"),
+    ("k8s.io.api.discovery.v1.ForZone", "name"),
     ("k8s.io.api.events.v1.Event", "eventTime"),
     ("k8s.io.api.events.v1.Event", "metadata"),
     ("k8s.io.api.events.v1.Event", "related"),
@@ -1050,6 +1501,146 @@ pub(crate) const KEEP_ZERO_FIELDS: &[(&str, &str)] = &[
     ("k8s.io.api.events.v1.EventList", "items"),
     ("k8s.io.api.events.v1.EventSeries", "count"),
     ("k8s.io.api.events.v1.EventSeries", "lastObservedTime"),
+    (
+        "k8s.io.api.flowcontrol.v1.ExemptPriorityLevelConfiguration",
+        "lendablePercent",
+    ),
+    (
+        "k8s.io.api.flowcontrol.v1.ExemptPriorityLevelConfiguration",
+        "nominalConcurrencyShares",
+    ),
+    ("k8s.io.api.flowcontrol.v1.FlowDistinguisherMethod", "type"),
+    ("k8s.io.api.flowcontrol.v1.FlowSchemaList", "items"),
+    (
+        "k8s.io.api.flowcontrol.v1.FlowSchemaSpec",
+        "distinguisherMethod",
+    ),
+    (
+        "k8s.io.api.flowcontrol.v1.FlowSchemaSpec",
+        "matchingPrecedence",
+    ),
+    (
+        "k8s.io.api.flowcontrol.v1.FlowSchemaSpec",
+        "priorityLevelConfiguration",
+    ),
+    ("k8s.io.api.flowcontrol.v1.GroupSubject", "name"),
+    ("k8s.io.api.flowcontrol.v1.LimitResponse", "queuing"),
+    ("k8s.io.api.flowcontrol.v1.LimitResponse", "type"),
+    (
+        "k8s.io.api.flowcontrol.v1.LimitedPriorityLevelConfiguration",
+        "borrowingLimitPercent",
+    ),
+    (
+        "k8s.io.api.flowcontrol.v1.LimitedPriorityLevelConfiguration",
+        "lendablePercent",
+    ),
+    (
+        "k8s.io.api.flowcontrol.v1.LimitedPriorityLevelConfiguration",
+        "nominalConcurrencyShares",
+    ),
+    (
+        "k8s.io.api.flowcontrol.v1.NonResourcePolicyRule",
+        "nonResourceURLs",
+    ),
+    ("k8s.io.api.flowcontrol.v1.NonResourcePolicyRule", "verbs"),
+    (
+        "k8s.io.api.flowcontrol.v1.PolicyRulesWithSubjects",
+        "subjects",
+    ),
+    (
+        "k8s.io.api.flowcontrol.v1.PriorityLevelConfigurationList",
+        "items",
+    ),
+    (
+        "k8s.io.api.flowcontrol.v1.PriorityLevelConfigurationReference",
+        "name",
+    ),
+    (
+        "k8s.io.api.flowcontrol.v1.PriorityLevelConfigurationSpec",
+        "exempt",
+    ),
+    (
+        "k8s.io.api.flowcontrol.v1.PriorityLevelConfigurationSpec",
+        "limited",
+    ),
+    (
+        "k8s.io.api.flowcontrol.v1.PriorityLevelConfigurationSpec",
+        "type",
+    ),
+    ("k8s.io.api.flowcontrol.v1.QueuingConfiguration", "handSize"),
+    (
+        "k8s.io.api.flowcontrol.v1.QueuingConfiguration",
+        "queueLengthLimit",
+    ),
+    ("k8s.io.api.flowcontrol.v1.QueuingConfiguration", "queues"),
+    ("k8s.io.api.flowcontrol.v1.ResourcePolicyRule", "apiGroups"),
+    ("k8s.io.api.flowcontrol.v1.ResourcePolicyRule", "namespaces"),
+    ("k8s.io.api.flowcontrol.v1.ResourcePolicyRule", "resources"),
+    ("k8s.io.api.flowcontrol.v1.ResourcePolicyRule", "verbs"),
+    ("k8s.io.api.flowcontrol.v1.ServiceAccountSubject", "name"),
+    (
+        "k8s.io.api.flowcontrol.v1.ServiceAccountSubject",
+        "namespace",
+    ),
+    ("k8s.io.api.flowcontrol.v1.Subject", "group"),
+    ("k8s.io.api.flowcontrol.v1.Subject", "kind"),
+    ("k8s.io.api.flowcontrol.v1.Subject", "serviceAccount"),
+    ("k8s.io.api.flowcontrol.v1.Subject", "user"),
+    ("k8s.io.api.flowcontrol.v1.UserSubject", "name"),
+    ("k8s.io.api.networking.v1.HTTPIngressPath", "backend"),
+    ("k8s.io.api.networking.v1.HTTPIngressPath", "pathType"),
+    ("k8s.io.api.networking.v1.HTTPIngressRuleValue", "paths"),
+    ("k8s.io.api.networking.v1.IPAddressList", "items"),
+    ("k8s.io.api.networking.v1.IPAddressSpec", "parentRef"),
+    ("k8s.io.api.networking.v1.IPBlock", "cidr"),
+    ("k8s.io.api.networking.v1.IngressBackend", "resource"),
+    ("k8s.io.api.networking.v1.IngressBackend", "service"),
+    ("k8s.io.api.networking.v1.IngressClassList", "items"),
+    (
+        "k8s.io.api.networking.v1.IngressClassParametersReference",
+        "aPIGroup",
+    ),
+    (
+        "k8s.io.api.networking.v1.IngressClassParametersReference",
+        "kind",
+    ),
+    (
+        "k8s.io.api.networking.v1.IngressClassParametersReference",
+        "name",
+    ),
+    (
+        "k8s.io.api.networking.v1.IngressClassParametersReference",
+        "namespace",
+    ),
+    (
+        "k8s.io.api.networking.v1.IngressClassParametersReference",
+        "scope",
+    ),
+    ("k8s.io.api.networking.v1.IngressClassSpec", "parameters"),
+    ("k8s.io.api.networking.v1.IngressList", "items"),
+    ("k8s.io.api.networking.v1.IngressPortStatus", "error"),
+    ("k8s.io.api.networking.v1.IngressPortStatus", "port"),
+    ("k8s.io.api.networking.v1.IngressPortStatus", "protocol"),
+    ("k8s.io.api.networking.v1.IngressRuleValue", "http"),
+    ("k8s.io.api.networking.v1.IngressServiceBackend", "name"),
+    ("k8s.io.api.networking.v1.IngressSpec", "defaultBackend"),
+    ("k8s.io.api.networking.v1.IngressSpec", "ingressClassName"),
+    ("k8s.io.api.networking.v1.NetworkPolicyList", "items"),
+    ("k8s.io.api.networking.v1.NetworkPolicyPeer", "ipBlock"),
+    (
+        "k8s.io.api.networking.v1.NetworkPolicyPeer",
+        "namespaceSelector",
+    ),
+    ("k8s.io.api.networking.v1.NetworkPolicyPeer", "podSelector"),
+    ("k8s.io.api.networking.v1.NetworkPolicyPort", "endPort"),
+    ("k8s.io.api.networking.v1.NetworkPolicyPort", "port"),
+    ("k8s.io.api.networking.v1.NetworkPolicyPort", "protocol"),
+    ("k8s.io.api.networking.v1.NetworkPolicySpec", "podSelector"),
+    ("k8s.io.api.networking.v1.ServiceCIDRList", "items"),
+    ("k8s.io.api.node.v1.RuntimeClass", "handler"),
+    ("k8s.io.api.node.v1.RuntimeClass", "overhead"),
+    ("k8s.io.api.node.v1.RuntimeClass", "scheduling"),
+    ("k8s.io.api.node.v1.RuntimeClassList", "items"),
     ("k8s.io.api.policy.v1.Eviction", "deleteOptions"),
     ("k8s.io.api.policy.v1.PodDisruptionBudgetList", "items"),
     (
@@ -1081,6 +1672,24 @@ pub(crate) const KEEP_ZERO_FIELDS: &[(&str, &str)] = &[
         "k8s.io.api.policy.v1.PodDisruptionBudgetStatus",
         "expectedPods",
     ),
+    ("k8s.io.api.rbac.v1.ClusterRole", "aggregationRule"),
+    ("k8s.io.api.rbac.v1.ClusterRole", "rules"),
+    ("k8s.io.api.rbac.v1.ClusterRoleBinding", "roleRef"),
+    ("k8s.io.api.rbac.v1.ClusterRoleBindingList", "items"),
+    ("k8s.io.api.rbac.v1.ClusterRoleList", "items"),
+    ("k8s.io.api.rbac.v1.PolicyRule", "verbs"),
+    ("k8s.io.api.rbac.v1.Role", "rules"),
+    ("k8s.io.api.rbac.v1.RoleBinding", "roleRef"),
+    ("k8s.io.api.rbac.v1.RoleBindingList", "items"),
+    ("k8s.io.api.rbac.v1.RoleList", "items"),
+    ("k8s.io.api.rbac.v1.RoleRef", "apiGroup"),
+    ("k8s.io.api.rbac.v1.RoleRef", "kind"),
+    ("k8s.io.api.rbac.v1.RoleRef", "name"),
+    ("k8s.io.api.rbac.v1.Subject", "kind"),
+    ("k8s.io.api.rbac.v1.Subject", "name"),
+    ("k8s.io.api.scheduling.v1.PriorityClass", "preemptionPolicy"),
+    ("k8s.io.api.scheduling.v1.PriorityClass", "value"),
+    ("k8s.io.api.scheduling.v1.PriorityClassList", "items"),
     ("k8s.io.api.storage.v1.CSIDriver", "spec"),
     ("k8s.io.api.storage.v1.CSIDriverList", "items"),
     ("k8s.io.api.storage.v1.CSIDriverSpec", "attachRequired"),
@@ -1311,6 +1920,14 @@ pub(crate) const KEEP_ZERO_FIELDS: &[(&str, &str)] = &[
 /// (message, field): embedded structs, inlined in JSON.
 pub(crate) const INLINE_FIELDS: &[(&str, &str)] = &[
     (
+        "k8s.io.api.admissionregistration.v1.NamedRuleWithOperations",
+        "ruleWithOperations",
+    ),
+    (
+        "k8s.io.api.admissionregistration.v1.RuleWithOperations",
+        "rule",
+    ),
+    (
         "k8s.io.api.core.v1.ConfigMapEnvSource",
         "localObjectReference",
     ),
@@ -1345,4 +1962,5 @@ pub(crate) const INLINE_FIELDS: &[(&str, &str)] = &[
         "localObjectReference",
     ),
     ("k8s.io.api.core.v1.Volume", "volumeSource"),
+    ("k8s.io.api.networking.v1.IngressRule", "ingressRuleValue"),
 ];

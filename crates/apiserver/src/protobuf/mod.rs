@@ -98,11 +98,12 @@ pub fn is_protobuf(media: &str) -> bool {
 
 /// The message for `kind` in `api_version`: the group's package
 /// (`apps/v1` → `k8s.io.api.apps.v1`, `coordination.k8s.io/v1` →
-/// `k8s.io.api.coordination.v1`, `v1` → `k8s.io.api.core.v1`), then the
-/// meta package (`DeleteOptions` and the other options kinds).
+/// `k8s.io.api.coordination.v1`, `rbac.authorization.k8s.io/v1` →
+/// `k8s.io.api.rbac.v1`, `v1` → `k8s.io.api.core.v1`), then the meta
+/// package (`DeleteOptions` and the other options kinds).
 fn message_for(api_version: &str, kind: &str) -> Option<MessageDescriptor> {
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    let group = group.strip_suffix(".k8s.io").unwrap_or(group);
+    let group = group.split('.').next().unwrap_or(group);
     let group = if group.is_empty() { "core" } else { group };
     let pool = pool();
     if group != "meta" {
