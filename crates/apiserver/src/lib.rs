@@ -25,6 +25,7 @@
 //! It talks to storage only through the `skiff_store::Store` trait.
 
 pub mod admission;
+pub mod agents;
 pub mod authn;
 pub mod authz;
 pub mod decode;
@@ -116,6 +117,8 @@ pub struct AppState {
     /// TLS with the client certificate presented to node agents
     /// (`pods/log`); none: logs are unavailable.
     pub kubelet_tls: Option<Arc<rustls::ClientConfig>>,
+    /// Node agents running in this process, reached without TCP or TLS.
+    pub local_agents: agents::LocalAgents,
 }
 
 impl AppState {
@@ -133,6 +136,7 @@ impl AppState {
             bookmark_every,
             caches,
             kubelet_tls: None,
+            local_agents: agents::LocalAgents::default(),
         }
     }
 
@@ -285,6 +289,12 @@ impl ApiServer {
                 name: "system:apiserver".into(),
                 groups: vec!["system:masters".into()],
             }))))
+    }
+
+    /// Where node agents running in this process register, so that
+    /// logs and streams reach them without TCP or TLS.
+    pub fn local_agents(&self) -> agents::LocalAgents {
+        self.state.local_agents.clone()
     }
 
     /// Serves until `shutdown` is cancelled.

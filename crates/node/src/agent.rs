@@ -89,6 +89,20 @@ pub struct Config {
     pub max_pods: u32,
     /// How often the Node's status and Lease are refreshed.
     pub status_update_frequency: Duration,
+    /// Told the node name and an in-process dialer of the agent's
+    /// endpoint once it is bound (`skiff server` hands it to its API
+    /// server, which then reaches this node without TCP or TLS).
+    pub on_local_endpoint: Option<LocalEndpointHook>,
+}
+
+/// See [`Config::on_local_endpoint`].
+#[derive(Clone)]
+pub struct LocalEndpointHook(pub Arc<dyn Fn(&str, crate::server::LocalDial) + Send + Sync>);
+
+impl std::fmt::Debug for LocalEndpointHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LocalEndpointHook")
+    }
 }
 
 impl Config {
@@ -110,6 +124,7 @@ impl Config {
             stop_pods_on_exit: false,
             max_pods: 110,
             status_update_frequency: Duration::from_secs(10),
+            on_local_endpoint: None,
         }
     }
 
@@ -453,6 +468,9 @@ impl Agent {
                 .map_err(|e| Error::Server(e.to_string()))?
         };
         let port = server.local_addr().port();
+        if let Some(hook) = &config.on_local_endpoint {
+            (hook.0)(&config.node_name, server.local_dialer(shutdown.clone()));
+        }
         let server_task = tokio::spawn(server.run(shutdown.clone()));
 
         // Registration, status and Lease: first, so that a node whose

@@ -515,6 +515,52 @@ async fn get(
     Ok((status, body))
 }
 
+/// An agent in the API server's process is reached through the pipe it
+/// registered, not the Node's address (here a port nothing listens on);
+/// once its endpoint has shut down, the API server dials the address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_in_process_agent_is_reached_without_tcp() {
+    let api = TestApiServer::start(|c| c, Options { loopback: true }).await;
+    let client = api.client().await;
+    let client_ca = std::fs::read_to_string(api.dir.path().join("pki/ca.crt")).expect("CA");
+    let root = tempfile::tempdir().expect("log root");
+    let config = ServerConfig::new(
+        "n1",
+        "127.0.0.1:0".parse().expect("addr"),
+        api.dir.path().join("node-pki"),
+        client_ca,
+        root.path().to_path_buf(),
+    );
+    let bound = server::bind(config).await.expect("bind node server");
+    let stop = CancellationToken::new();
+    api.local_agents
+        .register("n1", bound.local_dialer(stop.clone()));
+    tokio::spawn(bound.run(stop.clone()));
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("free port");
+    let closed_port = closed.local_addr().expect("addr").port();
+    drop(closed);
+    create_node(&client, closed_port).await;
+    let uid = create_pod(&client, "web", &["app"], Some("n1")).await;
+    let dir = pod_log_dir(root.path(), "default", "web", &uid);
+    write_log(&dir, "app", 0, &cri(1, "stdout", "F", "through the pipe"));
+
+    assert_eq!(
+        kubectl_ok(&api, &["logs", "web"]).await,
+        "through the pipe\n"
+    );
+
+    stop.cancel();
+    let out = kubectl(&api, &["logs", "web"]).await;
+    assert!(!out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "dial tcp 127.0.0.1:{closed_port}: connect: connection refused"
+        )),
+        "{stderr}"
+    );
+}
+
 #[tokio::test]
 async fn the_node_endpoint_lets_in_only_clients_of_its_ca() {
     let _ = rustls::crypto::ring::default_provider().install_default();

@@ -49,6 +49,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     // The scheduler is a client of this API server like any other, through
     // the in-process loopback (same handlers and checks, no TCP or TLS).
     let loopback = kube::Client::new(api.loopback(), "default");
+    let local_agents = api.local_agents();
     let api = tokio::spawn(api.run(shutdown.clone()));
     crate::default_storage_class::ensure_logged(loopback.clone()).await;
 
@@ -87,6 +88,12 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
                 ..Default::default()
             });
         }
+        // The API server reaches this agent through an in-process pipe.
+        config.on_local_endpoint = Some(skiff_node::agent::LocalEndpointHook(Arc::new(
+            move |node: &str, dial: skiff_node::server::LocalDial| {
+                local_agents.register(node, dial)
+            },
+        )));
         let agent = skiff_node::agent::Agent::new(config, loopback.clone());
         let shutdown = shutdown.clone();
         Some(tokio::spawn(async move {

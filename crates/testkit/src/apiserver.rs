@@ -28,6 +28,8 @@ pub struct TestApiServer {
     pub store: Arc<dyn Store>,
     /// The in-process router as `system:apiserver` (with `loopback`).
     pub loopback: Option<axum::Router>,
+    /// Where in-process node agents register (see skiff_apiserver::agents).
+    pub local_agents: skiff_apiserver::agents::LocalAgents,
     shutdown: CancellationToken,
 }
 
@@ -69,6 +71,7 @@ impl TestApiServer {
         .expect("bind API server");
         let kubeconfig = server.kubeconfig.clone();
         let loopback = options.loopback.then(|| server.loopback());
+        let local_agents = server.local_agents();
         let url = format!("https://127.0.0.1:{}", server.local_addr.port());
         let shutdown = CancellationToken::new();
         tokio::spawn(server.run(shutdown.clone()));
@@ -78,6 +81,7 @@ impl TestApiServer {
             url,
             store,
             loopback,
+            local_agents,
             shutdown,
         }
     }

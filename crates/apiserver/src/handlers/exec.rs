@@ -136,8 +136,7 @@ pub(super) async fn pod_agent(state: &AppState, pod: &Value, name: &str) -> ApiR
             "pod {name} does not have a host assigned"
         )));
     };
-    let (tls, host, port) = node_agent(state, node_name).await?;
-    Ok(Agent { tls, host, port })
+    node_agent(state, node_name).await
 }
 
 /// GET|POST pods/NAME/exec (`sub` "exec") or pods/NAME/attach.

@@ -33,6 +33,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 use serde_json::{json, Value};
 
+use crate::agents::{Agent, AgentStream};
 use crate::object;
 use crate::resources::{self, Resource};
 use crate::status::{ApiError, ApiResult, Cause};
@@ -461,11 +462,11 @@ fn dial_error(e: &std::io::Error) -> String {
 /// A TLS connection to the agent at `host:port` with the kubelet client
 /// certificate (`pods/log`, exec, attach and port-forward share it); the
 /// error in Go's dialer words (`dial tcp H:P: connect: connection refused`).
-pub(crate) async fn connect_agent(
-    tls: Arc<rustls::ClientConfig>,
-    host: &str,
-    port: u16,
-) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
+pub(crate) async fn connect_agent(agent: &Agent) -> Result<AgentStream, String> {
+    if let Some(stream) = agent.local.as_ref().and_then(|dial| dial()) {
+        return Ok(AgentStream::Local(stream));
+    }
+    let (tls, host, port) = (agent.tls.clone(), agent.host.as_str(), agent.port);
     let host_port = join_host_port(host, port);
     let tcp = tokio::time::timeout(DIAL_TIMEOUT, tokio::net::TcpStream::connect((host, port)))
         .await
@@ -473,24 +474,23 @@ pub(crate) async fn connect_agent(
         .map_err(|e| format!("dial tcp {host_port}: {}", dial_error(&e)))?;
     let _ = tcp.set_nodelay(true);
     let server_name = ServerName::try_from(host.to_string()).map_err(|e| e.to_string())?;
-    tokio::time::timeout(
+    let tls = tokio::time::timeout(
         TLS_TIMEOUT,
         tokio_rustls::TlsConnector::from(tls).connect(server_name, tcp),
     )
     .await
     .map_err(|_| "net/http: TLS handshake timeout".to_string())?
-    .map_err(|e| e.to_string())
+    .map_err(|e| e.to_string())?;
+    Ok(AgentStream::Tls(Box::new(tls)))
 }
 
 /// GETs `path` from the agent at `host:port`.
 async fn get_from_agent(
-    tls: Arc<rustls::ClientConfig>,
-    host: &str,
-    port: u16,
+    agent: &Agent,
     path: &str,
 ) -> Result<(Response<hyper::body::Incoming>, AbortOnDrop), String> {
-    let host_port = join_host_port(host, port);
-    let stream = connect_agent(tls, host, port).await?;
+    let host_port = join_host_port(&agent.host, agent.port);
+    let stream = connect_agent(agent).await?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| e.to_string())?;
@@ -532,10 +532,7 @@ fn plain(status: StatusCode, body: Body) -> Response {
 
 /// The agent of node `node_name`: the client TLS for it, its host and
 /// port (upstream's `GetConnectionInfo`: a missing node is its 404).
-pub(crate) async fn node_agent(
-    state: &AppState,
-    node_name: &str,
-) -> ApiResult<(Arc<rustls::ClientConfig>, String, u16)> {
+pub(crate) async fn node_agent(state: &AppState, node_name: &str) -> ApiResult<Agent> {
     let nodes = resources::find("", "v1", "nodes")
         .ok_or_else(|| ApiError::internal("nodes are not served"))?;
     let node = match state.store.get(&object::key(nodes, None, node_name)).await {
@@ -550,7 +547,12 @@ pub(crate) async fn node_agent(
         .kubelet_tls
         .clone()
         .ok_or_else(|| ApiError::unavailable("no client credentials for node agents"))?;
-    Ok((tls, host, port))
+    Ok(Agent {
+        tls,
+        host,
+        port,
+        local: state.local_agents.get(node_name),
+    })
 }
 
 /// GET pods/NAME/log.
@@ -579,7 +581,7 @@ pub(super) async fn log(
         // Not scheduled yet: upstream answers with nothing.
         return Ok(plain(StatusCode::OK, Body::empty()));
     };
-    let (tls, host, port) = node_agent(state, node_name).await?;
+    let agent = node_agent(state, node_name).await?;
     let namespace = ns.unwrap_or("default");
     let query = opts.kubelet_query();
     let mut path = format!(
@@ -591,10 +593,10 @@ pub(super) async fn log(
     if !query.is_empty() {
         path = format!("{path}?{query}");
     }
-    let (response, guard) = get_from_agent(tls, &host, port, &path).await.map_err(|e| {
+    let (response, guard) = get_from_agent(&agent, &path).await.map_err(|e| {
         unknown(format!(
             "Get \"https://{}{path}\": {e}",
-            join_host_port(&host, port)
+            join_host_port(&agent.host, agent.port)
         ))
     })?;
     let (parts, body) = response.into_parts();

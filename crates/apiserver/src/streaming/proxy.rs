@@ -11,8 +11,6 @@
 //! It owns no protocol: bytes pass through as they are. What is said on
 //! them is `translate`'s when the API server speaks to the client itself.
 
-use std::sync::Arc;
-
 /// The copy buffer each direction of a splice uses (tokio's default is
 /// 8 KiB; bulk port-forward traffic moves in fewer, larger writes).
 const SPLICE_BUFFER: usize = 64 * 1024;
@@ -31,13 +29,7 @@ use crate::status::{ApiError, ApiResult};
 /// The header that names the streaming protocols (SPDY's negotiation).
 pub const PROTOCOL_VERSION: &str = "x-stream-protocol-version";
 
-/// A node agent: where it listens and how to reach it.
-#[derive(Debug, Clone)]
-pub struct Agent {
-    pub tls: Arc<rustls::ClientConfig>,
-    pub host: String,
-    pub port: u16,
-}
+pub use crate::agents::Agent;
 
 /// What the agent answered an upgrade request.
 #[derive(Debug)]
@@ -116,7 +108,7 @@ pub async fn request_upgrade(
     path: &str,
     headers: HeaderMap,
 ) -> Result<Answer, String> {
-    let stream = connect_agent(agent.tls.clone(), &agent.host, agent.port).await?;
+    let stream = connect_agent(agent).await?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| e.to_string())?;

@@ -712,6 +712,7 @@ mod tests {
             tls: crate::handlers::log::kubelet_client_tls(&cert_pem, &key_pem).unwrap(),
             host: "127.0.0.1".into(),
             port,
+            local: None,
         }
     }
 

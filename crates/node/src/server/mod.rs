@@ -13,7 +13,10 @@
 //! Clients must present a certificate signed by the cluster's client CA
 //! (the API server's kubelet-client certificate): without one the TLS
 //! handshake fails. The serving certificate is the agent's own
-//! ([`tls`]). Binding ([`bind`]) is apart from serving ([`Server::run`]),
+//! ([`tls`]). An API server in the same process reaches it through
+//! [`Server::local_dialer`] instead: an in-memory pipe served by the same
+//! routes, without TCP or TLS (nothing outside the process can reach
+//! it). Binding ([`bind`]) is apart from serving ([`Server::run`]),
 //! so a port in use is an error before anything runs.
 //!
 //! It reads log files only through [`crate::logs`] and asks the agent
@@ -285,17 +288,53 @@ impl Server {
                             return;
                         }
                     };
-                let service = TowerToHyperService::new(app);
-                let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-                let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
-                tokio::select! {
-                    result = conn => if let Err(e) = result {
-                        tracing::debug!(%peer, error = %e, "connection ended with an error");
-                    },
-                    _ = shutdown.cancelled() => {}
-                }
+                serve_connection(tls, app, shutdown, &peer.to_string()).await;
             });
         }
+    }
+
+    /// Connections to this endpoint from inside the process (the API
+    /// server of `skiff server`): each call gives one end of a new
+    /// in-memory pipe whose other end is served by the same routes as the
+    /// network listener until `shutdown`; `None` once it is cancelled.
+    /// Streams through it skip a TLS encryption and decryption per byte
+    /// each way.
+    pub fn local_dialer(&self, shutdown: CancellationToken) -> LocalDial {
+        let app = router(self.shared.clone());
+        Arc::new(move || {
+            if shutdown.is_cancelled() {
+                return None;
+            }
+            let (ours, theirs) = tokio::io::duplex(LOCAL_PIPE_BYTES);
+            let (app, shutdown) = (app.clone(), shutdown.clone());
+            tokio::spawn(async move { serve_connection(ours, app, shutdown, "in-process").await });
+            Some(theirs)
+        })
+    }
+}
+
+/// Opens an in-process connection to a node agent's endpoint (see
+/// [`Server::local_dialer`]).
+pub type LocalDial = Arc<dyn Fn() -> Option<tokio::io::DuplexStream> + Send + Sync>;
+
+/// Bytes an in-process pipe holds each way (a streaming splice moves up
+/// to 64 KiB at a time).
+const LOCAL_PIPE_BYTES: usize = 256 * 1024;
+
+/// Serves HTTP/1.1 (with upgrades) or HTTP/2 on `io` until it ends or
+/// `shutdown`.
+async fn serve_connection<I>(io: I, app: Router, shutdown: CancellationToken, peer: &str)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = TowerToHyperService::new(app);
+    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
+    tokio::select! {
+        result = conn => if let Err(e) = result {
+            tracing::debug!(%peer, error = %e, "connection ended with an error");
+        },
+        _ = shutdown.cancelled() => {}
     }
 }
 
