@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, NodeCondition};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::wait::await_condition;
 use kube::{Api, Client};
@@ -336,6 +337,12 @@ async fn registers_the_node_and_follows_health() {
     running.stop().await;
 }
 
+fn later_beat_gap(first: &Time, later: &Time) -> i64 {
+    later.0.as_second() - first.0.as_second()
+}
+
+/// Quiet ticks patch nothing until the report frequency has passed; then
+/// only the heartbeat times move.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn quiet_ticks_move_only_heartbeats() {
     let server = TestApiServer::start(|c| c, Options::default()).await;
@@ -345,7 +352,8 @@ async fn quiet_ticks_move_only_heartbeats() {
     let running = Running::start(
         client.clone(),
         Config {
-            status_update_frequency: Duration::from_millis(500),
+            status_update_frequency: Duration::from_millis(100),
+            status_report_frequency: Duration::from_secs(3),
             ..config("quiet", root.path())
         },
         healthy(),
@@ -360,6 +368,14 @@ async fn quiet_ticks_move_only_heartbeats() {
         beat(n).is_some_and(|t| t.0 > first_beat.0)
     })
     .await;
+    // Ticks every 100 ms find nothing changed: the next patch comes with
+    // the report frequency (heartbeats have whole seconds: 3 s apart at
+    // least reads as 2 or more; a patch per tick would read 1).
+    let gap = later_beat_gap(&first_beat, &beat(&later).expect("heartbeat"));
+    assert!(
+        gap >= 2,
+        "heartbeats {gap} s apart with a 3 s report frequency"
+    );
     let mut before = first.status.clone().expect("status");
     let mut after = later.status.clone().expect("status");
     for status in [&mut before, &mut after] {

@@ -4,16 +4,20 @@
 //! This module owns the Node calls: create (or, when the Node exists,
 //! reconcile its labels, keeping everything else such as spec.podCIDR),
 //! retried with kubelet's backoff (100 ms doubling to 7 s) while the API
-//! is unreachable; then a status patch every `status_update_frequency`
-//! and whenever the agent's health changes, from a fresh GET as kubelet
-//! does, retried up to five times. What the status says is
+//! is unreachable; then, every `status_update_frequency`, the status is
+//! computed from the Node last written and patched (from a fresh GET as
+//! kubelet does, retried up to five times) when it changed beyond the
+//! heartbeat times, when the agent's health changes, or when
+//! `status_report_frequency` has passed since the last patch (kubelet's
+//! nodeStatusReportFrequency: the Lease is the frequent heartbeat, so
+//! thousands of nodes do not each patch their Node every 10 s). What the status says is
 //! [`super::node`]'s; this module must not compute it, nor touch the
 //! Node's spec.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, Taint};
+use k8s_openapi::api::core::v1::{Node, NodeStatus, Taint};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{GetParams, Patch, PatchParams, PostParams};
 use kube::Api;
@@ -149,18 +153,33 @@ async fn try_register(
         .map_err(|source| Error::Labels { name, source })
 }
 
-/// Patches the status every `every` and when `health` changes, until
-/// `shutdown`.
+/// How often the status is looked at and how often it is patched
+/// when nothing changed.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Every {
+    pub update: Duration,
+    pub report: Duration,
+}
+
+/// Patches the status when it changes (looked at every `every.update`),
+/// when `health` changes and every `every.report`, until `shutdown`.
+/// `registered` is the Node as registration left it.
 pub(super) async fn run(
     api: Api<Node>,
     facts: &Facts,
     mut health: watch::Receiver<Health>,
-    every: Duration,
+    every: Every,
+    registered: Node,
     shutdown: CancellationToken,
 ) {
-    let mut ticker = tokio::time::interval(every);
+    let mut ticker = tokio::time::interval(every.update);
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut health_open = true;
+    // The status last written and when (registration wrote one).
+    let mut last = Some((
+        registered.status.unwrap_or_default(),
+        tokio::time::Instant::now(),
+    ));
     loop {
         tokio::select! {
             biased;
@@ -172,19 +191,41 @@ pub(super) async fn run(
                     continue;
                 }
                 ticker.reset();
+                last = None;
             }
             _ = ticker.tick() => {}
         }
         let current = health.borrow_and_update().clone();
+        if let Some((held, at)) = &last {
+            let desired = desired_status(facts, &current, Some(held), Timestamp::now());
+            if at.elapsed() < every.report && !status_changed(held, &desired) {
+                continue;
+            }
+        }
         tokio::select! {
             _ = shutdown.cancelled() => return,
-            result = update_status(&api, facts, &current) => {
-                if let Err(e) = result {
+            result = update_status(&api, facts, &current) => match result {
+                Ok(node) => last = Some((node.status.unwrap_or_default(), tokio::time::Instant::now())),
+                Err(e) => {
+                    last = None;
                     tracing::warn!(error = %error_chain(&e), "unable to update node status");
                 }
             }
         }
     }
+}
+
+/// Whether `desired` differs from `held` beyond the conditions'
+/// heartbeat times (upstream's `nodeStatusHasChanged`).
+fn status_changed(held: &NodeStatus, desired: &NodeStatus) -> bool {
+    let without_beats = |s: &NodeStatus| {
+        let mut s = s.clone();
+        for c in s.conditions.iter_mut().flatten() {
+            c.last_heartbeat_time = None;
+        }
+        s
+    };
+    without_beats(held) != without_beats(desired)
 }
 
 /// upstream's `updateNodeStatus`: up to five tries, the first reading the

@@ -84,8 +84,13 @@ pub struct Config {
     pub max_pods: u32,
     /// The agent's state dir; its filesystem is ephemeral-storage.
     pub root_dir: PathBuf,
-    /// How often the status is patched (kubelet: 10 s).
+    /// How often the status is computed (kubelet's
+    /// nodeStatusUpdateFrequency: 10 s); it is patched when it changed.
     pub status_update_frequency: Duration,
+    /// How often an unchanged status is patched anyway, moving only the
+    /// heartbeat times (kubelet's nodeStatusReportFrequency: 5 min; the
+    /// Lease is the frequent heartbeat).
+    pub status_report_frequency: Duration,
     /// The Lease's leaseDurationSeconds (kubelet: 40).
     pub lease_duration_seconds: i32,
     /// How often the Lease is renewed (kubelet: a quarter of the
@@ -115,6 +120,7 @@ impl Config {
             max_pods: DEFAULT_MAX_PODS,
             root_dir: root_dir.into(),
             status_update_frequency: Duration::from_secs(10),
+            status_report_frequency: Duration::from_secs(5 * 60),
             lease_duration_seconds: 40,
             renew_interval: Duration::from_secs(10),
             machine: None,
@@ -206,7 +212,8 @@ impl Registration {
 
     /// Reads the machine's facts, registers the Node (retrying while the
     /// API is unreachable), then until `shutdown`: patches its status
-    /// every `status_update_frequency` and whenever `health` changes,
+    /// when it changed (looked at every `status_update_frequency`), when
+    /// `health` changes and every `status_report_frequency` regardless,
     /// renews its Lease every `renew_interval`, and publishes its
     /// spec.podCIDR. Returns `Ok` on shutdown.
     pub async fn run(
@@ -263,7 +270,11 @@ impl Registration {
                 nodes.clone(),
                 &facts,
                 health,
-                config.status_update_frequency,
+                heartbeat::Every {
+                    update: config.status_update_frequency,
+                    report: config.status_report_frequency,
+                },
+                node,
                 shutdown.clone(),
             ),
             renewer.run(config.renew_interval, shutdown.clone()),
