@@ -653,7 +653,10 @@ impl Agent {
         let ctx = Arc::new(Context {
             runtime: runtime.clone(),
             events: Arc::new(recorder.clone()),
-            api: Arc::new(ApiPods(client.clone())),
+            api: Arc::new(crate::status::manager::StatusManager::start(
+                Arc::new(ApiPods(client.clone())),
+                shutdown.clone(),
+            )),
             node_ip: node_ip.to_string(),
             log_root: log_root.clone(),
             network_ready: network_ready.clone(),

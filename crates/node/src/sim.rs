@@ -102,6 +102,12 @@ pub async fn run(client: kube::Client, config: Config, shutdown: CancellationTok
         ..Health::default()
     });
     let mut tasks = Vec::new();
+    // One status manager for every simulated node: statuses replaced
+    // before they are sent are never written.
+    let statuses = Arc::new(crate::status::manager::StatusManager::start(
+        Arc::new(ApiPods(client.clone())),
+        shutdown.clone(),
+    ));
     for i in 0..config.nodes {
         let name = config.node_name(i);
         let runtime = Arc::new(FakeRuntime::simulated(Simulation {
@@ -132,7 +138,7 @@ pub async fn run(client: kube::Client, config: Config, shutdown: CancellationTok
         let ctx = Arc::new(Context {
             runtime: runtime.clone(),
             events: Arc::new(recorder),
-            api: Arc::new(ApiPods(client.clone())),
+            api: statuses.clone(),
             node_ip: node_ip(i).to_string(),
             log_root: config.data_dir.join("logs").join(&name),
             network_ready: Arc::new(std::sync::atomic::AtomicBool::new(true)),

@@ -3,7 +3,10 @@
 //! lastState, restartCount, IDs), phase, the pod conditions, IPs and
 //! startTime. Pure: the worker passes the pod, the runtime's view, the
 //! waiting reasons of its last sync and the time; patching is the
-//! worker's, and only when the result differs from the pod's status.
+//! worker's, and only when the result differs from the pod's status,
+//! through the [`manager`] that writes statuses in the background.
+
+pub mod manager;
 
 use std::collections::BTreeMap;
 
