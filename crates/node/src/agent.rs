@@ -671,6 +671,7 @@ impl Agent {
                 .map(|b| b as i64)
                 .unwrap_or(0),
             volumes_root: config.data_dir.join("volumes"),
+            cluster_dns: Vec::new(),
             cgroups: pod_cgroups(&config),
         });
         let cleaner = tokio::spawn(

@@ -54,6 +54,10 @@ pub struct Config {
     pub cleanup: bool,
     /// Scratch space for the workers' per-pod files.
     pub data_dir: PathBuf,
+    /// The cluster DNS servers the simulated kubelets are configured
+    /// with (a real cluster has one; without it every ClusterFirst pod
+    /// gets a MissingClusterDNS warning event).
+    pub cluster_dns: Vec<String>,
 }
 
 impl Config {
@@ -148,6 +152,7 @@ pub async fn run(client: kube::Client, config: Config, shutdown: CancellationTok
             node_memory: config.memory_bytes as i64,
             volumes_root: config.data_dir.join("volumes").join(&name),
             cgroups: None,
+            cluster_dns: config.cluster_dns.clone(),
         });
         let (tx, rx) = mpsc::unbounded_channel();
         let events: PodEvents =

@@ -70,6 +70,12 @@ pub struct SimArgs {
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
     pub pod_start_delay: std::time::Duration,
 
+    /// The cluster DNS server the simulated kubelets are configured with
+    /// (kubelet's --cluster-dns; empty: none, and ClusterFirst pods get
+    /// the MissingClusterDNS warning).
+    #[arg(long, default_value = "10.43.0.10")]
+    pub cluster_dns: String,
+
     /// Each node's capacity `pods`.
     #[arg(long, default_value_t = 110)]
     pub pods_per_node: u32,
@@ -220,6 +226,15 @@ pub struct ServerArgs {
     /// Pod IPs come from this range; each node gets a /24 of it.
     #[arg(long, default_value = "10.244.0.0/16")]
     pub cluster_cidr: String,
+
+    /// Service ClusterIPs come from this range (the first address is the
+    /// `kubernetes` Service's; cluster DNS is expected at .10, as k3s).
+    #[arg(long, default_value = "10.43.0.0/16")]
+    pub service_cidr: String,
+
+    /// NodePorts come from this range.
+    #[arg(long, default_value = "30000-32767")]
+    pub service_node_port_range: String,
 
     /// Register this server's node with the taint
     /// node-role.kubernetes.io/control-plane:NoSchedule.

@@ -6,6 +6,17 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::SimArgs;
 
+/// `--cluster-dns`: an IP, or empty for none.
+fn cluster_dns(value: &str) -> anyhow::Result<Vec<String>> {
+    if value.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ip: std::net::IpAddr = value
+        .parse()
+        .map_err(|_| anyhow::anyhow!("--cluster-dns {value:?}: not an IP address"))?;
+    Ok(vec![ip.to_string()])
+}
+
 pub async fn run(args: SimArgs) -> anyhow::Result<()> {
     let client = crate::scheduler::client(&args.kubeconfig).await?;
     let memory = skiff_api::quantity::parse_value(&args.memory)
@@ -23,6 +34,7 @@ pub async fn run(args: SimArgs) -> anyhow::Result<()> {
         stop_after: args.stop_after,
         cleanup: args.cleanup,
         data_dir,
+        cluster_dns: cluster_dns(&args.cluster_dns)?,
     };
     let shutdown = CancellationToken::new();
     let mut task = tokio::spawn(skiff_node::sim::run(client, config, shutdown.clone()));

@@ -80,6 +80,10 @@ pub struct Context {
     /// The pods' cgroups, when the agent manages them (its own containerd,
     /// with the cgroupfs driver).
     pub cgroups: Option<super::qos::PodCgroups>,
+    /// The cluster DNS servers ClusterFirst pods use (kubelet's
+    /// clusterDNS); none: they fall back to Default with upstream's
+    /// MissingClusterDNS warning.
+    pub cluster_dns: Vec<String>,
 }
 
 /// How a sync ended.
@@ -525,7 +529,7 @@ impl PodWorker {
             // resolv.conf comes from the node's (dnsPolicy and dnsConfig
             // applied); containerd writes it from this config.
             let node_resolv = std::fs::read_to_string(NODE_RESOLV_CONF).unwrap_or_default();
-            let dns = super::dns::dns(pod, &node_resolv, &[]);
+            let dns = super::dns::dns(pod, &node_resolv, &self.ctx.cluster_dns);
             for (reason, msg) in &dns.warnings {
                 events.event(pod, EventType::Warning, reason, msg);
             }
@@ -1160,6 +1164,7 @@ mod tests {
             node_memory: 1 << 30,
             volumes_root: std::env::temp_dir().join("skiff-worker-test-volumes"),
             cgroups: None,
+            cluster_dns: Vec::new(),
         });
         let worker = PodWorker::new(ctx, "u1".into());
         (runtime, events, api, worker)
