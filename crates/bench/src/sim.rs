@@ -308,9 +308,17 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 
     // Phase 1: the sim's nodes Ready.
     let skiff = cluster::sibling("skiff")?;
-    let dir = tempfile::Builder::new()
-        .prefix("skiff-bench-sim-")
-        .tempdir()?;
+    // The simulated kubelets' per-pod scratch files (managed /etc/hosts,
+    // termination-message files) go to memory when the machine has a
+    // tmpfs: the benchmark measures the control plane, not ext4.
+    let shm = std::path::Path::new("/dev/shm");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("skiff-bench-sim-");
+    let dir = if shm.is_dir() {
+        builder.tempdir_in(shm)?
+    } else {
+        builder.tempdir()?
+    };
     let log = std::fs::File::create(dir.path().join("sim.log"))?;
     let c0 = cpu(server_pid, 0);
     let (n0, p0) = (nodes.mark(), pods.mark());
