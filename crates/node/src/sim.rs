@@ -312,6 +312,7 @@ mod tests {
             stop_after: None,
             cleanup: false,
             data_dir: "/tmp/x".into(),
+            cluster_dns: vec!["10.43.0.10".into()],
         };
         assert_eq!(c.node_name(2), "sim-2");
         assert_eq!(node_ip(0).to_string(), "100.64.0.1");
