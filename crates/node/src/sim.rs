@@ -91,10 +91,15 @@ fn machine(config: &Config, name: &str) -> Machine {
     }
 }
 
+/// What the shared pod watch gives each node's dispatcher.
+type PodEvent = Result<watcher::Event<Pod>, watcher::Error>;
+
 /// One simulated node's handles.
 struct SimNode {
     runtime: Arc<FakeRuntime>,
-    pods: mpsc::UnboundedSender<Result<watcher::Event<Pod>, watcher::Error>>,
+    /// Boxed: a channel allocates room for 32 items up front, and a Pod
+    /// is over 2 KiB inline (70 KiB a node unboxed).
+    pods: mpsc::UnboundedSender<Box<PodEvent>>,
 }
 
 /// Runs the simulated nodes until `shutdown`.
@@ -154,10 +159,13 @@ pub async fn run(client: kube::Client, config: Config, shutdown: CancellationTok
             cgroups: None,
             cluster_dns: config.cluster_dns.clone(),
         });
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::unbounded_channel::<Box<PodEvent>>();
         let events: PodEvents =
-            futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) })
-                .boxed();
+            futures::stream::unfold(
+                rx,
+                |mut rx| async move { rx.recv().await.map(|e| (*e, rx)) },
+            )
+            .boxed();
         tasks.push(tokio::spawn(run_pods(
             events,
             ctx,
@@ -225,27 +233,27 @@ async fn dispatch_pods(
         match event {
             Ok(watcher::Event::Init) => {
                 for n in nodes.values() {
-                    let _ = n.pods.send(Ok(watcher::Event::Init));
+                    let _ = n.pods.send(Box::new(Ok(watcher::Event::Init)));
                 }
             }
             Ok(watcher::Event::InitDone) => {
                 for n in nodes.values() {
-                    let _ = n.pods.send(Ok(watcher::Event::InitDone));
+                    let _ = n.pods.send(Box::new(Ok(watcher::Event::InitDone)));
                 }
             }
             Ok(watcher::Event::InitApply(pod)) => {
                 if let Some(n) = to(&pod) {
-                    let _ = n.pods.send(Ok(watcher::Event::InitApply(pod)));
+                    let _ = n.pods.send(Box::new(Ok(watcher::Event::InitApply(pod))));
                 }
             }
             Ok(watcher::Event::Apply(pod)) => {
                 if let Some(n) = to(&pod) {
-                    let _ = n.pods.send(Ok(watcher::Event::Apply(pod)));
+                    let _ = n.pods.send(Box::new(Ok(watcher::Event::Apply(pod))));
                 }
             }
             Ok(watcher::Event::Delete(pod)) => {
                 if let Some(n) = to(&pod) {
-                    let _ = n.pods.send(Ok(watcher::Event::Delete(pod)));
+                    let _ = n.pods.send(Box::new(Ok(watcher::Event::Delete(pod))));
                 }
             }
             Err(e) => tracing::warn!(error = %e, "the simulated nodes' pod watch failed; retrying"),
