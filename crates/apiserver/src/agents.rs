@@ -1,9 +1,11 @@
 //! How the API server reaches node agents (`pods/log`, exec, attach,
 //! port-forward): over TCP with TLS and the kubelet-client certificate,
-//! or, for an agent running in the same process (`skiff server`), over
-//! an in-memory pipe the agent registered in [`LocalAgents`], which its
-//! endpoint serves with the same routes (no TCP, no TLS: each streamed
-//! byte is then encrypted once, for the client, instead of three times).
+//! or, for an agent running in the same process (`skiff server`), through
+//! what it registered in [`LocalAgents`]: in-memory pipes its endpoint
+//! serves (logs), and its routes, to which an upgrade request is handed
+//! with the client's own pending upgrade, so the agent splices the
+//! client's connection straight to the runtime (no TCP, no TLS and no
+//! copy in between: a streamed byte is encrypted once, for the client).
 //!
 //! This module owns the registry and the connection type; choosing the
 //! node and speaking HTTP on the connection are the handlers' job.
@@ -15,14 +17,35 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, DuplexStream, ReadBuf};
 use tokio::net::TcpStream;
+use tokio_util::sync::CancellationToken;
 
 /// Opens an in-process connection to one agent's endpoint; `None` once
 /// that endpoint has shut down.
 pub type LocalDial = Arc<dyn Fn() -> Option<DuplexStream> + Send + Sync>;
 
+/// An agent in this process.
+#[derive(Clone)]
+pub struct LocalAgent {
+    /// In-memory connections to its endpoint.
+    pub dial: LocalDial,
+    /// Its endpoint's routes.
+    pub router: axum::Router,
+    /// Cancelled when its endpoint shuts down (then it is reached over
+    /// the network, like any other).
+    pub stopped: CancellationToken,
+}
+
+impl std::fmt::Debug for LocalAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalAgent")
+            .field("stopped", &self.stopped.is_cancelled())
+            .finish()
+    }
+}
+
 /// The agents in this process, by node name.
 #[derive(Clone, Default)]
-pub struct LocalAgents(Arc<RwLock<HashMap<String, LocalDial>>>);
+pub struct LocalAgents(Arc<RwLock<HashMap<String, LocalAgent>>>);
 
 impl std::fmt::Debug for LocalAgents {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -37,15 +60,19 @@ impl std::fmt::Debug for LocalAgents {
 
 impl LocalAgents {
     /// Registers (or replaces) the in-process agent of `node`.
-    pub fn register(&self, node: &str, dial: LocalDial) {
+    pub fn register(&self, node: &str, agent: LocalAgent) {
         if let Ok(mut m) = self.0.write() {
-            m.insert(node.to_string(), dial);
+            m.insert(node.to_string(), agent);
         }
     }
 
-    /// The dialer of `node`'s agent, when it runs in this process.
-    pub fn get(&self, node: &str) -> Option<LocalDial> {
-        self.0.read().ok().and_then(|m| m.get(node).cloned())
+    /// `node`'s agent, when it runs in this process and serves.
+    pub fn get(&self, node: &str) -> Option<LocalAgent> {
+        self.0
+            .read()
+            .ok()
+            .and_then(|m| m.get(node).cloned())
+            .filter(|a| !a.stopped.is_cancelled())
     }
 }
 
@@ -56,7 +83,7 @@ pub struct Agent {
     pub host: String,
     pub port: u16,
     /// Set when the agent runs in this process.
-    pub local: Option<LocalDial>,
+    pub local: Option<LocalAgent>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -64,7 +91,7 @@ impl std::fmt::Debug for Agent {
         f.debug_struct("Agent")
             .field("host", &self.host)
             .field("port", &self.port)
-            .field("local", &self.local.is_some())
+            .field("local", &self.local)
             .finish()
     }
 }

@@ -89,15 +89,15 @@ pub struct Config {
     pub max_pods: u32,
     /// How often the Node's status and Lease are refreshed.
     pub status_update_frequency: Duration,
-    /// Told the node name and an in-process dialer of the agent's
-    /// endpoint once it is bound (`skiff server` hands it to its API
+    /// Told the node name and the agent's endpoint as reached in-process
+    /// once it is bound (`skiff server` hands it to its API
     /// server, which then reaches this node without TCP or TLS).
     pub on_local_endpoint: Option<LocalEndpointHook>,
 }
 
 /// See [`Config::on_local_endpoint`].
 #[derive(Clone)]
-pub struct LocalEndpointHook(pub Arc<dyn Fn(&str, crate::server::LocalDial) + Send + Sync>);
+pub struct LocalEndpointHook(pub Arc<dyn Fn(&str, crate::server::LocalEndpoint) + Send + Sync>);
 
 impl std::fmt::Debug for LocalEndpointHook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -469,7 +469,7 @@ impl Agent {
         };
         let port = server.local_addr().port();
         if let Some(hook) = &config.on_local_endpoint {
-            (hook.0)(&config.node_name, server.local_dialer(shutdown.clone()));
+            (hook.0)(&config.node_name, server.local_endpoint(shutdown.clone()));
         }
         let server_task = tokio::spawn(server.run(shutdown.clone()));
 

@@ -533,8 +533,15 @@ async fn an_in_process_agent_is_reached_without_tcp() {
     );
     let bound = server::bind(config).await.expect("bind node server");
     let stop = CancellationToken::new();
-    api.local_agents
-        .register("n1", bound.local_dialer(stop.clone()));
+    let endpoint = bound.local_endpoint(stop.clone());
+    api.local_agents.register(
+        "n1",
+        skiff_apiserver::agents::LocalAgent {
+            dial: endpoint.dial,
+            router: endpoint.router,
+            stopped: endpoint.stopped,
+        },
+    );
     tokio::spawn(bound.run(stop.clone()));
     let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("free port");
     let closed_port = closed.local_addr().expect("addr").port();

@@ -90,8 +90,15 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
         }
         // The API server reaches this agent through an in-process pipe.
         config.on_local_endpoint = Some(skiff_node::agent::LocalEndpointHook(Arc::new(
-            move |node: &str, dial: skiff_node::server::LocalDial| {
-                local_agents.register(node, dial)
+            move |node: &str, endpoint: skiff_node::server::LocalEndpoint| {
+                local_agents.register(
+                    node,
+                    skiff_apiserver::agents::LocalAgent {
+                        dial: endpoint.dial,
+                        router: endpoint.router,
+                        stopped: endpoint.stopped,
+                    },
+                )
             },
         )));
         let agent = skiff_node::agent::Agent::new(config, loopback.clone());

@@ -463,7 +463,7 @@ fn dial_error(e: &std::io::Error) -> String {
 /// certificate (`pods/log`, exec, attach and port-forward share it); the
 /// error in Go's dialer words (`dial tcp H:P: connect: connection refused`).
 pub(crate) async fn connect_agent(agent: &Agent) -> Result<AgentStream, String> {
-    if let Some(stream) = agent.local.as_ref().and_then(|dial| dial()) {
+    if let Some(stream) = agent.local.as_ref().and_then(|local| (local.dial)()) {
         return Ok(AgentStream::Local(stream));
     }
     let (tls, host, port) = (agent.tls.clone(), agent.host.as_str(), agent.port);

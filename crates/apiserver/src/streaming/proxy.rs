@@ -185,6 +185,9 @@ pub fn dial_failed(e: &str) -> ApiError {
 /// Proxies the upgrade request `req` to `path` on `agent` unchanged and
 /// answers what the agent answers; on a 101, splices the connections.
 pub async fn pass_through(agent: &Agent, path: &str, mut req: Request) -> ApiResult<Response> {
+    if let Some(local) = &agent.local {
+        return hand_over(&local.router, path, req).await;
+    }
     let Some(client) = client_upgrade(&mut req) else {
         return Err(upgrade_required());
     };
@@ -203,6 +206,45 @@ pub async fn pass_through(agent: &Agent, path: &str, mut req: Request) -> ApiRes
             Ok(switched(headers))
         }
     }
+}
+
+/// Hands the upgrade request `req` to an agent's routes in this process
+/// as a request for `path`, with the client's pending upgrade: the agent
+/// answers it and, on a 101, splices the client's connection to the
+/// runtime itself. Its refusals come back as over the network.
+async fn hand_over(router: &axum::Router, path: &str, mut req: Request) -> ApiResult<Response> {
+    let Some(upgrade) = req.extensions_mut().remove::<OnUpgrade>() else {
+        return Err(upgrade_required());
+    };
+    let mut request = Request::builder()
+        .method(req.method().clone())
+        .uri(path)
+        .header(header::CONNECTION, "Upgrade")
+        .body(Body::empty())
+        .map_err(|e| dial_failed(&e.to_string()))?;
+    for (name, value) in forwarded_headers(req.headers()).iter() {
+        request.headers_mut().append(name.clone(), value.clone());
+    }
+    request.extensions_mut().insert(upgrade);
+    let response = match tower::ServiceExt::oneshot(router.clone(), request).await {
+        Ok(r) => r,
+        Err(never) => match never {},
+    };
+    if response.status() == StatusCode::SWITCHING_PROTOCOLS {
+        return Ok(switched(response.headers().clone()));
+    }
+    let (parts, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(body, MAX_ERROR_BODY)
+        .await
+        .unwrap_or_default();
+    let mut refused = Response::new(Body::from(bytes));
+    *refused.status_mut() = parts.status;
+    for name in [header::CONTENT_TYPE, header::WARNING] {
+        for value in parts.headers.get_all(&name) {
+            refused.headers_mut().append(name.clone(), value.clone());
+        }
+    }
+    Ok(refused)
 }
 
 /// A 101 with the agent's headers.

@@ -14,9 +14,9 @@
 //! (the API server's kubelet-client certificate): without one the TLS
 //! handshake fails. The serving certificate is the agent's own
 //! ([`tls`]). An API server in the same process reaches it through
-//! [`Server::local_dialer`] instead: an in-memory pipe served by the same
-//! routes, without TCP or TLS (nothing outside the process can reach
-//! it). Binding ([`bind`]) is apart from serving ([`Server::run`]),
+//! [`Server::local_endpoint`] instead: in-memory pipes served by the same
+//! routes, or the routes themselves, without TCP or TLS (nothing outside
+//! the process can reach them). Binding ([`bind`]) is apart from serving ([`Server::run`]),
 //! so a port in use is an error before anything runs.
 //!
 //! It reads log files only through [`crate::logs`] and asks the agent
@@ -293,12 +293,22 @@ impl Server {
         }
     }
 
-    /// Connections to this endpoint from inside the process (the API
-    /// server of `skiff server`): each call gives one end of a new
-    /// in-memory pipe whose other end is served by the same routes as the
-    /// network listener until `shutdown`; `None` once it is cancelled.
-    /// Streams through it skip a TLS encryption and decryption per byte
-    /// each way.
+    /// This endpoint for an API server in the same process (`skiff
+    /// server`): a dialer of in-memory connections and the routes
+    /// themselves, both served until `shutdown`.
+    pub fn local_endpoint(&self, shutdown: CancellationToken) -> LocalEndpoint {
+        LocalEndpoint {
+            dial: self.local_dialer(shutdown.clone()),
+            router: router(self.shared.clone()),
+            stopped: shutdown,
+        }
+    }
+
+    /// Connections to this endpoint from inside the process: each call
+    /// gives one end of a new in-memory pipe whose other end is served by
+    /// the same routes as the network listener until `shutdown`; `None`
+    /// once it is cancelled. Streams through it skip a TLS encryption and
+    /// decryption per byte each way.
     pub fn local_dialer(&self, shutdown: CancellationToken) -> LocalDial {
         let app = router(self.shared.clone());
         Arc::new(move || {
@@ -316,6 +326,27 @@ impl Server {
 /// Opens an in-process connection to a node agent's endpoint (see
 /// [`Server::local_dialer`]).
 pub type LocalDial = Arc<dyn Fn() -> Option<tokio::io::DuplexStream> + Send + Sync>;
+
+/// The endpoint as an API server in the same process reaches it.
+#[derive(Clone)]
+pub struct LocalEndpoint {
+    /// In-memory connections (logs).
+    pub dial: LocalDial,
+    /// The routes, for requests handed over whole: an upgrade request
+    /// that carries the client's own pending upgrade is answered here and
+    /// the client's connection spliced straight to the runtime.
+    pub router: Router,
+    /// Cancelled when the endpoint shuts down.
+    pub stopped: CancellationToken,
+}
+
+impl std::fmt::Debug for LocalEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalEndpoint")
+            .field("stopped", &self.stopped.is_cancelled())
+            .finish()
+    }
+}
 
 /// Bytes an in-process pipe holds each way (a streaming splice moves up
 /// to 64 KiB at a time).
