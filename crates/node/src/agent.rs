@@ -97,7 +97,10 @@ pub struct Config {
 
 /// See [`Config::on_local_endpoint`].
 #[derive(Clone)]
-pub struct LocalEndpointHook(pub Arc<dyn Fn(&str, crate::server::LocalEndpoint) + Send + Sync>);
+pub struct LocalEndpointHook(pub Arc<LocalEndpointFn>);
+
+/// What [`LocalEndpointHook`] calls: the node name and its endpoint.
+pub type LocalEndpointFn = dyn Fn(&str, crate::server::LocalEndpoint) + Send + Sync;
 
 impl std::fmt::Debug for LocalEndpointHook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
