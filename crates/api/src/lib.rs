@@ -15,10 +15,12 @@
 )]
 
 pub mod apply;
+pub mod crd;
 pub mod defaults;
 mod kinds;
 pub mod patch;
 pub mod quantity;
+pub mod quota;
 pub mod selectors;
 pub mod tables;
 pub mod validation;

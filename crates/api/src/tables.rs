@@ -15,11 +15,15 @@
 //! envelope (list metadata, `object` of each row, `includeObject`) is the
 //! caller's job.
 
+mod cluster;
 mod columns;
 mod pod;
+mod policy;
 mod printers;
+mod rbac;
 mod storage;
 mod util;
+mod workloads;
 
 #[cfg(test)]
 mod pod_tests;
@@ -74,6 +78,39 @@ pub fn row_cells(kind: &str, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
         "PersistentVolume" => storage::persistent_volume(obj, now),
         "PersistentVolumeClaim" => storage::persistent_volume_claim(obj, now),
         "StorageClass" => storage::storage_class(obj, now),
+        "PriorityClass" => policy::priority_class(obj, now),
+        "ResourceQuota" => policy::resource_quota(obj, now),
+        "LimitRange" => policy::limit_range(obj, now),
+        "PodDisruptionBudget" => policy::pod_disruption_budget(obj, now),
+        "ServiceCIDR" => policy::service_cidr(obj, now),
+        "IPAddress" => policy::ip_address(obj, now),
+        "Ingress" => cluster::ingress(obj, now),
+        "IngressClass" => cluster::ingress_class(obj, now),
+        "NetworkPolicy" => cluster::network_policy(obj, now),
+        "EndpointSlice" => cluster::endpoint_slice(obj, now),
+        "CSIDriver" => cluster::csi_driver(obj, now),
+        "CSINode" => cluster::csi_node(obj, now),
+        "VolumeAttachment" => cluster::volume_attachment(obj, now),
+        "CSIStorageCapacity" => cluster::csi_storage_capacity(obj, now),
+        "RuntimeClass" => cluster::runtime_class(obj, now),
+        "CertificateSigningRequest" => cluster::certificate_signing_request(obj, now),
+        "FlowSchema" => cluster::flow_schema(obj, now),
+        "PriorityLevelConfiguration" => cluster::priority_level_configuration(obj, now),
+        "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration" => {
+            cluster::webhook_configuration(obj, now)
+        }
+        "ValidatingAdmissionPolicy" => cluster::validating_admission_policy(obj, now),
+        "ValidatingAdmissionPolicyBinding" => {
+            cluster::validating_admission_policy_binding(obj, now)
+        }
+        "ReplicationController" => workloads::replication_controller(obj, now),
+        "PodTemplate" => workloads::pod_template(obj, now),
+        "ControllerRevision" => workloads::controller_revision(obj, now),
+        "HorizontalPodAutoscaler" => workloads::horizontal_pod_autoscaler(obj, now),
+        "ComponentStatus" => workloads::component_status(obj, now),
+        "Role" | "ClusterRole" => rbac::role(obj, now),
+        "RoleBinding" | "ClusterRoleBinding" => rbac::role_binding(obj, now),
+        "APIService" => rbac::api_service(obj, now),
         _ => default_cells(obj),
     }
 }

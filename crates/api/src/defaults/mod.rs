@@ -7,6 +7,19 @@
 
 use serde_json::{json, Map, Value};
 
+mod workloads;
+pub use workloads::{
+    cron_job, daemon_set, horizontal_pod_autoscaler, initial_status, pod_template,
+    replication_controller, stateful_set, HPA_ROUND_TRIP_ANNOTATIONS,
+};
+
+pub mod admissionregistration;
+pub mod csi;
+pub mod flowcontrol;
+pub mod networking;
+pub mod policy;
+pub mod rbac;
+
 /// Sets `obj[field]` to `value` when absent or null.
 fn default(obj: &mut Map<String, Value>, field: &str, value: Value) {
     if obj.get(field).is_none_or(Value::is_null) {
@@ -157,10 +170,9 @@ pub fn pod(pod: &mut Value) {
     if let Some(spec) = pod.get_mut("spec") {
         pod_spec(spec);
     }
-    if let Some(obj) = pod.get_mut("spec").and_then(Value::as_object_mut) {
-        default(obj, "priority", json!(0));
-        default(obj, "preemptionPolicy", json!("PreemptLowerPriority"));
-    }
+    // spec.priority and preemptionPolicy come from the API server's
+    // Priority admission plugin (the pod's class, the global default, or
+    // 0 and PreemptLowerPriority), as upstream.
     let qos = pod.get("spec").map(qos_class).unwrap_or("BestEffort");
     if let Some(status) = object_entry(pod, "status") {
         default(status, "phase", json!("Pending"));

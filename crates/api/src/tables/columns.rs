@@ -211,6 +211,386 @@ const STORAGE_CLASS: &[Col] = &[
     AGE,
 ];
 
+const ROLE_REF: &str = "RoleRef can reference a Role in the current namespace or a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error.";
+
+/// Role and ClusterRole (`roleColumnDefinitions`).
+const ROLE: &[Col] = &[NAME, Col("Created At", "date", false, 0, META_CREATED)];
+
+const ROLE_BINDING: &[Col] = &[
+    NAME,
+    Col("Role", "string", false, 0, ROLE_REF),
+    AGE,
+    Col("Users", "string", false, 1, "Users in the roleBinding"),
+    Col("Groups", "string", false, 1, "Groups in the roleBinding"),
+    Col(
+        "ServiceAccounts",
+        "string",
+        false,
+        1,
+        "ServiceAccounts in the roleBinding",
+    ),
+];
+
+const CLUSTER_ROLE_BINDING: &[Col] = &[
+    NAME,
+    Col("Role", "string", false, 0, ROLE_REF),
+    AGE,
+    Col(
+        "Users",
+        "string",
+        false,
+        1,
+        "Users in the clusterRoleBinding",
+    ),
+    Col(
+        "Groups",
+        "string",
+        false,
+        1,
+        "Groups in the clusterRoleBinding",
+    ),
+    Col(
+        "ServiceAccounts",
+        "string",
+        false,
+        1,
+        "ServiceAccounts in the clusterRoleBinding",
+    ),
+];
+
+const API_SERVICE: &[Col] = &[
+    NAME,
+    Col(
+        "Service",
+        "string",
+        false,
+        0,
+        "The reference to the service that hosts this API endpoint.",
+    ),
+    Col(
+        "Available",
+        "string",
+        false,
+        0,
+        "Whether this service is available.",
+    ),
+    AGE,
+];
+
+const REPLICATION_CONTROLLER: &[Col] = &[
+    NAME,
+    Col("Desired", "integer", false, 0, "Replicas is the number of desired replicas. This is a pointer to distinguish between explicit zero and unspecified. Defaults to 1. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#what-is-a-replicationcontroller"),
+    Col("Current", "integer", false, 0, "Replicas is the most recently observed number of replicas. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#what-is-a-replicationcontroller"),
+    Col("Ready", "integer", false, 0, "The number of ready replicas for this replication controller."),
+    AGE,
+    WIDE_CONTAINERS,
+    WIDE_IMAGES,
+    Col("Selector", "string", false, 1, "Selector is a label query over pods that should match the Replicas count. If Selector is empty, it is defaulted to the labels present on the Pod template. Label keys and values that must match in order to be controlled by this replication controller, if empty defaulted to labels on Pod template. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors"),
+];
+
+const POD_TEMPLATE: &[Col] = &[
+    NAME,
+    Col("Containers", "string", false, 0, CONTAINERS),
+    Col("Images", "string", false, 0, IMAGES),
+    Col(
+        "Pod Labels",
+        "string",
+        false,
+        0,
+        "The labels for the pod template.",
+    ),
+];
+
+const CONTROLLER_REVISION: &[Col] = &[
+    NAME,
+    Col("Controller", "string", false, 0, "Controller of the object"),
+    Col(
+        "Revision",
+        "string",
+        false,
+        0,
+        "Revision indicates the revision of the state represented by Data.",
+    ),
+    AGE,
+];
+
+const HORIZONTAL_POD_AUTOSCALER: &[Col] = &[
+    NAME,
+    Col("Reference", "string", false, 0, "scaleTargetRef points to the target resource to scale, and is used to the pods for which metrics should be collected, as well as to actually change the replica count."),
+    Col("Targets", "string", false, 0, "metrics contains the specifications for which to use to calculate the desired replica count (the maximum replica count across all metrics will be used).  The desired replica count is calculated multiplying the ratio between the target value and the current value by the current number of pods.  Ergo, metrics used must decrease as the pod count is increased, and vice-versa.  See the individual metric source types for more information about how each type of metric must respond."),
+    Col("MinPods", "string", false, 0, "minReplicas is the lower limit for the number of replicas to which the autoscaler can scale down.  It defaults to 1 pod.  minReplicas is allowed to be 0 if the alpha feature gate HPAScaleToZero is enabled and at least one Object or External metric is configured.  Scaling is active as long as at least one metric value is available."),
+    Col("MaxPods", "integer", false, 0, "maxReplicas is the upper limit for the number of replicas to which the autoscaler can scale up. It cannot be less that minReplicas."),
+    Col("Replicas", "integer", false, 0, "currentReplicas is current number of replicas of pods managed by this autoscaler, as last seen by the autoscaler."),
+    AGE,
+];
+
+const COMPONENT_STATUS: &[Col] = &[
+    NAME,
+    Col(
+        "Status",
+        "string",
+        false,
+        0,
+        "Status of the component conditions",
+    ),
+    Col(
+        "Message",
+        "string",
+        false,
+        0,
+        "Message of the component conditions",
+    ),
+    Col(
+        "Error",
+        "string",
+        false,
+        0,
+        "Error of the component conditions",
+    ),
+];
+
+// Cluster-level kinds (printers in tables/cluster.rs); descriptions are
+// the first paragraph of the swagger docs upstream borrows.
+const INGRESS: &[Col] = &[
+    NAME,
+    Col(
+        "Class",
+        "string",
+        false,
+        0,
+        "The name of the IngressClass resource that should be used for additional configuration",
+    ),
+    Col(
+        "Hosts",
+        "string",
+        false,
+        0,
+        "Hosts that incoming requests are matched against before the ingress rule",
+    ),
+    Col(
+        "Address",
+        "string",
+        false,
+        0,
+        "Address is a list containing ingress points for the load-balancer",
+    ),
+    Col(
+        "Ports",
+        "string",
+        false,
+        0,
+        "Ports of TLS configurations that open",
+    ),
+    AGE,
+];
+
+const INGRESS_CLASS: &[Col] = &[
+    NAME,
+    Col(
+        "Controller",
+        "string",
+        false,
+        0,
+        "Controller that is responsible for handling this class",
+    ),
+    Col(
+        "Parameters",
+        "string",
+        false,
+        0,
+        "A reference to a resource with additional parameters",
+    ),
+    AGE,
+];
+
+const NETWORK_POLICY: &[Col] = &[
+    NAME,
+    Col("Pod-Selector", "string", false, 0, "Selects the pods to which this NetworkPolicy object applies.  The array of ingress rules is applied to any pods selected by this field. Multiple network policies can select the same set of pods.  In this case, the ingress rules for each are combined additively. This field is NOT optional and follows standard label selector semantics. An empty podSelector matches all pods in this namespace."),
+    AGE,
+];
+
+const ENDPOINT_SLICE: &[Col] = &[
+    NAME,
+    Col("AddressType", "string", false, 0, "addressType specifies the type of address carried by this EndpointSlice. All addresses in this slice must be the same type. This field is immutable after creation. The following address types are currently supported: * IPv4: Represents an IPv4 Address. * IPv6: Represents an IPv6 Address. * FQDN: Represents a Fully Qualified Domain Name."),
+    Col("Ports", "string", false, 0, "ports specifies the list of network ports exposed by each endpoint in this slice. Each port must have a unique name. When ports is empty, it indicates that there are no defined ports. When a port is defined with a nil port value, it indicates \"all ports\". Each slice may include a maximum of 100 ports."),
+    Col("Endpoints", "string", false, 0, "endpoints is a list of unique endpoints in this slice. Each slice may include a maximum of 1000 endpoints."),
+    AGE,
+];
+
+const CSI_DRIVER: &[Col] = &[
+    NAME,
+    Col("AttachRequired", "boolean", false, 0, "attachRequired indicates this CSI volume driver requires an attach operation (because it implements the CSI ControllerPublishVolume() method), and that the Kubernetes attach detach controller should call the attach volume interface which checks the volumeattachment status and waits until the volume is attached before proceeding to mounting. The CSI external-attacher coordinates with CSI volume driver and updates the volumeattachment status when the attach operation is complete. If the CSIDriverRegistry feature gate is enabled and the value is specified to false, the attach operation will be skipped. Otherwise the attach operation will be called.\n\nThis field is immutable."),
+    Col("PodInfoOnMount", "boolean", false, 0, "podInfoOnMount indicates this CSI volume driver requires additional pod information (like podName, podUID, etc.) during mount operations, if set to true. If set to false, pod information will not be passed on mount. Default is false."),
+    Col("StorageCapacity", "boolean", false, 0, "storageCapacity indicates that the CSI volume driver wants pod scheduling to consider the storage capacity that the driver deployment will report by creating CSIStorageCapacity objects with capacity information, if set to true."),
+    Col("TokenRequests", "string", false, 0, "tokenRequests indicates the CSI driver needs pods' service account tokens it is mounting volume for to do necessary authentication. Kubelet will pass the tokens in VolumeContext in the CSI NodePublishVolume calls."),
+    Col("RequiresRepublish", "boolean", false, 0, "requiresRepublish indicates the CSI driver wants `NodePublishVolume` being periodically called to reflect any possible change in the mounted volume. This field defaults to false."),
+    Col("Modes", "string", false, 0, "volumeLifecycleModes defines what kind of volumes this CSI volume driver supports. The default if the list is empty is \"Persistent\", which is the usage defined by the CSI specification and implemented in Kubernetes via the usual PV/PVC mechanism."),
+    AGE,
+];
+
+const CSI_NODE: &[Col] = &[
+    NAME,
+    Col(
+        "Drivers",
+        "integer",
+        false,
+        0,
+        "Drivers indicates the number of CSI drivers registered on the node",
+    ),
+    AGE,
+];
+
+const VOLUME_ATTACHMENT: &[Col] = &[
+    NAME,
+    Col("Attacher", "string", true, 0, "attacher indicates the name of the volume driver that MUST handle this request. This is the name returned by GetPluginName()."),
+    Col("PV", "string", false, 0, "persistentVolumeName represents the name of the persistent volume to attach."),
+    Col("Node", "string", false, 0, "nodeName represents the node that the volume should be attached to."),
+    Col("Attached", "boolean", false, 0, "attached indicates the volume is successfully attached. This field must only be set by the entity completing the attach operation, i.e. the external-attacher."),
+    AGE,
+];
+
+const CSI_STORAGE_CAPACITY: &[Col] = &[
+    NAME,
+    Col("StorageClassName", "string", false, 0, "storageClassName represents the name of the StorageClass that the reported capacity applies to. It must meet the same requirements as the name of a StorageClass object (non-empty, DNS subdomain). If that object no longer exists, the CSIStorageCapacity object is obsolete and should be removed by its creator. This field is immutable."),
+    Col("Capacity", "string", false, 0, "capacity is the value reported by the CSI driver in its GetCapacityResponse for a GetCapacityRequest with topology and parameters that match the previous fields."),
+];
+
+/// Upstream borrows ObjectMeta's (absent) `handler` doc: empty.
+const RUNTIME_CLASS: &[Col] = &[NAME, Col("Handler", "string", false, 0, ""), AGE];
+
+const CERTIFICATE_SIGNING_REQUEST: &[Col] = &[
+    NAME,
+    AGE,
+    Col("SignerName", "string", false, 0, "Requested signer for the request. It is a qualified name in the form: `scope-hostname.io/name`. If empty, it will be defaulted:\n 1. If it's a kubelet client certificate, it is assigned\n    \"kubernetes.io/kube-apiserver-client-kubelet\".\n 2. If it's a kubelet serving certificate, it is assigned\n    \"kubernetes.io/kubelet-serving\".\n 3. Otherwise, it is assigned \"kubernetes.io/legacy-unknown\".\nDistribution of trust for signers happens out of band. You can select on this field using `spec.signerName`."),
+    Col("Requestor", "string", false, 0, "Base64-encoded PKCS#10 CSR data"),
+    Col("RequestedDuration", "string", false, 0, "expirationSeconds is the requested duration of validity of the issued certificate. The certificate signer may issue a certificate with a different validity duration so a client must check the delta between the notBefore and and notAfter fields in the issued certificate to determine the actual duration."),
+    Col("Condition", "string", false, 0, "Conditions applied to the request, such as approval or denial."),
+];
+
+const FLOW_SCHEMA: &[Col] = &[
+    NAME,
+    Col("PriorityLevel", "string", false, 0, "`name` is the name of the priority level configuration being referenced Required."),
+    Col("MatchingPrecedence", "string", false, 0, "`matchingPrecedence` is used to choose among the FlowSchemas that match a given request. The chosen FlowSchema is among those with the numerically lowest (which we take to be logically highest) MatchingPrecedence.  Each MatchingPrecedence value must be ranged in [1,10000]. Note that if the precedence is not specified, it will be set to 1000 as default."),
+    Col("DistinguisherMethod", "string", false, 0, "`distinguisherMethod` defines how to compute the flow distinguisher for requests that match this schema. `nil` specifies that the distinguisher is disabled and thus will always be the empty string."),
+    AGE,
+    Col("MissingPL", "string", false, 0, "references a broken or non-existent PriorityLevelConfiguration"),
+];
+
+const PRIORITY_LEVEL_CONFIGURATION: &[Col] = &[
+    NAME,
+    Col("Type", "string", false, 0, "`type` indicates whether this priority level is subject to limitation on request execution.  A value of `\"Exempt\"` means that requests of this priority level are not subject to a limit (and thus are never queued) and do not detract from the capacity made available to other priority levels.  A value of `\"Limited\"` means that (a) requests of this priority level _are_ subject to limits and (b) some of the server's limited capacity is made available exclusively to this priority level. Required."),
+    Col("NominalConcurrencyShares", "string", false, 0, "`nominalConcurrencyShares` (NCS) contributes to the computation of the NominalConcurrencyLimit (NominalCL) of this level. This is the number of execution seats available at this priority level. This is used both for requests dispatched from this priority level as well as requests dispatched from other priority levels borrowing seats from this level."),
+    Col("Queues", "string", false, 0, "`queues` is the number of queues for this priority level. The queues exist independently at each apiserver. The value must be positive.  Setting it to 1 effectively precludes shufflesharding and thus makes the distinguisher method of associated flow schemas irrelevant.  This field has a default value of 64."),
+    Col("HandSize", "string", false, 0, "`handSize` is a small positive number that configures the shuffle sharding of requests into queues.  When enqueuing a request at this priority level the request's flow identifier (a string pair) is hashed and the hash value is used to shuffle the list of queues and deal a hand of the size specified here.  The request is put into one of the shortest queues in that hand. `handSize` must be no larger than `queues`, and should be significantly smaller (so that a few heavy flows do not saturate most of the queues).  See the user-facing documentation for more extensive guidance on setting this field.  This field has a default value of 8."),
+    Col("QueueLengthLimit", "string", false, 0, "`queueLengthLimit` is the maximum number of requests allowed to be waiting in a given queue of this priority level at a time; excess requests are rejected.  This value must be positive.  If not specified, it will be defaulted to 50."),
+    AGE,
+];
+
+const WEBHOOK_CONFIGURATION: &[Col] = &[
+    NAME,
+    Col(
+        "Webhooks",
+        "integer",
+        false,
+        0,
+        "Webhooks indicates the number of webhooks registered in this configuration",
+    ),
+    AGE,
+];
+
+const VALIDATING_ADMISSION_POLICY: &[Col] = &[
+    NAME,
+    Col(
+        "Validations",
+        "integer",
+        false,
+        0,
+        "Validations indicates the number of validation rules defined in this configuration",
+    ),
+    Col(
+        "ParamKind",
+        "string",
+        false,
+        0,
+        "ParamKind specifies the kind of resources used to parameterize this policy",
+    ),
+    AGE,
+];
+
+const VALIDATING_ADMISSION_POLICY_BINDING: &[Col] = &[
+    NAME,
+    Col(
+        "PolicyName",
+        "string",
+        false,
+        0,
+        "PolicyName indicates the policy definition which the policy binding binded to",
+    ),
+    Col(
+        "ParamRef",
+        "string",
+        false,
+        0,
+        "ParamRef indicates the param resource which sets the configration param",
+    ),
+    AGE,
+];
+
+const PRIORITY_CLASS: &[Col] = &[
+    NAME,
+    Col("Value", "integer", false, 0, "value represents the integer value of this priority class. This is the actual priority that pods receive when they have the name of this class in their pod spec."),
+    Col("Global-Default", "boolean", false, 0, "globalDefault specifies whether this PriorityClass should be considered as the default priority for pods that do not have any priority class. Only one PriorityClass can be marked as `globalDefault`. However, if more than one PriorityClasses exists with their `globalDefault` field set to true, the smallest value of such global default PriorityClasses will be used as the default priority."),
+    AGE,
+    Col("PreemptionPolicy", "string", false, 0, "preemptionPolicy is the Policy for preempting pods with lower priority. One of Never, PreemptLowerPriority. Defaults to PreemptLowerPriority if unset."),
+];
+
+const RESOURCE_QUOTA: &[Col] = &[
+    NAME,
+    AGE,
+    Col("Request", "string", false, 0, "Request represents a minimum amount of cpu/memory that a container may consume."),
+    Col("Limit", "string", false, 0, "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node."),
+];
+
+const LIMIT_RANGE: &[Col] = &[NAME, Col("Created At", "date", false, 0, META_CREATED)];
+
+const POD_DISRUPTION_BUDGET: &[Col] = &[
+    NAME,
+    Col(
+        "Min Available",
+        "string",
+        false,
+        0,
+        "The minimum number of pods that must be available.",
+    ),
+    Col(
+        "Max Unavailable",
+        "string",
+        false,
+        0,
+        "The maximum number of pods that may be unavailable.",
+    ),
+    Col(
+        "Allowed Disruptions",
+        "integer",
+        false,
+        0,
+        "Calculated number of pods that may be disrupted at this time.",
+    ),
+    AGE,
+];
+
+const SERVICE_CIDR: &[Col] = &[
+    NAME,
+    Col("CIDRs", "string", false, 0, "CIDRs defines the IP blocks in CIDR notation (e.g. \"192.168.0.0/24\" or \"2001:db8::/64\") from which to assign service cluster IPs. Max of two CIDRs is allowed, one of each IP family. This field is immutable."),
+    AGE,
+];
+
+const IP_ADDRESS: &[Col] = &[
+    NAME,
+    Col("ParentRef", "string", false, 0, "ParentRef references the resource that an IPAddress is attached to. An IPAddress must reference a parent object."),
+    AGE,
+];
+
 /// The generic apiserver table (`rest.NewDefaultTableConvertor`) used for
 /// kinds without a printer: the name and an RFC 3339 creation date.
 const DEFAULT: &[Col] = &[NAME, Col("Created At", "date", false, 0, META_CREATED)];
@@ -236,6 +616,36 @@ fn columns(kind: &str) -> &'static [Col] {
         "PersistentVolume" => PERSISTENT_VOLUME,
         "PersistentVolumeClaim" => PERSISTENT_VOLUME_CLAIM,
         "StorageClass" => STORAGE_CLASS,
+        "PriorityClass" => PRIORITY_CLASS,
+        "ResourceQuota" => RESOURCE_QUOTA,
+        "LimitRange" => LIMIT_RANGE,
+        "PodDisruptionBudget" => POD_DISRUPTION_BUDGET,
+        "ServiceCIDR" => SERVICE_CIDR,
+        "IPAddress" => IP_ADDRESS,
+        "Ingress" => INGRESS,
+        "IngressClass" => INGRESS_CLASS,
+        "NetworkPolicy" => NETWORK_POLICY,
+        "EndpointSlice" => ENDPOINT_SLICE,
+        "CSIDriver" => CSI_DRIVER,
+        "CSINode" => CSI_NODE,
+        "VolumeAttachment" => VOLUME_ATTACHMENT,
+        "CSIStorageCapacity" => CSI_STORAGE_CAPACITY,
+        "RuntimeClass" => RUNTIME_CLASS,
+        "CertificateSigningRequest" => CERTIFICATE_SIGNING_REQUEST,
+        "FlowSchema" => FLOW_SCHEMA,
+        "PriorityLevelConfiguration" => PRIORITY_LEVEL_CONFIGURATION,
+        "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration" => WEBHOOK_CONFIGURATION,
+        "ValidatingAdmissionPolicy" => VALIDATING_ADMISSION_POLICY,
+        "ValidatingAdmissionPolicyBinding" => VALIDATING_ADMISSION_POLICY_BINDING,
+        "ReplicationController" => REPLICATION_CONTROLLER,
+        "PodTemplate" => POD_TEMPLATE,
+        "ControllerRevision" => CONTROLLER_REVISION,
+        "HorizontalPodAutoscaler" => HORIZONTAL_POD_AUTOSCALER,
+        "ComponentStatus" => COMPONENT_STATUS,
+        "Role" | "ClusterRole" => ROLE,
+        "RoleBinding" => ROLE_BINDING,
+        "ClusterRoleBinding" => CLUSTER_ROLE_BINDING,
+        "APIService" => API_SERVICE,
         _ => DEFAULT,
     }
 }

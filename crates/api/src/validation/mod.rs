@@ -4,10 +4,35 @@
 
 use serde_json::Value;
 
+pub mod admissionregistration;
+pub mod certificates;
+mod common;
+pub mod csi;
+pub mod discovery;
+pub mod flowcontrol;
 pub mod meta;
 pub mod names;
+pub mod networking;
+pub mod node;
+mod policy;
+pub mod rbac;
+mod scheduling;
+mod service;
 mod storage;
+pub use policy::{limit_range, pod_disruption_budget, resource_quota};
+pub use scheduling::{
+    priority_class, priority_class_update, HIGHEST_USER_DEFINABLE_PRIORITY, SYSTEM_PRIORITY_CLASSES,
+};
+pub use service::{service, service_update};
+mod cron;
 mod workloads;
+mod workloads_more;
+
+pub use workloads_more::{
+    controller_revision, controller_revision_update, cron_job, cron_job_update, daemon_set,
+    daemon_set_update, horizontal_pod_autoscaler, pod_template, replication_controller,
+    stateful_set, stateful_set_update,
+};
 
 pub use storage::{
     persistent_volume, persistent_volume_claim, persistent_volume_claim_update,

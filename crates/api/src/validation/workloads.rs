@@ -23,9 +23,18 @@ const TAINT_EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecute"];
 fn pod_specs<'a>(kind: &str, obj: &'a Value) -> Vec<(&'a Value, &'static str)> {
     let spec = match kind {
         "Pod" => obj.get("spec").map(|s| (s, "spec")),
-        "Deployment" | "ReplicaSet" | "Job" => obj
+        "Deployment"
+        | "ReplicaSet"
+        | "Job"
+        | "StatefulSet"
+        | "DaemonSet"
+        | "ReplicationController" => obj
             .pointer("/spec/template/spec")
             .map(|s| (s, "spec.template.spec")),
+        "PodTemplate" => obj.pointer("/template/spec").map(|s| (s, "template.spec")),
+        "CronJob" => obj
+            .pointer("/spec/jobTemplate/spec/template/spec")
+            .map(|s| (s, "spec.jobTemplate.spec.template.spec")),
         _ => None,
     };
     spec.into_iter().collect()
@@ -261,7 +270,7 @@ fn taints(node: &Value) -> Vec<FieldError> {
 }
 
 /// A workload's selector is required, non-empty and selects its template.
-fn selector_matches(obj: &Value) -> Vec<FieldError> {
+pub(crate) fn selector_matches(obj: &Value) -> Vec<FieldError> {
     let Some(selector) = obj.pointer("/spec/selector") else {
         return vec![required("spec.selector".into())];
     };
@@ -304,7 +313,7 @@ fn selector_matches(obj: &Value) -> Vec<FieldError> {
 }
 
 /// `map[string]string{"a":"b"}`, as Go prints one.
-fn go_string_map(m: Option<&Map<String, Value>>) -> String {
+pub(crate) fn go_string_map(m: Option<&Map<String, Value>>) -> String {
     let body: Vec<String> = m
         .into_iter()
         .flatten()
@@ -314,7 +323,7 @@ fn go_string_map(m: Option<&Map<String, Value>>) -> String {
 }
 
 /// A LabelSelector as Go's `%#v`-like printing in field errors shows it.
-fn go_label_selector(s: Option<&Value>) -> String {
+pub(crate) fn go_label_selector(s: Option<&Value>) -> String {
     let Some(s) = s else {
         return "(*v1.LabelSelector)(nil)".into();
     };

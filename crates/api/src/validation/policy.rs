@@ -1,0 +1,394 @@
+//! ResourceQuota and LimitRange (core/v1) and PodDisruptionBudget
+//! (policy/v1), as upstream's `ValidateResourceQuota`, `ValidateLimitRange`
+//! and `ValidatePodDisruptionBudget` word them: quota names and
+//! non-negative amounts, the min <= defaultRequest <= default <= max
+//! order and ratios of a limit, and a budget's minAvailable xor
+//! maxUnavailable as a non-negative number or percentage.
+
+use serde_json::Value;
+
+use super::{invalid, not_supported, FieldError};
+use crate::quota::Amount;
+
+const QUOTA_SCOPES: &[&str] = &[
+    "BestEffort",
+    "CrossNamespacePodAffinity",
+    "NotBestEffort",
+    "NotTerminating",
+    "PriorityClass",
+    "Terminating",
+];
+const STANDARD_QUOTA: &[&str] = &[
+    "pods",
+    "services",
+    "replicationcontrollers",
+    "resourcequotas",
+    "secrets",
+    "configmaps",
+    "persistentvolumeclaims",
+    "services.nodeports",
+    "services.loadbalancers",
+    "cpu",
+    "memory",
+    "ephemeral-storage",
+    "requests.cpu",
+    "requests.memory",
+    "requests.storage",
+    "requests.ephemeral-storage",
+    "limits.cpu",
+    "limits.memory",
+    "limits.ephemeral-storage",
+];
+const LIMIT_TYPES: &[&str] = &["Container", "PersistentVolumeClaim", "Pod"];
+const EVICTION_POLICIES: &[&str] = &["AlwaysAllow", "IfHealthyBudget"];
+
+fn forbidden(field: String, detail: &str) -> FieldError {
+    FieldError {
+        reason: "FieldValueForbidden",
+        field,
+        message: format!("Forbidden: {detail}"),
+    }
+}
+
+fn quota_name_ok(name: &str) -> bool {
+    STANDARD_QUOTA.contains(&name)
+        || name.starts_with("count/")
+        || name.starts_with("requests.")
+        || name.starts_with("limits.")
+        || name.starts_with("hugepages-")
+        || name.contains('/')
+}
+
+fn resource_list(errors: &mut Vec<FieldError>, list: Option<&Value>, path: &str, quota: bool) {
+    let Some(map) = list.and_then(Value::as_object) else {
+        return;
+    };
+    for (name, q) in map {
+        let at = format!("{path}[{name}]");
+        if quota && !quota_name_ok(name) {
+            errors.push(invalid(
+                at.clone(),
+                &Value::from(name.as_str()),
+                "must be a standard resource for quota",
+            ));
+        }
+        if let Some(a) = q.as_str().and_then(Amount::parse) {
+            if a.milli < 0 {
+                errors.push(invalid(at, q, "must be greater than or equal to 0"));
+            }
+        }
+    }
+}
+
+/// A ResourceQuota.
+pub fn resource_quota(rq: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    resource_list(&mut errors, rq.pointer("/spec/hard"), "spec.hard", true);
+    resource_list(&mut errors, rq.pointer("/status/hard"), "status.hard", true);
+    resource_list(&mut errors, rq.pointer("/status/used"), "status.used", true);
+    if let Some(scopes) = rq.pointer("/spec/scopes").and_then(Value::as_array) {
+        for (i, s) in scopes.iter().enumerate() {
+            let s = s.as_str().unwrap_or("");
+            if !QUOTA_SCOPES.contains(&s) {
+                errors.push(not_supported(format!("spec.scopes[{i}]"), s, QUOTA_SCOPES));
+            }
+        }
+    }
+    errors
+}
+
+fn amount(list: Option<&Value>, name: &str) -> Option<(Amount, Value)> {
+    let v = list?.get(name)?;
+    v.as_str().and_then(Amount::parse).map(|a| (a, v.clone()))
+}
+
+/// A LimitRange (after its defaults: a Container limit's default comes
+/// from max, its defaultRequest from default or min).
+pub fn limit_range(lr: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let Some(limits) = lr.pointer("/spec/limits").and_then(Value::as_array) else {
+        return errors;
+    };
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, item) in limits.iter().enumerate() {
+        let at = format!("spec.limits[{i}]");
+        let ty = item.get("type").and_then(Value::as_str).unwrap_or("");
+        if !LIMIT_TYPES.contains(&ty) {
+            errors.push(not_supported(format!("{at}.type"), ty, LIMIT_TYPES));
+        } else if seen.contains(&ty) {
+            errors.push(FieldError {
+                reason: "FieldValueDuplicate",
+                field: format!("{at}.type"),
+                message: format!("Duplicate value: \"{ty}\""),
+            });
+        }
+        seen.push(ty);
+        for field in [
+            "max",
+            "min",
+            "default",
+            "defaultRequest",
+            "maxLimitRequestRatio",
+        ] {
+            resource_list(
+                &mut errors,
+                item.get(field),
+                &format!("{at}.{field}"),
+                false,
+            );
+        }
+        if ty == "Pod" {
+            for field in ["default", "defaultRequest"] {
+                if item
+                    .get(field)
+                    .and_then(Value::as_object)
+                    .is_some_and(|m| !m.is_empty())
+                {
+                    errors.push(forbidden(
+                        format!("{at}.{field}"),
+                        "may not be specified when `type` is 'Pod'",
+                    ));
+                }
+            }
+        }
+        let mut names: Vec<&String> = Vec::new();
+        for field in [
+            "max",
+            "min",
+            "default",
+            "defaultRequest",
+            "maxLimitRequestRatio",
+        ] {
+            if let Some(m) = item.get(field).and_then(Value::as_object) {
+                names.extend(m.keys().filter(|k| !names.contains(k)).collect::<Vec<_>>());
+            }
+        }
+        for name in names {
+            let max = amount(item.get("max"), name);
+            let min = amount(item.get("min"), name);
+            let def = amount(item.get("default"), name);
+            let def_req = amount(item.get("defaultRequest"), name);
+            let ratio = amount(item.get("maxLimitRequestRatio"), name);
+            let show = |a: &Amount| a.format();
+            if let (Some((mn, mv)), Some((mx, _))) = (&min, &max) {
+                if mn.milli > mx.milli {
+                    errors.push(invalid(
+                        format!("{at}.min[{name}]"),
+                        mv,
+                        &format!(
+                            "min value {} is greater than max value {}",
+                            show(mn),
+                            show(mx)
+                        ),
+                    ));
+                }
+            }
+            if let (Some((dr, dv)), Some((mn, _))) = (&def_req, &min) {
+                if mn.milli > dr.milli {
+                    errors.push(invalid(
+                        format!("{at}.defaultRequest[{name}]"),
+                        dv,
+                        &format!(
+                            "min value {} is greater than default request value {}",
+                            show(mn),
+                            show(dr)
+                        ),
+                    ));
+                }
+            }
+            if let (Some((dr, dv)), Some((mx, _))) = (&def_req, &max) {
+                if dr.milli > mx.milli {
+                    errors.push(invalid(
+                        format!("{at}.defaultRequest[{name}]"),
+                        dv,
+                        &format!(
+                            "default request value {} is greater than max value {}",
+                            show(dr),
+                            show(mx)
+                        ),
+                    ));
+                }
+            }
+            if let (Some((dr, dv)), Some((d, _))) = (&def_req, &def) {
+                if dr.milli > d.milli {
+                    errors.push(invalid(
+                        format!("{at}.defaultRequest[{name}]"),
+                        dv,
+                        &format!(
+                            "default request value {} is greater than default limit value {}",
+                            show(dr),
+                            show(d)
+                        ),
+                    ));
+                }
+            }
+            if let (Some((d, dv)), Some((mn, _))) = (&def, &min) {
+                if mn.milli > d.milli {
+                    errors.push(invalid(
+                        format!("{at}.default[{name}]"),
+                        dv,
+                        &format!(
+                            "min value {} is greater than default value {}",
+                            show(mn),
+                            show(d)
+                        ),
+                    ));
+                }
+            }
+            if let (Some((d, dv)), Some((mx, _))) = (&def, &max) {
+                if d.milli > mx.milli {
+                    errors.push(invalid(
+                        format!("{at}.default[{name}]"),
+                        dv,
+                        &format!(
+                            "default value {} is greater than max value {}",
+                            show(d),
+                            show(mx)
+                        ),
+                    ));
+                }
+            }
+            if let Some((r, rv)) = &ratio {
+                if r.milli < 1000 {
+                    errors.push(invalid(
+                        format!("{at}.maxLimitRequestRatio[{name}]"),
+                        rv,
+                        &format!("ratio {} is less than 1", show(r)),
+                    ));
+                }
+                if let (Some((mn, _)), Some((mx, _))) = (&min, &max) {
+                    if mn.milli > 0 {
+                        let bound = mx.milli as f64 / mn.milli as f64;
+                        if (r.milli as f64 / 1000.0) > bound {
+                            errors.push(invalid(
+                                format!("{at}.maxLimitRequestRatio[{name}]"),
+                                rv,
+                                &format!("ratio {} is greater than max/min = {bound:.6}", show(r)),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    errors
+}
+
+/// Upstream `ValidateNonnegativeIntOrPercent` (and at most 100%).
+fn int_or_percent(errors: &mut Vec<FieldError>, v: Option<&Value>, field: &str) {
+    match v {
+        None | Some(Value::Null) => {}
+        Some(Value::Number(n)) => {
+            if n.as_i64().is_none_or(|n| n < 0) {
+                errors.push(invalid(
+                    field.into(),
+                    &Value::Number(n.clone()),
+                    "must be greater than or equal to 0",
+                ));
+            }
+        }
+        Some(Value::String(s)) => {
+            let digits = s
+                .strip_suffix('%')
+                .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()));
+            match digits {
+                None => errors.push(invalid(
+                    field.into(),
+                    &Value::from(s.as_str()),
+                    "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
+                )),
+                Some(d) => {
+                    if d.parse::<u64>().map_or(true, |p| p > 100) {
+                        errors.push(invalid(field.into(), &Value::from(s.as_str()), "must not be greater than 100%"));
+                    }
+                }
+            }
+        }
+        Some(other) => errors.push(invalid(
+            field.into(),
+            other,
+            "must be an integer or percentage",
+        )),
+    }
+}
+
+/// A PodDisruptionBudget.
+pub fn pod_disruption_budget(pdb: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let Some(spec) = pdb.get("spec") else {
+        return errors;
+    };
+    let set = |f: &str| spec.get(f).is_some_and(|v| !v.is_null());
+    if set("minAvailable") && set("maxUnavailable") {
+        errors.push(invalid(
+            "spec".into(),
+            spec,
+            "minAvailable and maxUnavailable cannot be both set",
+        ));
+    }
+    int_or_percent(&mut errors, spec.get("minAvailable"), "spec.minAvailable");
+    int_or_percent(
+        &mut errors,
+        spec.get("maxUnavailable"),
+        "spec.maxUnavailable",
+    );
+    if let Some(p) = spec
+        .get("unhealthyPodEvictionPolicy")
+        .and_then(Value::as_str)
+    {
+        if !EVICTION_POLICIES.contains(&p) {
+            errors.push(not_supported(
+                "spec.unhealthyPodEvictionPolicy".into(),
+                p,
+                EVICTION_POLICIES,
+            ));
+        }
+    }
+    errors
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn budgets() {
+        let e = pod_disruption_budget(&json!({"spec": {"minAvailable": 1, "maxUnavailable": 1}}));
+        assert_eq!(e.len(), 1);
+        assert!(e[0]
+            .message
+            .ends_with("minAvailable and maxUnavailable cannot be both set"));
+        let e = pod_disruption_budget(&json!({"spec": {"minAvailable": "150%"}}));
+        assert_eq!(
+            e[0].message,
+            "Invalid value: \"150%\": must not be greater than 100%"
+        );
+        let e = pod_disruption_budget(&json!({"spec": {"maxUnavailable": -1}}));
+        assert_eq!(
+            e[0].message,
+            "Invalid value: -1: must be greater than or equal to 0"
+        );
+        assert!(pod_disruption_budget(&json!({"spec": {"minAvailable": "50%"}})).is_empty());
+    }
+
+    #[test]
+    fn quotas_and_limits() {
+        let e = resource_quota(&json!({"spec": {"hard": {"pods": "-1", "bogus": "1"}}}));
+        assert_eq!(e.len(), 2);
+        let e = limit_range(
+            &json!({"spec": {"limits": [{"type": "Container", "min": {"cpu": "2"}, "max": {"cpu": "1"}}]}}),
+        );
+        assert_eq!(e[0].field, "spec.limits[0].min[cpu]");
+        assert_eq!(
+            e[0].message,
+            "Invalid value: \"2\": min value 2 is greater than max value 1"
+        );
+        let e =
+            limit_range(&json!({"spec": {"limits": [{"type": "Pod", "default": {"cpu": "1"}}]}}));
+        assert_eq!(
+            e[0].message,
+            "Forbidden: may not be specified when `type` is 'Pod'"
+        );
+    }
+}
