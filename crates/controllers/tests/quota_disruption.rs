@@ -1,0 +1,200 @@
+//! The resource quota and disruption controllers against a real
+//! in-process API server: quota usage follows creates and deletes (the
+//! admission plugin charges, the controller gives back), and a budget's
+//! status follows its pods' readiness, with the eviction subresource
+//! taking the one allowed disruption and then answering 429.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, ResourceQuota};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::api::{DeleteParams, EvictParams, PostParams};
+use kube::runtime::wait::await_condition;
+use kube::{Api, Client};
+use serde_json::json;
+use skiff_controllers::{DisruptionController, ResourceQuotaController};
+use skiff_testkit::apiserver::{Options, TestApiServer};
+use tokio_util::sync::CancellationToken;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+async fn start() -> (TestApiServer, Client, CancellationToken) {
+    let server = TestApiServer::start(|c| c, Options::default()).await;
+    let client = server.client().await;
+    let stop = CancellationToken::new();
+    tokio::spawn(
+        ResourceQuotaController::new()
+            .with_resync(Duration::from_secs(1))
+            .run(client.clone(), stop.clone()),
+    );
+    tokio::spawn(
+        DisruptionController::new()
+            .with_resync(Duration::from_secs(1))
+            .run(client.clone(), stop.clone()),
+    );
+    (server, client, stop)
+}
+
+fn pod(name: &str) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": {"app": "a"}},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }))
+    .unwrap()
+}
+
+async fn quota_where(
+    api: &Api<ResourceQuota>,
+    what: &str,
+    cond: impl Fn(&serde_json::Value) -> bool,
+) {
+    let found = tokio::time::timeout(
+        WAIT,
+        await_condition(api.clone(), "q", move |q: Option<&ResourceQuota>| {
+            q.is_some_and(|q| cond(&serde_json::to_value(q).unwrap()))
+        }),
+    )
+    .await;
+    assert!(
+        found.is_ok(),
+        "quota never {what}: {:?}",
+        api.get("q").await
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quota_usage_follows_creates_and_deletes() {
+    let (_server, client, stop) = start().await;
+    let quotas: Api<ResourceQuota> = Api::namespaced(client.clone(), "default");
+    let q: ResourceQuota = serde_json::from_value(json!({
+        "metadata": {"name": "q"},
+        "spec": {"hard": {"pods": "3", "configmaps": "5", "count/configmaps": "5"}},
+    }))
+    .unwrap();
+    quotas.create(&PostParams::default(), &q).await.unwrap();
+    quota_where(&quotas, "synced", |q| {
+        q["status"]["hard"]["pods"] == "3" && q["status"]["used"]["pods"] == "0"
+    })
+    .await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    for name in ["a", "b"] {
+        pods.create(&PostParams::default(), &pod(name))
+            .await
+            .unwrap();
+    }
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "cm"}})).unwrap();
+    cms.create(&PostParams::default(), &cm).await.unwrap();
+    quota_where(&quotas, "counted two pods", |q| {
+        q["status"]["used"]["pods"] == "2" && q["status"]["used"]["count/configmaps"] == "1"
+    })
+    .await;
+    pods.delete("a", &DeleteParams::default()).await.unwrap();
+    cms.delete("cm", &DeleteParams::default()).await.unwrap();
+    quota_where(&quotas, "gave back", |q| {
+        q["status"]["used"]["pods"] == "1" && q["status"]["used"]["configmaps"] == "0"
+    })
+    .await;
+    stop.cancel();
+}
+
+async fn budget_where(
+    api: &Api<PodDisruptionBudget>,
+    what: &str,
+    cond: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let found = tokio::time::timeout(
+        WAIT,
+        await_condition(api.clone(), "b", move |p: Option<&PodDisruptionBudget>| {
+            p.is_some_and(|p| cond(&serde_json::to_value(p).unwrap()))
+        }),
+    )
+    .await;
+    match found {
+        Ok(Ok(Some(p))) => serde_json::to_value(p).unwrap(),
+        _ => panic!("budget never {what}: {:?}", api.get("b").await),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn budgets_follow_pods_and_evictions() {
+    let (server, client, stop) = start().await;
+    let budgets: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), "default");
+    let b: PodDisruptionBudget = serde_json::from_value(json!({
+        "metadata": {"name": "b"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "a"}}},
+    }))
+    .unwrap();
+    budgets.create(&PostParams::default(), &b).await.unwrap();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    for name in ["a", "b"] {
+        let mut created = pods
+            .create(&PostParams::default(), &pod(name))
+            .await
+            .unwrap();
+        created.status = Some(
+            serde_json::from_value(
+                json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}),
+            )
+            .unwrap(),
+        );
+        pods.replace_status(name, &PostParams::default(), &created)
+            .await
+            .unwrap();
+    }
+    let status = budget_where(&budgets, "allowed one disruption", |p| {
+        p["status"]["currentHealthy"] == 2 && p["status"]["disruptionsAllowed"] == 1
+    })
+    .await;
+    assert_eq!(status["status"]["desiredHealthy"], 1);
+    assert_eq!(status["status"]["expectedPods"], 2);
+    assert_eq!(status["status"]["observedGeneration"], 1);
+    let cond = &status["status"]["conditions"][0];
+    assert_eq!(cond["type"], "DisruptionAllowed");
+    assert_eq!(cond["status"], "True");
+    assert_eq!(cond["reason"], "SufficientPods");
+
+    pods.evict("a", &EvictParams::default()).await.unwrap();
+    let status = budget_where(&budgets, "used its disruption", |p| {
+        p["status"]["currentHealthy"] == 1 && p["status"]["disruptionsAllowed"] == 0
+    })
+    .await;
+    assert_eq!(
+        status["status"]["conditions"][0]["reason"],
+        "InsufficientPods"
+    );
+    // kube's client retries 429s for minutes: ask with kubectl, once.
+    let body = server.dir.path().join("eviction.json");
+    std::fs::write(&body, r#"{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"b","namespace":"default"}}"#).unwrap();
+    let out = tokio::task::spawn_blocking({
+        let kubeconfig = server.kubeconfig.clone();
+        let cache = server.dir.path().join("kubectl-cache");
+        move || {
+            std::process::Command::new("/usr/lib/google-cloud-sdk/bin/kubectl.1.33")
+                .arg("--kubeconfig")
+                .arg(kubeconfig)
+                .arg("--cache-dir")
+                .arg(cache)
+                .args([
+                    "--request-timeout=30s",
+                    "create",
+                    "--raw",
+                    "/api/v1/namespaces/default/pods/b/eviction",
+                    "-f",
+                ])
+                .arg(body)
+                .output()
+                .unwrap()
+        }
+    })
+    .await
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("Error from server (TooManyRequests): Cannot evict pod as it would violate the pod's disruption budget."),
+        "{err}"
+    );
+    assert!(pods.get("b").await.is_ok());
+    stop.cancel();
+}
