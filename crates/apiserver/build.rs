@@ -42,6 +42,19 @@ fn main() {
         .status()
         .unwrap_or_else(|e| panic!("running {protoc} (apt install protobuf-compiler): {e}"));
     assert!(status.success(), "{protoc} failed on {}", root.display());
+    // gnostic's OpenAPI v2 Document alone, for /openapi/v2 (src/openapi_v2/).
+    let gnostic = "github.com/google/gnostic-models/openapiv2/OpenAPIv2.proto";
+    let v2_out =
+        PathBuf::from(std::env::var("OUT_DIR").expect("out dir")).join("openapiv2-descriptors.pb");
+    let status = Command::new(&protoc)
+        .arg("-I")
+        .arg(&root)
+        .arg("--include_imports")
+        .arg(format!("--descriptor_set_out={}", v2_out.display()))
+        .arg(gnostic)
+        .status()
+        .unwrap_or_else(|e| panic!("running {protoc}: {e}"));
+    assert!(status.success(), "{protoc} failed on {gnostic}");
     println!("cargo:rerun-if-changed=proto");
     println!("cargo:rerun-if-env-changed=PROTOC");
 }

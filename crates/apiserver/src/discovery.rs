@@ -1,6 +1,9 @@
 //! Discovery and health: `/version`, `/api`, `/apis`, one APIResourceList
 //! per group-version (the legacy, unaggregated shapes, which every kubectl
-//! and client library accepts), `/healthz`, `/livez` and `/readyz`.
+//! and client library accepts), the aggregated APIGroupDiscoveryList,
+//! `/healthz`, `/livez` and `/readyz`. The documents cover the built-in
+//! resources and those of established CustomResourceDefinitions; they are
+//! serialized once per change of that set and served from memory.
 
 use axum::extract::State;
 use axum::http::{header, HeaderMap};
@@ -8,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 
-use crate::resources::{self, Resource, RESOURCES};
+use crate::resources::{self, Resource};
 use crate::status::ApiError;
 use crate::AppState;
 
@@ -118,7 +121,7 @@ fn aggregated_resource(r: &Resource) -> Value {
         "responseKind": kind(r.kind),
         "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
         "singularResource": r.singular,
-        "verbs": VERBS,
+        "verbs": crate::reviews::verbs(r, VERBS),
     });
     if !r.short_names.is_empty() {
         crate::object::set(&mut out, "shortNames", json!(r.short_names));
@@ -130,79 +133,6 @@ fn aggregated_resource(r: &Resource) -> Value {
         crate::object::set(&mut out, "subresources", json!(subresources));
     }
     out
-}
-
-/// An APIGroupDiscoveryList of the core group (`core = true`) or of all
-/// named groups, in the asked-for version, with the matching Content-Type.
-fn aggregated(core: bool, version: &str) -> Response {
-    let mut groups: Vec<(&str, &str)> = if core {
-        vec![("", "v1")]
-    } else {
-        resources::groups()
-    };
-    groups.dedup();
-    let items: Vec<Value> = groups
-        .into_iter()
-        .map(|(group, v)| {
-            let resources: Vec<Value> = RESOURCES
-                .iter()
-                .filter(|r| r.group == group && r.version == v)
-                .map(aggregated_resource)
-                .collect();
-            let mut metadata = json!({});
-            if !group.is_empty() {
-                crate::object::set(&mut metadata, "name", json!(group));
-            }
-            json!({
-                "metadata": metadata,
-                "versions": [{"version": v, "resources": resources, "freshness": "Current"}],
-            })
-        })
-        .collect();
-    let body = json!({
-        "kind": "APIGroupDiscoveryList",
-        "apiVersion": format!("apidiscovery.k8s.io/{version}"),
-        "metadata": {},
-        "items": items,
-    });
-    let content_type =
-        format!("application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList");
-    (
-        [(header::CONTENT_TYPE, content_type)],
-        serde_json::to_vec(&body).unwrap_or_default(),
-    )
-        .into_response()
-}
-
-pub async fn api_versions(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    if let Some(version) = aggregated_version(&headers) {
-        return aggregated(true, version);
-    }
-    legacy_api_versions(&state).into_response()
-}
-
-fn legacy_api_versions(state: &AppState) -> Json<Value> {
-    Json(json!({
-        "kind": "APIVersions",
-        "versions": ["v1"],
-        "serverAddressByClientCIDRs": [
-            {"clientCIDR": "0.0.0.0/0", "serverAddress": state.advertise.clone()}
-        ],
-    }))
-}
-
-pub async fn api_groups(headers: HeaderMap) -> Response {
-    if let Some(version) = aggregated_version(&headers) {
-        return aggregated(false, version);
-    }
-    let groups: Vec<Value> = resources::groups()
-        .into_iter()
-        .map(|(group, version)| {
-            let gv = json!({"groupVersion": format!("{group}/{version}"), "version": version});
-            json!({"name": group, "versions": [gv.clone()], "preferredVersion": gv})
-        })
-        .collect();
-    Json(json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})).into_response()
 }
 
 const VERBS: &[&str] = &[
@@ -222,7 +152,7 @@ fn resource_entries(r: &Resource) -> Vec<Value> {
         "singularName": r.singular,
         "namespaced": r.namespaced,
         "kind": r.kind,
-        "verbs": VERBS,
+        "verbs": crate::reviews::verbs(r, VERBS),
     });
     if !r.short_names.is_empty() {
         crate::object::set(&mut main, "shortNames", json!(r.short_names));
@@ -249,11 +179,91 @@ fn resource_entries(r: &Resource) -> Vec<Value> {
     out
 }
 
-fn resource_list(group: &str, version: &str) -> Option<Value> {
-    let entries: Vec<Value> = RESOURCES
+/// Upstream's version priority (`v2` > `v1` > `v1beta2` > `v1beta1` >
+/// `v1alpha1`, then anything else alphabetically): the first of a group's
+/// versions is its preferred one.
+fn version_key(v: &str) -> (u8, std::cmp::Reverse<u64>, std::cmp::Reverse<u64>, String) {
+    let parsed = v.strip_prefix('v').and_then(|rest| {
+        let digits = rest.chars().take_while(char::is_ascii_digit).count();
+        let major: u64 = rest.get(..digits)?.parse().ok()?;
+        let tail = rest.get(digits..)?;
+        let (level, minor) = if tail.is_empty() {
+            (0, "0")
+        } else if let Some(m) = tail.strip_prefix("beta") {
+            (1, m)
+        } else if let Some(m) = tail.strip_prefix("alpha") {
+            (2, m)
+        } else {
+            return None;
+        };
+        let minor: u64 = minor.parse().ok()?;
+        Some((level, major, minor))
+    });
+    match parsed {
+        Some((level, major, minor)) => (
+            level,
+            std::cmp::Reverse(major),
+            std::cmp::Reverse(minor),
+            String::new(),
+        ),
+        None => (3, std::cmp::Reverse(0), std::cmp::Reverse(0), v.to_string()),
+    }
+}
+
+/// The served non-core groups with their versions, preferred first, in
+/// the order the groups first appear.
+fn grouped(owner: Option<u64>) -> Vec<(&'static str, Vec<&'static str>)> {
+    let mut out: Vec<(&'static str, Vec<&'static str>)> = Vec::new();
+    for (g, v) in resources::groups_by(owner) {
+        match out.iter_mut().find(|(name, _)| *name == g) {
+            Some((_, versions)) => {
+                if !versions.contains(&v) {
+                    versions.push(v);
+                }
+            }
+            None => out.push((g, vec![v])),
+        }
+    }
+    for (_, versions) in &mut out {
+        versions.sort_by_key(|v| version_key(v));
+    }
+    out
+}
+
+/// The aggregated entry of one group and its versions.
+fn aggregated_group(served: &[&Resource], group: &str, versions: &[&str]) -> Value {
+    let versions: Vec<Value> = versions
+        .iter()
+        .map(|v| {
+            let resources: Vec<Value> = served
+                .iter()
+                .filter(|r| r.group == group && r.version == *v)
+                .map(|r| aggregated_resource(r))
+                .collect();
+            json!({"version": v, "resources": resources, "freshness": "Current"})
+        })
+        .collect();
+    let mut metadata = json!({});
+    if !group.is_empty() {
+        crate::object::set(&mut metadata, "name", json!(group));
+    }
+    json!({"metadata": metadata, "versions": versions})
+}
+
+fn group_entry(group: &str, versions: &[&str]) -> Value {
+    let gvs: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v}))
+        .collect();
+    let preferred = gvs.first().cloned().unwrap_or(Value::Null);
+    json!({"name": group, "versions": gvs, "preferredVersion": preferred})
+}
+
+fn resource_list(served: &[&Resource], group: &str, version: &str) -> Option<Value> {
+    let entries: Vec<Value> = served
         .iter()
         .filter(|r| r.group == group && r.version == version)
-        .flat_map(resource_entries)
+        .flat_map(|r| resource_entries(r))
         .collect();
     if entries.is_empty() {
         return None;
@@ -268,28 +278,203 @@ fn resource_list(group: &str, version: &str) -> Option<Value> {
     )
 }
 
-pub async fn core_resources() -> Json<Value> {
-    Json(resource_list("", "v1").unwrap_or(Value::Null))
+/// Every discovery document, serialized once per change of the served
+/// resources (see `crate::crd::generation`).
+struct Documents {
+    /// (core?, "v2" | "v2beta1") → APIGroupDiscoveryList bytes.
+    aggregated: Vec<((bool, &'static str), Vec<u8>)>,
+    api_groups: Vec<u8>,
+    /// group → APIGroup bytes.
+    groups: std::collections::HashMap<String, Vec<u8>>,
+    /// "v1" or "group/version" → APIResourceList bytes.
+    lists: std::collections::HashMap<String, Vec<u8>>,
+}
+
+/// Per API server of the process (its CRD owner id): the generation of
+/// the served custom resources the documents reflect, and the documents.
+type Current = std::collections::HashMap<Option<u64>, (u64, std::sync::Arc<Documents>)>;
+
+static CURRENT: std::sync::LazyLock<std::sync::RwLock<Current>> =
+    std::sync::LazyLock::new(Default::default);
+
+fn bytes(v: &Value) -> Vec<u8> {
+    serde_json::to_vec(v).unwrap_or_default()
+}
+
+fn build(owner: Option<u64>) -> Documents {
+    let served = resources::served_by(owner);
+    let grouped = grouped(owner);
+    let mut aggregated = Vec::new();
+    for version in ["v2", "v2beta1"] {
+        for core in [true, false] {
+            let items: Vec<Value> = if core {
+                vec![aggregated_group(&served, "", &["v1"])]
+            } else {
+                grouped
+                    .iter()
+                    .map(|(g, vs)| aggregated_group(&served, g, vs))
+                    .collect()
+            };
+            let body = json!({
+                "kind": "APIGroupDiscoveryList",
+                "apiVersion": format!("apidiscovery.k8s.io/{version}"),
+                "metadata": {},
+                "items": items,
+            });
+            aggregated.push(((core, version), bytes(&body)));
+        }
+    }
+    let groups: Vec<Value> = grouped.iter().map(|(g, vs)| group_entry(g, vs)).collect();
+    let api_groups = bytes(&json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}));
+    let mut by_group = std::collections::HashMap::new();
+    let mut lists = std::collections::HashMap::new();
+    if let Some(list) = resource_list(&served, "", "v1") {
+        lists.insert("v1".to_string(), bytes(&list));
+    }
+    for (g, vs) in &grouped {
+        let mut entry = group_entry(g, vs);
+        if let Some(o) = entry.as_object_mut() {
+            o.insert("kind".into(), json!("APIGroup"));
+            o.insert("apiVersion".into(), json!("v1"));
+        }
+        by_group.insert(g.to_string(), bytes(&entry));
+        for v in vs {
+            if let Some(list) = resource_list(&served, g, v) {
+                lists.insert(format!("{g}/{v}"), bytes(&list));
+            }
+        }
+    }
+    Documents {
+        aggregated,
+        api_groups,
+        groups: by_group,
+        lists,
+    }
+}
+
+/// The current documents (built now if the served resources changed).
+fn documents(owner: Option<u64>) -> std::sync::Arc<Documents> {
+    let generation = crate::crd::generation();
+    if let Some((g, docs)) = CURRENT
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&owner)
+    {
+        if *g == generation {
+            return docs.clone();
+        }
+    }
+    let mut current = CURRENT.write().unwrap_or_else(|e| e.into_inner());
+    if let Some((g, docs)) = current.get(&owner) {
+        if *g == generation {
+            return docs.clone();
+        }
+    }
+    let started = std::time::Instant::now();
+    let docs = std::sync::Arc::new(build(owner));
+    tracing::debug!(
+        groups = docs.groups.len(),
+        aggregated_bytes = docs
+            .aggregated
+            .iter()
+            .map(|(_, b)| b.len())
+            .max()
+            .unwrap_or(0),
+        elapsed_us = started.elapsed().as_micros() as u64,
+        "discovery documents built"
+    );
+    current.insert(owner, (generation, docs.clone()));
+    docs
+}
+
+/// The size in bytes of the aggregated discovery document of the named
+/// groups and the time its documents took to build (for measurements).
+pub fn measure() -> (usize, std::time::Duration) {
+    let started = std::time::Instant::now();
+    let docs = build(None);
+    let elapsed = started.elapsed();
+    let size = docs
+        .aggregated
+        .iter()
+        .find(|((core, v), _)| !core && *v == "v2")
+        .map_or(0, |(_, b)| b.len());
+    (size, elapsed)
+}
+
+fn json_bytes(content_type: String, body: Vec<u8>) -> Response {
+    ([(header::CONTENT_TYPE, content_type)], body).into_response()
+}
+
+/// An APIGroupDiscoveryList of the core group (`core = true`) or of all
+/// named groups, in the asked-for version, with the matching Content-Type.
+fn aggregated(owner: Option<u64>, core: bool, version: &str) -> Response {
+    let docs = documents(owner);
+    let body = docs
+        .aggregated
+        .iter()
+        .find(|((c, v), _)| *c == core && *v == version)
+        .map(|(_, b)| b.clone())
+        .unwrap_or_default();
+    let content_type =
+        format!("application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList");
+    json_bytes(content_type, body)
+}
+
+pub async fn api_versions(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if let Some(version) = aggregated_version(&headers) {
+        return aggregated(Some(state.crd_owner), true, version);
+    }
+    legacy_api_versions(&state).into_response()
+}
+
+fn legacy_api_versions(state: &AppState) -> Json<Value> {
+    Json(json!({
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [
+            {"clientCIDR": "0.0.0.0/0", "serverAddress": state.advertise.clone()}
+        ],
+    }))
+}
+
+pub async fn api_groups(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let owner = Some(state.crd_owner);
+    if let Some(version) = aggregated_version(&headers) {
+        return aggregated(owner, false, version);
+    }
+    json_bytes(
+        "application/json".into(),
+        documents(owner).api_groups.clone(),
+    )
+}
+
+pub async fn core_resources(State(state): State<AppState>) -> Response {
+    let docs = documents(Some(state.crd_owner));
+    json_bytes(
+        "application/json".into(),
+        docs.lists.get("v1").cloned().unwrap_or_default(),
+    )
 }
 
 pub async fn group_resources(
+    State(state): State<AppState>,
     axum::extract::Path((group, version)): axum::extract::Path<(String, String)>,
-) -> Result<Json<Value>, ApiError> {
-    resource_list(&group, &version)
-        .map(Json)
+) -> Result<Response, ApiError> {
+    let docs = documents(Some(state.crd_owner));
+    docs.lists
+        .get(&format!("{group}/{version}"))
+        .map(|b| json_bytes("application/json".into(), b.clone()))
         .ok_or_else(ApiError::not_found_path)
 }
 
 pub async fn group(
+    State(state): State<AppState>,
     axum::extract::Path(group): axum::extract::Path<String>,
-) -> Result<Json<Value>, ApiError> {
-    resources::groups()
-        .into_iter()
-        .find(|(g, _)| *g == group)
-        .map(|(g, v)| {
-            let gv = json!({"groupVersion": format!("{g}/{v}"), "version": v});
-            Json(json!({"kind": "APIGroup", "apiVersion": "v1", "name": g, "versions": [gv.clone()], "preferredVersion": gv}))
-        })
+) -> Result<Response, ApiError> {
+    let docs = documents(Some(state.crd_owner));
+    docs.groups
+        .get(&group)
+        .map(|b| json_bytes("application/json".into(), b.clone()))
         .ok_or_else(ApiError::not_found_path)
 }
 
@@ -304,6 +489,18 @@ mod tests {
     }
 
     #[test]
+    fn versions_sort_by_upstream_priority() {
+        let mut v = vec![
+            "v1alpha1", "v1", "v2beta1", "foo", "v1beta2", "v2", "v1beta1", "v10",
+        ];
+        v.sort_by_key(|x| version_key(x));
+        assert_eq!(
+            v,
+            ["v10", "v2", "v1", "v2beta1", "v1beta2", "v1beta1", "v1alpha1", "foo"]
+        );
+    }
+
+    #[test]
     fn negotiates_aggregated_discovery() {
         let kubectl = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
         assert_eq!(aggregated_version(&accept(kubectl)), Some("v2"));
@@ -315,7 +512,7 @@ mod tests {
 
     #[test]
     fn aggregated_lists_every_resource_once() {
-        let response = aggregated(false, "v2");
+        let response = aggregated(None, false, "v2");
         let ct = response.headers()[header::CONTENT_TYPE]
             .to_str()
             .unwrap()

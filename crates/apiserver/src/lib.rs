@@ -4,6 +4,10 @@
 //! - [`serve`]: TLS (with [`serve::pki`]), HTTP/1.1 and HTTP/2, timeouts,
 //!   the panic guard, and the in-process loopback ([`ApiServer::loopback`]);
 //! - [`authn`]: who is asking; [`authz`]: whether they may ([`authz::Authorizer`]);
+//!   [`authz::impersonate`] turns `kubectl --as` into the impersonated user;
+//! - [`reviews`]: the create-only review kinds (TokenReview, SelfSubjectReview,
+//!   the access and rules reviews) answered by those, and the Local APIServices;
+//! - [`rbac_defaults`]: the default cluster roles and bindings, made at start;
 //! - [`request`]: what a URL names (resource, namespace, name, verb);
 //! - [`handlers`]: one file per verb (get, list, watch, create, update,
 //!   patch and apply, delete, binding, scale and eviction, log — proxied
@@ -17,6 +21,8 @@
 //!   selectable views and indexed watchers;
 //! - [`resources`]: the served resources, one file per kind (its entry,
 //!   selectable fields and type);
+//! - [`crd`]: CustomResourceDefinitions: the custom resources they serve
+//!   (registry, controller, cleanup, schema-driven writes, Tables, OpenAPI);
 //! - [`discovery`], [`openapi`], [`protobuf`], [`object`] (metadata and
 //!   storage keys every stage uses) and [`status`] (Status errors).
 //!
@@ -26,17 +32,22 @@
 
 pub mod admission;
 pub mod agents;
+pub mod allocators;
 pub mod authn;
 pub mod authz;
+pub mod crd;
 pub mod decode;
 pub mod discovery;
 pub mod handlers;
 pub mod object;
 pub mod openapi;
+pub mod openapi_v2;
 pub mod protobuf;
+pub mod rbac_defaults;
 pub mod registry;
 pub mod request;
 pub mod resources;
+pub mod reviews;
 pub mod serve;
 pub mod status;
 pub mod streaming;
@@ -60,6 +71,10 @@ pub const SYSTEM_NAMESPACES: &[&str] =
 /// Why the API server could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// A bad --service-cidr or --service-node-port-range, or the
+    /// allocators' start failing.
+    #[error("service allocation: {0}")]
+    Allocators(String),
     #[error(transparent)]
     Pki(#[from] serve::pki::Error),
     #[error(transparent)]
@@ -80,6 +95,12 @@ pub enum Error {
         #[source]
         source: skiff_store::Error,
     },
+    #[error("cannot create default object {name}: {source}")]
+    Defaults {
+        name: String,
+        #[source]
+        source: skiff_store::Error,
+    },
 }
 
 /// API server settings.
@@ -91,6 +112,10 @@ pub struct Config {
     pub bookmark_every: std::time::Duration,
     /// How long a client may take to send a request.
     pub timeouts: serve::Timeouts,
+    /// Where Service ClusterIPs come from (k3s' default 10.43.0.0/16).
+    pub service_cidr: String,
+    /// Where NodePorts come from (30000-32767).
+    pub service_node_port_range: String,
 }
 
 impl Config {
@@ -100,6 +125,8 @@ impl Config {
             bind,
             bookmark_every: std::time::Duration::from_secs(60),
             timeouts: serve::Timeouts::default(),
+            service_cidr: allocators::DEFAULT_SERVICE_CIDR.into(),
+            service_node_port_range: allocators::DEFAULT_NODE_PORT_RANGE.into(),
         }
     }
 }
@@ -119,6 +146,11 @@ pub struct AppState {
     pub kubelet_tls: Option<Arc<rustls::ClientConfig>>,
     /// Node agents running in this process, reached without TCP or TLS.
     pub local_agents: agents::LocalAgents,
+    /// Service ClusterIPs and NodePorts taken.
+    pub allocators: Arc<allocators::Allocators>,
+    /// This server's id among the servers of the process, for the custom
+    /// resources its CRD controller serves (`crd::replace`).
+    pub crd_owner: u64,
 }
 
 impl AppState {
@@ -137,17 +169,15 @@ impl AppState {
             caches,
             kubelet_tls: None,
             local_agents: agents::LocalAgents::default(),
+            allocators: Arc::default(),
+            crd_owner: crd::new_owner(),
         }
     }
 
-    #[expect(
-        clippy::expect_used,
-        reason = "the caches are made from RESOURCES, and every Resource comes from it"
-    )]
-    pub fn cache(&self, resource: &resources::Resource) -> &Arc<watchcache::WatchCache> {
-        self.caches
-            .get(resource.storage)
-            .expect("every served resource has a cache")
+    /// The watch cache of a resource: built-in ones are made with the
+    /// state; a custom resource's is made when first needed.
+    pub fn cache(&self, resource: &resources::Resource) -> Arc<watchcache::WatchCache> {
+        self.caches.get_or_create(resource.storage)
     }
 }
 
@@ -165,8 +195,15 @@ pub struct ApiServer {
 
 /// The router for `state`.
 pub fn router(state: AppState, tokens: Arc<authn::Tokens>) -> Router {
-    let authorizers: Arc<Vec<Box<dyn authz::Authorizer>>> =
-        Arc::new(vec![Box::new(authz::MastersOnly)]);
+    let authorizers: Arc<Vec<Box<dyn authz::Authorizer>>> = Arc::new(vec![
+        Box::new(authz::MastersOnly),
+        Box::new(authz::BasicUser),
+    ]);
+    let reviews = reviews::Context {
+        tokens: tokens.clone(),
+        authorizers: authorizers.clone(),
+    };
+    let impersonators = authorizers.clone();
     Router::new()
         .route("/version", get(discovery::version))
         .route("/version/", get(discovery::version))
@@ -181,12 +218,17 @@ pub fn router(state: AppState, tokens: Arc<authn::Tokens>) -> Router {
         .route("/apis/", get(discovery::api_groups))
         .route("/apis/{group}", get(discovery::group))
         .route("/apis/{group}/{version}", get(discovery::group_resources))
+        .route("/openapi/v2", get(openapi_v2::handler))
         .route("/openapi/v3", get(openapi::index))
         .route("/openapi/v3/", get(openapi::index))
         .route("/openapi/v3/{*path}", get(openapi::document))
         .fallback(handlers::dispatch)
+        .layer(axum::Extension(reviews))
         .layer(axum::middleware::from_fn(move |req, next| {
             authz::authorize(authorizers.clone(), req, next)
+        }))
+        .layer(axum::middleware::from_fn(move |req, next| {
+            authz::impersonate::impersonate(impersonators.clone(), req, next)
         }))
         .layer(axum::middleware::from_fn(move |req, next| {
             authn::authenticate(tokens.clone(), req, next)
@@ -226,6 +268,18 @@ async fn bootstrap(store: &dyn Store) -> Result<(), Error> {
             }
         }
     }
+    resources::flowcontrol_bootstrap::ensure(store)
+        .await
+        .map_err(|(name, source)| Error::Defaults { name, source })?;
+    rbac_defaults::ensure(store)
+        .await
+        .map_err(|(name, source)| Error::Defaults { name, source })?;
+    reviews::apiservices::sync(store)
+        .await
+        .map_err(|source| Error::Defaults {
+            name: "the local APIServices".into(),
+            source,
+        })?;
     Ok(())
 }
 
@@ -258,6 +312,15 @@ impl ApiServer {
         let kubeconfig = config.data_dir.join("admin.kubeconfig");
         serve::pki::write_admin_kubeconfig(&pki, &format!("https://{advertise}"), &kubeconfig)?;
         let mut state = AppState::new(store, advertise, config.bookmark_every);
+        state.allocators = Arc::new(
+            allocators::bootstrap::start(
+                state.store.as_ref(),
+                &config.service_cidr,
+                &config.service_node_port_range,
+                &state.advertise,
+            )
+            .await?,
+        );
         state.kubelet_tls = Some(handlers::log::kubelet_client_tls(
             &pki.kubelet_client_cert,
             &pki.kubelet_client_key,
@@ -305,6 +368,11 @@ impl ApiServer {
                 .clone()
                 .run(self.state.store.clone(), shutdown.clone()),
         );
+        tokio::spawn(crd::controller::run(self.state.clone(), shutdown.clone()));
+        tokio::spawn(resources::flowcontrol_bootstrap::run(
+            self.state.store.clone(),
+            shutdown.clone(),
+        ));
         tracing::info!(addr = %self.local_addr, "API server listening");
         serve::serve(
             self.listener,

@@ -5,18 +5,21 @@
 //! (descriptions included), so `kubectl explain` works. `/openapi/v2` is a
 //! clean 404: kubectl only asks for it as protobuf.
 //!
-//! Documents are built once, on first request, and kept.
+//! Documents are built once and kept: the built-in group-versions' on
+//! first request, those of custom resources (`crate::crd::openapi`) again
+//! whenever the served custom resources change (`crate::crd::generation`),
+//! never per request.
 
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock, RwLock};
 
-use axum::extract::{Path, Query};
+use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use schemars::generate::SchemaSettings;
 use serde_json::{json, Map, Value};
 
-use crate::resources::{self, Resource, RESOURCES};
+use crate::resources::{self, Resource};
 use crate::status::ApiError;
 
 /// (url path like "api/v1", document bytes, hash)
@@ -24,7 +27,14 @@ struct Documents {
     by_path: BTreeMap<String, (Vec<u8>, String)>,
 }
 
-static DOCUMENTS: OnceLock<Documents> = OnceLock::new();
+/// The built-in group-versions' documents (they never change).
+static BUILT_IN: OnceLock<Documents> = OnceLock::new();
+/// Every document of each API server of the process (by its CRD owner
+/// id; `None`: all servers'), with the generation of custom resources it
+/// reflects.
+type Current = std::collections::HashMap<Option<u64>, (u64, Arc<Documents>)>;
+
+static CURRENT: std::sync::LazyLock<RwLock<Current>> = std::sync::LazyLock::new(Default::default);
 
 /// The schema name and definitions for the kinds of one group-version:
 /// its resources' kinds and their subresources' (Binding, Eviction, Scale),
@@ -33,10 +43,17 @@ fn schemas_for(group: &str, version: &str) -> (Map<String, Value>, BTreeMap<&'st
     let mut generator = SchemaSettings::openapi3().into_generator();
     let mut names = BTreeMap::new();
     let mut kinds: Vec<(&'static str, &'static str)> = Vec::new();
-    for r in RESOURCES
-        .iter()
+    for r in resources::served()
+        .into_iter()
         .filter(|r| r.group == group && r.version == version)
     {
+        if crate::crd::served(r).is_some() {
+            for sub in r.subresources.iter().filter(|s| **s == "scale") {
+                let (g, _, kind, _) = resources::subresource_kind(r, sub);
+                kinds.push((g, kind));
+            }
+            continue;
+        }
         kinds.push((r.group, r.kind));
         for sub in r.subresources {
             let (g, _, kind, _) = resources::subresource_kind(r, sub);
@@ -50,7 +67,32 @@ fn schemas_for(group: &str, version: &str) -> (Map<String, Value>, BTreeMap<&'st
             names.insert(kind, k.typed.schema(&mut generator));
         }
     }
-    (generator.take_definitions(true), names)
+    let custom = crate::crd::all()
+        .iter()
+        .any(|s| s.resource.group == group && s.resource.version == version);
+    if !custom {
+        return (generator.take_definitions(true), names);
+    }
+    let meta =
+        definition::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>(&mut generator);
+    let list_meta =
+        definition::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta>(&mut generator);
+    let mut schemas = generator.take_definitions(true);
+    for (kind, name) in crate::crd::openapi::add(group, version, &mut schemas, &meta, &list_meta) {
+        names.insert(kind, name);
+    }
+    (schemas, names)
+}
+
+/// The definition name of `T`, added to `generator`.
+fn definition<T: schemars::JsonSchema>(generator: &mut schemars::SchemaGenerator) -> String {
+    let schema = generator.subschema_for::<T>();
+    schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.rsplit('/').next())
+        .map(String::from)
+        .unwrap_or_else(|| T::schema_name().to_string())
 }
 
 fn gvk(group: &str, version: &str, kind: &str) -> Value {
@@ -84,6 +126,15 @@ fn operation(r: &Resource, action: &str, id: &str, kind: &str, schema: Option<&s
                 })
             } else {
                 json!({"*/*": body})
+            };
+            // Custom resources take no strategic merge patch (upstream
+            // answers 415 and leaves it out, so kubectl sends a merge patch).
+            let content = match (crate::crd::served(r), content) {
+                (Some(_), Value::Object(mut types)) => {
+                    types.remove("application/strategic-merge-patch+json");
+                    Value::Object(types)
+                }
+                (_, content) => content,
             };
             crate::object::set(
                 &mut op,
@@ -174,6 +225,10 @@ fn annotate_list(
 fn build(group: &str, version: &str) -> Value {
     let (mut schemas, names) = schemas_for(group, version);
     for (kind, name) in &names {
+        if crate::resources::find_kind(group, kind).is_none() && *kind != "Scale" {
+            // A custom kind: its schema carries its own extensions.
+            continue;
+        }
         for ext in skiff_api::patch::extensions(kind) {
             annotate(&mut schemas, name, &ext);
         }
@@ -201,8 +256,8 @@ fn build(group: &str, version: &str) -> Value {
         format!("/apis/{group}/{version}")
     };
     let mut paths = Map::new();
-    for r in RESOURCES
-        .iter()
+    for r in resources::served()
+        .into_iter()
         .filter(|r| r.group == group && r.version == version)
     {
         let schema = names.get(r.kind).map(String::as_str);
@@ -258,33 +313,101 @@ fn build(group: &str, version: &str) -> Value {
     })
 }
 
-fn documents() -> &'static Documents {
-    DOCUMENTS.get_or_init(|| {
-        let mut gvs = vec![("", "v1")];
-        gvs.extend(resources::groups());
-        let by_path = gvs
-            .into_iter()
-            .map(|(g, v)| {
-                let path = if g.is_empty() {
-                    format!("api/{v}")
-                } else {
-                    format!("apis/{g}/{v}")
-                };
-                let bytes = serde_json::to_vec(&build(g, v)).unwrap_or_default();
-                // A content hash, so clients can cache documents by URL.
-                let hash = bytes.iter().fold(0xcbf29ce484222325u64, |h, b| {
-                    (h ^ u64::from(*b)).wrapping_mul(0x100000001b3)
-                });
-                (path, (bytes, format!("{hash:016X}")))
-            })
-            .collect();
-        Documents { by_path }
-    })
+/// The documents of `gvs`, keyed by URL path.
+fn build_all(gvs: Vec<(&str, &str)>) -> BTreeMap<String, (Vec<u8>, String)> {
+    gvs.into_iter()
+        .map(|(g, v)| {
+            let path = if g.is_empty() {
+                format!("api/{v}")
+            } else {
+                format!("apis/{g}/{v}")
+            };
+            let bytes = serde_json::to_vec(&build(g, v)).unwrap_or_default();
+            // A content hash, so clients can cache documents by URL.
+            let hash = bytes.iter().fold(0xcbf29ce484222325u64, |h, b| {
+                (h ^ u64::from(*b)).wrapping_mul(0x100000001b3)
+            });
+            (path, (bytes, format!("{hash:016X}")))
+        })
+        .collect()
+}
+
+/// The group-versions served by built-in resources only.
+fn built_in_gvs() -> Vec<(&'static str, &'static str)> {
+    let mut gvs = vec![("", "v1")];
+    for r in resources::RESOURCES.iter().filter(|r| !r.group.is_empty()) {
+        if !gvs.contains(&(r.group, r.version)) {
+            gvs.push((r.group, r.version));
+        }
+    }
+    gvs
+}
+
+fn documents(owner: Option<u64>) -> Arc<Documents> {
+    let generation = crate::crd::generation();
+    if let Some((g, docs)) = CURRENT
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&owner)
+    {
+        if *g == generation {
+            return docs.clone();
+        }
+    }
+    let mut current = CURRENT.write().unwrap_or_else(|e| e.into_inner());
+    if let Some((g, docs)) = current.get(&owner) {
+        if *g == generation {
+            return docs.clone();
+        }
+    }
+    let started = std::time::Instant::now();
+    let built_in = BUILT_IN.get_or_init(|| Documents {
+        by_path: build_all(built_in_gvs()),
+    });
+    let built_in_gvs = built_in_gvs();
+    let custom: Vec<(&str, &str)> = crate::crd::all_of(owner)
+        .iter()
+        .filter(|s| s.established)
+        .map(|s| (s.resource.group, s.resource.version))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mut by_path = built_in.by_path.clone();
+    // A custom resource in a built-in group-version rebuilds that one.
+    by_path.extend(build_all(custom.clone()));
+    let docs = Arc::new(Documents { by_path });
+    tracing::debug!(
+        documents = docs.by_path.len(),
+        custom = custom.len(),
+        built_in = built_in_gvs.len(),
+        bytes = docs.by_path.values().map(|(b, _)| b.len()).sum::<usize>(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "OpenAPI v3 documents built"
+    );
+    current.insert(owner, (generation, docs.clone()));
+    docs
+}
+
+/// The generation the documents of [`each_document`] belong to: it
+/// changes whenever the set of documents or their content may have (a
+/// CustomResourceDefinition served, changed or gone).
+pub(crate) fn documents_generation() -> u64 {
+    crate::crd::generation()
+}
+
+/// Calls `f(url path, JSON bytes, hash)` for every group-version document
+/// served now. `/openapi/v2` (`crate::openapi_v2`) is built from them and
+/// rebuilt when a hash changes, so keep this answering the current set.
+pub(crate) fn each_document(mut f: impl FnMut(&str, &[u8], &str)) {
+    let docs = documents(None);
+    for (path, (bytes, hash)) in &docs.by_path {
+        f(path, bytes, hash);
+    }
 }
 
 /// GET /openapi/v3
-pub async fn index() -> Response {
-    let paths: Map<String, Value> = documents()
+pub async fn index(State(state): State<crate::AppState>) -> Response {
+    let paths: Map<String, Value> = documents(Some(state.crd_owner))
         .by_path
         .iter()
         .map(|(path, (_, hash))| {
@@ -298,8 +421,15 @@ pub async fn index() -> Response {
 }
 
 /// GET /openapi/v3/{api/v1 | apis/GROUP/VERSION}
-pub async fn document(Path(path): Path<String>, _q: Query<BTreeMap<String, String>>) -> Response {
-    match documents().by_path.get(path.trim_matches('/')) {
+pub async fn document(
+    State(state): State<crate::AppState>,
+    Path(path): Path<String>,
+    _q: Query<BTreeMap<String, String>>,
+) -> Response {
+    match documents(Some(state.crd_owner))
+        .by_path
+        .get(path.trim_matches('/'))
+    {
         Some((bytes, _)) => (
             StatusCode::OK,
             [(header::CONTENT_TYPE, "application/json")],

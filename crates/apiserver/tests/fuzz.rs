@@ -52,6 +52,36 @@ fn bases() -> Vec<(&'static str, Value)> {
             "metadata": {"name": "sa"}}),
         ),
         (
+            "/api/v1/namespaces/fuzz/resourcequotas",
+            json!({"apiVersion": "v1", "kind": "ResourceQuota",
+            "metadata": {"name": "q"}, "spec": {"hard": {"pods": "100000", "count/deployments.apps": "100000"}}}),
+        ),
+        (
+            "/api/v1/namespaces/fuzz/limitranges",
+            json!({"apiVersion": "v1", "kind": "LimitRange",
+            "metadata": {"name": "lr"}, "spec": {"limits": [{"type": "PersistentVolumeClaim", "min": {"storage": "1"}}]}}),
+        ),
+        (
+            "/apis/policy/v1/namespaces/fuzz/poddisruptionbudgets",
+            json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": "pdb"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "x"}}}}),
+        ),
+        (
+            "/apis/scheduling.k8s.io/v1/priorityclasses",
+            json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": "fuzz-pc"}, "value": 100, "description": "d"}),
+        ),
+        (
+            "/apis/networking.k8s.io/v1/servicecidrs",
+            json!({"apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR",
+            "metadata": {"name": "extra"}, "spec": {"cidrs": ["10.96.0.0/16"]}}),
+        ),
+        (
+            "/apis/networking.k8s.io/v1/ipaddresses",
+            json!({"apiVersion": "networking.k8s.io/v1", "kind": "IPAddress",
+            "metadata": {"name": "10.43.200.1"}, "spec": {"parentRef": {"group": "", "resource": "services", "namespace": "fuzz", "name": "svc"}}}),
+        ),
+        (
             "/api/v1/namespaces/fuzz/endpoints",
             json!({"apiVersion": "v1", "kind": "Endpoints",
             "metadata": {"name": "ep"}, "subsets": [{"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 80}]}]}),
@@ -104,6 +134,205 @@ fn bases() -> Vec<(&'static str, Value)> {
             "storageClassName": "manual", "volumeMode": "Filesystem"}}),
         ),
         ("/apis/storage.k8s.io/v1/storageclasses", storage_class()),
+        (
+            "/apis/networking.k8s.io/v1/namespaces/fuzz/ingresses",
+            json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "ing"},
+            "spec": {"ingressClassName": "fuzz-class", "tls": [{"hosts": ["a.example.com"], "secretName": "s"}],
+            "rules": [{"host": "a.example.com", "http": {"paths": [{"path": "/", "pathType": "Prefix",
+            "backend": {"service": {"name": "svc", "port": {"number": 80}}}}]}}]}}),
+        ),
+        (
+            "/apis/networking.k8s.io/v1/ingressclasses",
+            json!({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass", "metadata": {"name": "fuzz-class"},
+            "spec": {"controller": "example.com/ingress", "parameters": {"kind": "P", "name": "p", "scope": "Namespace", "namespace": "fuzz"}}}),
+        ),
+        (
+            "/apis/networking.k8s.io/v1/namespaces/fuzz/networkpolicies",
+            json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": "np"},
+            "spec": {"podSelector": {"matchLabels": {"app": "x"}}, "ingress": [{"from": [{"ipBlock":
+            {"cidr": "10.0.0.0/8", "except": ["10.1.0.0/16"]}}], "ports": [{"port": 80, "endPort": 90}]}]}}),
+        ),
+        (
+            "/apis/discovery.k8s.io/v1/namespaces/fuzz/endpointslices",
+            json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": {"name": "es"},
+            "addressType": "IPv4", "ports": [{"name": "http", "port": 80, "protocol": "TCP"}],
+            "endpoints": [{"addresses": ["10.2.3.4"], "hostname": "h", "conditions": {"ready": true}}]}),
+        ),
+        (
+            "/apis/storage.k8s.io/v1/csidrivers",
+            json!({"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": "csi.example.com"},
+            "spec": {"attachRequired": true, "tokenRequests": [{"audience": "a", "expirationSeconds": 3600}]}}),
+        ),
+        (
+            "/apis/storage.k8s.io/v1/csinodes",
+            json!({"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": "fuzz-node"},
+            "spec": {"drivers": [{"name": "csi.example.com", "nodeID": "n", "allocatable": {"count": 3}}]}}),
+        ),
+        (
+            "/apis/storage.k8s.io/v1/volumeattachments",
+            json!({"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment", "metadata": {"name": "va"},
+            "spec": {"attacher": "csi.example.com", "nodeName": "fuzz-node", "source": {"persistentVolumeName": "pv"}}}),
+        ),
+        (
+            "/apis/storage.k8s.io/v1/namespaces/fuzz/csistoragecapacities",
+            json!({"apiVersion": "storage.k8s.io/v1", "kind": "CSIStorageCapacity", "metadata": {"name": "cap"},
+            "storageClassName": "fuzz-sc", "capacity": "1Gi", "nodeTopology": {"matchLabels": {"zone": "a"}}}),
+        ),
+        (
+            "/apis/node.k8s.io/v1/runtimeclasses",
+            json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "rc"},
+            "handler": "runc", "overhead": {"podFixed": {"cpu": "100m"}},
+            "scheduling": {"nodeSelector": {"a": "b"}, "tolerations": [{"key": "k", "operator": "Exists"}]}}),
+        ),
+        (
+            "/apis/certificates.k8s.io/v1/certificatesigningrequests",
+            certificate_signing_request(),
+        ),
+        (
+            "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations",
+            json!({"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
+            "metadata": {"name": "pl"}, "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 10,
+            "limitResponse": {"type": "Queue", "queuing": {"queues": 16, "handSize": 4, "queueLengthLimit": 20}}}}}),
+        ),
+        (
+            "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas",
+            json!({"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema", "metadata": {"name": "fs"},
+            "spec": {"priorityLevelConfiguration": {"name": "pl"}, "matchingPrecedence": 500,
+            "distinguisherMethod": {"type": "ByNamespace"}, "rules": [{"subjects": [{"kind": "User", "user": {"name": "u"}}],
+            "nonResourceRules": [{"verbs": ["get"], "nonResourceURLs": ["/healthz"]}]}]}}),
+        ),
+        (
+            "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+            json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": "mwc"}, "webhooks": [{"name": "m.example.com", "sideEffects": "None",
+            "admissionReviewVersions": ["v1"], "clientConfig": {"service": {"name": "s", "namespace": "fuzz", "path": "/m"}},
+            "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}],
+            "matchConditions": [{"name": "c", "expression": "true"}]}]}),
+        ),
+        (
+            "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+            json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "vwc"}, "webhooks": [{"name": "v.example.com", "sideEffects": "NoneOnDryRun",
+            "admissionReviewVersions": ["v1", "v1beta1"], "clientConfig": {"url": "https://v.example.com/v"},
+            "namespaceSelector": {"matchExpressions": [{"key": "k", "operator": "In", "values": ["a"]}]}}]}),
+        ),
+        (
+            "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies",
+            json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "vap"}, "spec": {"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+            "operations": ["CREATE"], "resources": ["deployments"]}]},
+            "validations": [{"expression": "true", "message": "m"}],
+            "auditAnnotations": [{"key": "k", "valueExpression": "'v'"}]}}),
+        ),
+        (
+            "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
+            json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": "vapb"}, "spec": {"policyName": "vap", "validationActions": ["Warn", "Audit"],
+            "paramRef": {"selector": {"matchLabels": {"a": "b"}}}}}),
+        ),
+        (
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "fuzzes.fuzz.example.com"},
+            "spec": {"group": "fuzz.example.com", "scope": "Namespaced",
+                "names": {"plural": "fuzzes", "singular": "fuzz", "kind": "Fuzz", "shortNames": ["fz"]},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas",
+                        "statusReplicasPath": ".status.replicas"}},
+                    "additionalPrinterColumns": [{"name": "R", "type": "integer", "jsonPath": ".spec.replicas"}],
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                        "spec": {"type": "object", "properties": {
+                            "replicas": {"type": "integer", "minimum": 0, "default": 1},
+                            "text": {"type": "string", "maxLength": 10, "pattern": "^[a-z]*$"},
+                            "list": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"},
+                            "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}},
+                        "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}}}}}}]}}),
+        ),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/fuzz/roles",
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "r"},
+            "rules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"], "resourceNames": ["p"]}]}),
+        ),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/fuzz/rolebindings",
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "rb"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"},
+            "subjects": [{"kind": "User", "name": "u"}, {"kind": "ServiceAccount", "name": "sa", "namespace": "fuzz"}]}),
+        ),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "fuzz-cr"},
+            "rules": [{"verbs": ["get"], "nonResourceURLs": ["/healthz"]}],
+            "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"a": "b"},
+                "matchExpressions": [{"key": "k", "operator": "In", "values": ["v"]}]}]}}),
+        ),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "fuzz-crb"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "fuzz-cr"},
+            "subjects": [{"kind": "Group", "name": "g"}]}),
+        ),
+        (
+            "/apis/apiregistration.k8s.io/v1/apiservices",
+            json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": {"name": "v1.fuzz.example.com"},
+            "spec": {"group": "fuzz.example.com", "version": "v1", "groupPriorityMinimum": 100, "versionPriority": 10,
+            "service": {"namespace": "fuzz", "name": "svc", "port": 443}}}),
+        ),
+        (
+            "/api/v1/namespaces/fuzz/replicationcontrollers",
+            json!({"apiVersion": "v1", "kind": "ReplicationController",
+            "metadata": {"name": "rc"}, "spec": {"replicas": 1, "selector": {"app": "x"}, "template": template}}),
+        ),
+        (
+            "/api/v1/namespaces/fuzz/podtemplates",
+            json!({"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "pt"}, "template": template}),
+        ),
+        (
+            "/apis/apps/v1/namespaces/fuzz/statefulsets",
+            json!({"apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "sts"}, "spec": {"replicas": 1, "serviceName": "sts",
+            "selector": {"matchLabels": {"app": "x"}}, "template": template,
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}},
+            "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}}}}]}}),
+        ),
+        (
+            "/apis/apps/v1/namespaces/fuzz/daemonsets",
+            json!({"apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": "ds"}, "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": template,
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "10%", "maxSurge": 0}}}}),
+        ),
+        (
+            "/apis/apps/v1/namespaces/fuzz/controllerrevisions",
+            json!({"apiVersion": "apps/v1", "kind": "ControllerRevision",
+            "metadata": {"name": "cr"}, "data": {"spec": {"template": template}}, "revision": 1}),
+        ),
+        (
+            "/apis/batch/v1/namespaces/fuzz/cronjobs",
+            json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "cj"},
+            "spec": {"schedule": "*/5 * * * *", "timeZone": "Etc/UTC", "concurrencyPolicy": "Forbid",
+            "jobTemplate": {"spec": {"template": {"spec": {"restartPolicy": "OnFailure",
+            "containers": [{"name": "c", "image": "busybox"}]}}}}}}),
+        ),
+        (
+            "/apis/autoscaling/v2/namespaces/fuzz/horizontalpodautoscalers",
+            json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "hpa"},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"},
+            "minReplicas": 1, "maxReplicas": 3, "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+            "target": {"type": "Utilization", "averageUtilization": 50}}}],
+            "behavior": {"scaleDown": {"stabilizationWindowSeconds": 60,
+            "policies": [{"type": "Pods", "value": 1, "periodSeconds": 30}]}}}}),
+        ),
+        (
+            "/apis/autoscaling/v1/namespaces/fuzz/horizontalpodautoscalers",
+            json!({"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "hpa1",
+            "annotations": {"autoscaling.alpha.kubernetes.io/metrics":
+                "[{\"type\":\"Pods\",\"pods\":{\"metricName\":\"qps\",\"targetAverageValue\":\"1k\"}}]"}},
+            "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "d"}, "maxReplicas": 3,
+            "targetCPUUtilizationPercentage": 50}}),
+        ),
     ]
 }
 
@@ -114,6 +343,22 @@ fn persistent_volume() -> Value {
     "hostPath": {"path": "/tmp/fuzz-pv", "type": "DirectoryOrCreate"},
     "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions":
         [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["n"]}]}]}}}})
+}
+
+/// A CSR whose request is a real PEM certificate request.
+fn certificate_signing_request() -> Value {
+    use base64::Engine;
+    let key = rcgen::KeyPair::generate().expect("key");
+    let params =
+        rcgen::CertificateParams::new(vec!["fuzz.example.com".to_string()]).expect("params");
+    let pem = params
+        .serialize_request(&key)
+        .expect("csr")
+        .pem()
+        .expect("pem");
+    json!({"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+    "metadata": {"name": "csr"}, "spec": {"request": base64::engine::general_purpose::STANDARD.encode(pem),
+    "signerName": "example.com/fuzz", "usages": ["digital signature", "server auth"], "expirationSeconds": 3600}})
 }
 
 fn storage_class() -> Value {
@@ -282,6 +527,9 @@ fn group_of(collection: &str) -> &'static str {
         "batch",
         "coordination.k8s.io",
         "storage.k8s.io",
+        "rbac.authorization.k8s.io",
+        "apiregistration.k8s.io",
+        "autoscaling",
     ] {
         if collection.starts_with(&format!("/apis/{g}/")) {
             return g;

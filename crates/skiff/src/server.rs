@@ -37,10 +37,14 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     let compactor = tokio::spawn(Compactor::new(store.clone(), policy).run(shutdown.clone()));
 
     let api = ApiServer::bind(
-        ApiConfig::new(
-            data_dir.clone(),
-            std::net::SocketAddr::new(args.bind_address, args.https_listen_port),
-        ),
+        ApiConfig {
+            service_cidr: args.service_cidr.clone(),
+            service_node_port_range: args.service_node_port_range.clone(),
+            ..ApiConfig::new(
+                data_dir.clone(),
+                std::net::SocketAddr::new(args.bind_address, args.https_listen_port),
+            )
+        },
         store.clone(),
     )
     .await?;
@@ -62,6 +66,18 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     let volumes = tokio::spawn(
         skiff_controllers::PersistentVolumeController::new()
             .run(loopback.clone(), shutdown.clone()),
+    );
+    // Aggregated ClusterRoles (admin, edit, view, ...) get the rules of
+    // the roles their selectors match.
+    let aggregation = tokio::spawn(
+        skiff_controllers::ClusterRoleAggregation::new().run(loopback.clone(), shutdown.clone()),
+    );
+    // ResourceQuota status (usage) and PodDisruptionBudget status.
+    let quotas = tokio::spawn(
+        skiff_controllers::ResourceQuotaController::new().run(loopback.clone(), shutdown.clone()),
+    );
+    let disruption = tokio::spawn(
+        skiff_controllers::DisruptionController::new().run(loopback.clone(), shutdown.clone()),
     );
 
     // The node agent, a client of this API server through the loopback.
@@ -149,6 +165,13 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     }
     if let Ok(Err(e)) = ipam.await {
         tracing::warn!(error = %e, "node IPAM stopped with an error");
+    }
+    let _ = aggregation.await;
+    if let Ok(Err(e)) = quotas.await {
+        tracing::warn!(error = %e, "the resource quota controller stopped with an error");
+    }
+    if let Ok(Err(e)) = disruption.await {
+        tracing::warn!(error = %e, "the disruption controller stopped with an error");
     }
     if let Ok(Err(e)) = volumes.await {
         tracing::warn!(error = %e, "the persistent volume controller stopped with an error");

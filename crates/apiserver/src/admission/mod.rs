@@ -14,10 +14,19 @@ use crate::resources::Resource;
 use crate::status::ApiResult;
 use crate::AppState;
 
+mod default_ingress_class;
 mod default_storage_class;
 mod default_toleration_seconds;
+mod limit_ranger;
 mod namespace_lifecycle;
+pub mod objects;
+mod priority;
+pub mod resource_quota;
+pub use limit_ranger::LimitRanger;
+pub use priority::Priority;
+pub use resource_quota::ResourceQuota;
 
+pub use default_ingress_class::DefaultIngressClass;
 pub use default_storage_class::DefaultStorageClass;
 pub use default_toleration_seconds::DefaultTolerationSeconds;
 pub use namespace_lifecycle::NamespaceLifecycle;
@@ -62,8 +71,12 @@ pub trait Plugin: Send + Sync {
 /// The chain, in upstream's order.
 pub static PLUGINS: &[&dyn Plugin] = &[
     &NamespaceLifecycle,
+    &LimitRanger,
+    &Priority,
     &DefaultTolerationSeconds,
     &DefaultStorageClass,
+    &DefaultIngressClass,
+    &ResourceQuota,
 ];
 
 /// Runs every plugin's mutating step.

@@ -14,6 +14,16 @@ impl Authorizer for MastersOnly {
             Decision::NoOpinion
         }
     }
+
+    fn rules(&self, user: &crate::authn::User, _namespace: &str) -> super::Rules {
+        if user.groups.iter().any(|g| g == "system:masters") {
+            super::Rules::default()
+                .resource(&["*"], &["*"], &["*"])
+                .non_resource(&["*"], &["*"])
+        } else {
+            super::Rules::default()
+        }
+    }
 }
 
 #[cfg(test)]

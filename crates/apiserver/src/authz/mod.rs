@@ -2,8 +2,10 @@
 //! [`Authorizer`] decides whether it may do what it asks. A denial is a 403
 //! in upstream's words (`pods "web" is forbidden: User "u" cannot get
 //! resource "pods" in API group "" in the namespace "default"`). Today's
-//! policy is [`MastersOnly`]; RBAC and the Node authorizer come later as
-//! more implementations, tried in order.
+//! policy is [`MastersOnly`] then [`BasicUser`] (what upstream's default
+//! bindings give every authenticated user); RBAC and the Node authorizer
+//! come later as more implementations, tried in order. Each can also list
+//! a user's [`Rules`] (SelfSubjectRulesReview).
 
 use std::sync::Arc;
 
@@ -15,9 +17,14 @@ use axum::response::{IntoResponse, Response};
 use crate::authn::User;
 use crate::status::ApiError;
 
+mod basic;
+pub mod impersonate;
 mod masters;
+mod rules;
 
+pub use basic::{is_resource_request, url_matches, BasicUser};
 pub use masters::MastersOnly;
+pub use rules::Rules;
 
 /// What a request asks to do.
 #[derive(Debug)]
@@ -40,6 +47,11 @@ pub enum Decision {
 /// One authorization policy.
 pub trait Authorizer: Send + Sync + std::fmt::Debug {
     fn authorize(&self, attrs: &Attributes<'_>) -> Decision;
+    /// What `user` may do in `namespace`, as a list (SelfSubjectRulesReview);
+    /// by default the authorizer cannot say.
+    fn rules(&self, _user: &User, _namespace: &str) -> Rules {
+        Rules::unknown()
+    }
 }
 
 /// Middleware: asks each authorizer in turn; the first Allow or Deny

@@ -25,6 +25,7 @@ pub use crate::request::forbidden_message;
 use crate::request::{is_true, parse_target, url_pairs};
 mod create;
 mod delete;
+pub mod eviction;
 mod exec;
 mod get;
 mod list;
@@ -76,10 +77,24 @@ pub async fn dispatch(State(state): State<AppState>, req: Request) -> Response {
         Ok(req) => req,
         Err(response) => return response,
     };
-    match handle(state, req).await {
+    // The requesting user, for strategies that record it (CSRs).
+    let user = req.extensions().get::<crate::authn::User>().cloned();
+    // A deprecated custom resource version warns (crate::crd).
+    let deprecated = crate::crd::deprecation(req.uri().path());
+    let mut response = match crate::resources::requester::scope(user, handle(state, req)).await {
         Ok(response) => response,
         Err(e) => e.into_response(),
+    };
+    if let Some(warning) = deprecated {
+        let value = format!(
+            "299 - {}",
+            serde_json::to_string(&warning).unwrap_or_default()
+        );
+        if let Ok(v) = header::HeaderValue::from_str(&value) {
+            response.headers_mut().append(header::WARNING, v);
+        }
     }
+    response
 }
 
 /// The whole body of a request that may carry one, read before anything
@@ -163,14 +178,34 @@ async fn read_body(req: Request) -> ApiResult<Bytes> {
 }
 
 async fn handle(state: AppState, req: Request) -> ApiResult<Response> {
+    // Reviews (create-only, never stored) and the Local APIServices.
+    let req = match crate::reviews::intercept(&state, req).await {
+        Ok(answer) => return answer,
+        Err(req) => req,
+    };
     let Some(target) = parse_target(req.uri().path()) else {
         return Err(ApiError::not_found_path());
     };
+    if crate::crd::foreign(target.resource, state.crd_owner) {
+        return Err(ApiError::not_found_path());
+    }
     let q = query(&req);
     crate::handlers::params::check(&q, req.headers())?;
     let method = req.method().clone();
     let r = target.resource;
     let ns = target.namespace.as_deref();
+    if crate::resources::componentstatuses::is(r) {
+        return crate::resources::componentstatuses::handle(
+            &state,
+            r,
+            &method,
+            target.name.as_deref(),
+            target.subresource.as_deref(),
+            &q,
+            req.headers(),
+        )
+        .await;
+    }
     let out = Output {
         table: table::wanted(req.headers()).then(|| table::Include::parse(q.get("includeObject"))),
     };
@@ -180,6 +215,28 @@ async fn handle(state: AppState, req: Request) -> ApiResult<Response> {
         target.subresource.as_deref(),
     ) {
         (Method::GET, Some(name), None | Some("status")) => get(&state, r, ns, name, out).await,
+        (Method::GET, Some(name), Some("approval")) if r.subresources.contains(&"approval") => {
+            get(&state, r, ns, name, out).await
+        }
+        (Method::PATCH, Some(name), sub @ Some("approval"))
+            if r.subresources.contains(&"approval") =>
+        {
+            let opts = WriteOptions::parse(&q)?;
+            let ct = content_type(req.headers());
+            let body = read_raw_body(req).await?;
+            let body = PatchBody {
+                content_type: &ct,
+                bytes: &body,
+            };
+            patch(&state, r, ns, name, sub, body, &opts).await
+        }
+        (Method::PUT, Some(name), sub @ Some("approval"))
+            if r.subresources.contains(&"approval") =>
+        {
+            let opts = WriteOptions::parse(&q)?;
+            let body = read_body(req).await?;
+            update(&state, r, ns, name, sub, &body, &opts).await
+        }
         (Method::GET, None, None) if is_true(q.get("watch")) => watch(&state, r, ns, &q, out).await,
         (Method::GET, None, None) => match list_mode(&q)? {
             ListMode::Any => list_from_cache(&state, r, ns, &q, out, None).await,
@@ -222,9 +279,10 @@ async fn handle(state: AppState, req: Request) -> ApiResult<Response> {
         (Method::POST, Some(name), Some("eviction")) => {
             let opts = WriteOptions::parse(&q)?;
             let body = read_body(req).await?;
-            crate::handlers::scale::evict(&state, r, ns, name, &body, &opts).await
+            crate::handlers::eviction::evict(&state, r, ns, name, &body, &opts).await
         }
         (Method::POST, None, None) => {
+            crate::crd::strategy::check_create(r)?;
             let opts = WriteOptions::parse(&q)?;
             let body = read_body(req).await?;
             create(&state, r, ns, &body, &opts).await
@@ -293,7 +351,10 @@ impl Output {
     fn object(&self, r: &Resource, obj: Value) -> Value {
         let obj = crate::registry::convert::to_served(r, obj);
         match self.table {
-            Some(include) => table::table(r.kind, &[&obj], json!({}), include),
+            Some(include) => match crate::crd::served(r) {
+                Some(custom) => crate::crd::table::table(&custom, &[&obj], json!({}), include),
+                None => table::table(r.kind, &[&obj], json!({}), include),
+            },
             None => obj,
         }
     }
@@ -307,7 +368,10 @@ impl Output {
         match self.table {
             Some(include) => {
                 let refs: Vec<&Value> = items.iter().collect();
-                table::table(r.kind, &refs, metadata, include)
+                match crate::crd::served(r) {
+                    Some(custom) => crate::crd::table::table(&custom, &refs, metadata, include),
+                    None => table::table(r.kind, &refs, metadata, include),
+                }
             }
             None => json!({
                 "kind": format!("{}List", r.kind),

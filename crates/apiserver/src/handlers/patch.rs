@@ -55,6 +55,12 @@ pub(super) async fn patch(
             skiff_api::patch::PATCH_TYPES,
         ));
     };
+    if patch_type == PatchType::StrategicMerge && crate::crd::served(r).is_some() {
+        // Custom resources have no patch strategies (upstream: 415).
+        return Err(patch_error(
+            skiff_api::patch::PatchError::UnsupportedMediaType,
+        ));
+    }
     if patch_type == PatchType::Apply {
         return crate::handlers::apply::server_side_apply(state, r, ns, name, body, opts).await;
     }

@@ -1,6 +1,6 @@
 //! The `scale` subresource of deployments and replicasets (an
-//! autoscaling/v1 Scale view of spec.replicas), and `pods/eviction`
-//! (policy/v1 Eviction: a graceful delete; PodDisruptionBudgets come later).
+//! autoscaling/v1 Scale view of spec.replicas); `pods/eviction` is in
+//! `handlers::eviction`.
 
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -8,7 +8,6 @@ use serde_json::{json, Value};
 
 use crate::handlers::json_response;
 use crate::object;
-use crate::registry::delete::DeleteOptions;
 use crate::registry::write::{self, WriteOptions};
 use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult};
@@ -16,6 +15,18 @@ use crate::AppState;
 
 /// The label selector string of a workload's spec.selector.
 fn selector_string(obj: &Value) -> String {
+    // A ReplicationController's selector is a plain label map.
+    if obj.get("kind").and_then(Value::as_str) == Some("ReplicationController") {
+        let mut pairs: Vec<String> = obj
+            .pointer("/spec/selector")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+            .collect();
+        pairs.sort_unstable();
+        return pairs.join(",");
+    }
     let mut parts = Vec::new();
     if let Some(labels) = obj
         .pointer("/spec/selector/matchLabels")
@@ -75,6 +86,41 @@ pub fn to_scale(obj: &Value) -> Value {
     })
 }
 
+/// The Scale view of `obj` of `r` (a workload, or a custom resource
+/// through its CRD's scale paths).
+fn view(r: &Resource, obj: &Value) -> Value {
+    match crate::crd::served(r).and_then(|s| s.scale.clone()) {
+        Some(paths) => crate::crd::scale::to_scale(&paths, obj),
+        None => to_scale(obj),
+    }
+}
+
+/// `workload` changed by `scale`, for `r`.
+fn apply_scale(r: &Resource, workload: &Value, scale: &Value) -> ApiResult<Value> {
+    let next = from_scale(workload, scale)?;
+    match crate::crd::served(r).and_then(|s| s.scale.clone()) {
+        Some(paths) => {
+            let replicas = scale
+                .pointer("/spec/replicas")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            // from_scale checked the value and carried the precondition;
+            // the replicas go where the CRD says.
+            let mut out = crate::crd::scale::set_replicas(&paths, workload, replicas);
+            match next.pointer("/metadata/resourceVersion") {
+                Some(rv) => {
+                    object::meta(&mut out).insert("resourceVersion".into(), rv.clone());
+                }
+                None => {
+                    object::meta(&mut out).remove("resourceVersion");
+                }
+            }
+            Ok(out)
+        }
+        None => Ok(next),
+    }
+}
+
 fn check(r: &Resource) -> ApiResult<()> {
     if r.subresources.contains(&"scale") {
         Ok(())
@@ -91,7 +137,7 @@ pub async fn get(
 ) -> ApiResult<Response> {
     check(r)?;
     let (obj, _) = write::current(state, r, ns, name).await?;
-    Ok(json_response(StatusCode::OK, &to_scale(&obj)))
+    Ok(json_response(StatusCode::OK, &view(r, &obj)))
 }
 
 /// Applies a changed Scale back onto the workload.
@@ -142,10 +188,10 @@ pub async fn update(
     check(r)?;
     let scale = object::decode(body)?;
     let outcome = write::update(state, r, ns, name, None, opts, |workload| {
-        from_scale(workload, &scale)
+        apply_scale(r, workload, &scale)
     })
     .await?;
-    Ok(json_response(StatusCode::OK, &to_scale(&outcome.object)))
+    Ok(json_response(StatusCode::OK, &view(r, &outcome.object)))
 }
 
 pub async fn patch(
@@ -165,50 +211,12 @@ pub async fn patch(
             ApiError::unsupported_media_type(content_type, skiff_api::patch::PATCH_TYPES)
         })?;
     let outcome = write::update(state, r, ns, name, None, opts, |workload| {
-        let scale = to_scale(workload);
+        let scale = view(r, workload);
         // The same statuses as any other patch (400, 422, 415).
         let patched =
             apply_patch("Scale", &scale, patch_type, body).map_err(crate::handlers::patch_error)?;
-        from_scale(workload, &patched)
+        apply_scale(r, workload, &patched)
     })
     .await?;
-    Ok(json_response(StatusCode::OK, &to_scale(&outcome.object)))
-}
-
-/// POST pods/NAME/eviction.
-pub async fn evict(
-    state: &AppState,
-    r: &Resource,
-    ns: Option<&str>,
-    name: &str,
-    body: &[u8],
-    opts: &WriteOptions,
-) -> ApiResult<Response> {
-    if !r.subresources.contains(&"eviction") {
-        return Err(ApiError::not_found_path());
-    }
-    let eviction = object::decode(body)?;
-    match eviction.get("kind").and_then(Value::as_str) {
-        None | Some("Eviction") => {}
-        Some(kind) => {
-            return Err(ApiError::bad_request(format!(
-                "the kind in the data ({kind}) does not match the expected kind (Eviction)"
-            )))
-        }
-    }
-    if object::name_of(&eviction).is_some_and(|n| n != name) {
-        return Err(ApiError::bad_request(
-            "name in URL does not match name in Eviction object",
-        ));
-    }
-    let delete_options = eviction
-        .get("deleteOptions")
-        .map(|d| serde_json::to_vec(d).unwrap_or_default())
-        .unwrap_or_default();
-    let opts = DeleteOptions::parse(&delete_options, &Default::default())?.dry_run(opts.dry_run);
-    crate::registry::delete::delete_one(state, r, ns, name, &opts).await?;
-    Ok(json_response(
-        StatusCode::CREATED,
-        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
-    ))
+    Ok(json_response(StatusCode::OK, &view(r, &outcome.object)))
 }

@@ -3,7 +3,9 @@
 //! v1 Events (stored once, under /registry/events/): `regarding` ↔
 //! `involvedObject`, `note` ↔ `message`, `reportingController` ↔
 //! `reportingComponent`, `deprecatedSource` ↔ `source`, and the
-//! `deprecated*` timestamps and count.
+//! `deprecated*` timestamps and count. Custom resources are served in
+//! every version of their CRD with the `None` conversion: the apiVersion
+//! is rewritten (`crate::crd::strategy`).
 
 use serde_json::{Map, Value};
 
@@ -24,9 +26,16 @@ fn is_events_v1(r: &Resource) -> bool {
     r.group == "events.k8s.io"
 }
 
-/// Does `r` need conversion at all?
+/// autoscaling/v1 HorizontalPodAutoscalers, a view of the v2 objects
+/// (`resources/horizontalpodautoscalers_v1.rs` converts).
+fn is_hpa_v1(r: &Resource) -> bool {
+    crate::resources::horizontalpodautoscalers_v1::is_v1(r)
+}
+
+/// Does `r` need conversion at all? (Custom resources always: their
+/// stored objects may be of another version, and defaults apply on read.)
 pub fn needed(r: &Resource) -> bool {
-    is_events_v1(r)
+    is_events_v1(r) || crate::crd::is_custom_storage(r.storage) || is_hpa_v1(r)
 }
 
 fn rename(obj: &mut Map<String, Value>, from: &str, to: &str) {
@@ -37,6 +46,12 @@ fn rename(obj: &mut Map<String, Value>, from: &str, to: &str) {
 
 /// Stored form → the form `r` serves.
 pub fn to_served(r: &Resource, mut obj: Value) -> Value {
+    if is_hpa_v1(r) {
+        return crate::resources::horizontalpodautoscalers_v1::to_v1(obj);
+    }
+    if let Some(custom) = crate::crd::served(r) {
+        return crate::crd::strategy::to_served(&custom, obj);
+    }
     if is_events_v1(r) {
         if let Some(map) = obj.as_object_mut() {
             for (served, stored) in EVENT_FIELDS {
@@ -50,6 +65,12 @@ pub fn to_served(r: &Resource, mut obj: Value) -> Value {
 
 /// The form `r` serves → stored form.
 pub fn to_stored(r: &Resource, mut obj: Value) -> Value {
+    if is_hpa_v1(r) {
+        return crate::resources::horizontalpodautoscalers_v1::from_v1(obj);
+    }
+    if let Some(custom) = crate::crd::served(r) {
+        return crate::crd::strategy::to_stored(&custom, obj);
+    }
     if is_events_v1(r) {
         if let Some(map) = obj.as_object_mut() {
             for (served, stored) in EVENT_FIELDS {

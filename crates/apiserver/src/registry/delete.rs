@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use skiff_store::ListOptions;
 
 use crate::object::{self, with_revision};
-use crate::resources::{Resource, RESOURCES};
+use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult, Cause};
 use crate::AppState;
 
@@ -176,6 +176,10 @@ pub async fn delete_one(
         }
 
         let mut fins = finalizers(&obj);
+        if crate::crd::is_crd(r) && !opts.dry_run {
+            // Its objects go first (crate::crd::cleanup).
+            crate::crd::cleanup::mark(&mut obj, &mut fins);
+        }
         match opts.propagation_policy.as_deref() {
             Some("Orphan") if !fins.iter().any(|f| f == "orphan") => fins.push("orphan".into()),
             Some("Foreground") if !fins.iter().any(|f| f == "foregroundDeletion") => {
@@ -193,7 +197,10 @@ pub async fn delete_one(
         }
         if fins.is_empty() && grace == 0 {
             return match state.store.delete(&key, Some(kv.mod_revision)).await {
-                Ok(d) => Ok(with_revision(obj, d.revision)),
+                Ok(d) => {
+                    crate::allocators::services::on_deleted(state, r, &obj).await;
+                    Ok(with_revision(obj, d.revision))
+                }
                 Err(skiff_store::Error::Conflict { .. }) => continue,
                 Err(skiff_store::Error::NotFound { .. }) => {
                     Err(ApiError::not_found(r.group, r.plural, name))
@@ -308,7 +315,7 @@ async fn delete_namespace(
         Err(e) => return Err(e.into()),
     };
     let mut seen = std::collections::HashSet::new();
-    for resource in RESOURCES.iter().filter(|r| r.namespaced) {
+    for resource in crate::resources::all().into_iter().filter(|r| r.namespaced) {
         if !seen.insert(resource.storage) {
             continue;
         }
@@ -316,7 +323,12 @@ async fn delete_namespace(
         let page = state.store.list(&prefix, ListOptions::default()).await?;
         for kv in page.items {
             match state.store.delete(&kv.key, None).await {
-                Ok(_) | Err(skiff_store::Error::NotFound { .. }) => {}
+                Ok(d) => {
+                    if let Ok(obj) = serde_json::from_slice::<Value>(&d.prev.value) {
+                        crate::allocators::services::on_deleted(state, resource, &obj).await;
+                    }
+                }
+                Err(skiff_store::Error::NotFound { .. }) => {}
                 Err(e) => return Err(e.into()),
             }
         }
@@ -348,7 +360,10 @@ pub async fn finish_if_done(
         return Ok(false);
     }
     match state.store.delete(key, Some(revision)).await {
-        Ok(_) => Ok(true),
+        Ok(_) => {
+            crate::allocators::services::on_deleted(state, r, obj).await;
+            Ok(true)
+        }
         Err(skiff_store::Error::NotFound { .. } | skiff_store::Error::Conflict { .. }) => Ok(false),
         Err(e) => Err(e.into()),
     }

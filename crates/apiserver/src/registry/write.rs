@@ -149,6 +149,9 @@ pub async fn create(
     if let Some(manager) = &opts.field_manager {
         obj = crate::registry::managed::record_update(r, None, obj, manager);
     }
+    // Service ClusterIPs and NodePorts (given back if the create fails).
+    let reservation =
+        crate::allocators::services::on_create(state, r, &mut obj, opts.dry_run).await?;
     if opts.dry_run {
         return Ok(Outcome {
             object: obj,
@@ -158,7 +161,9 @@ pub async fn create(
     }
     let key = object::key(r, ns.as_deref(), &name);
     let value = serde_json::to_vec(&obj).map_err(|e| ApiError::internal(e.to_string()))?;
-    match state.store.create(&key, value.into()).await {
+    let created = state.store.create(&key, value.into()).await;
+    reservation.finish(state, created.is_ok()).await;
+    match created {
         Ok(kv) => Ok(Outcome {
             object: with_revision(obj, kv.mod_revision),
             status: StatusCode::CREATED,
@@ -303,6 +308,18 @@ pub async fn update(
                 crate::resources::strategy_of(r).prepare_for_status_update(&old, &mut merged);
                 merged
             }
+            Some("approval") => {
+                // Only the conditions change (CertificateSigningRequests).
+                let mut obj = candidate;
+                crate::resources::strategy_of(r).prepare_for_approval_update(&old, &mut obj);
+                obj
+            }
+            _ if !crate::resources::strategy_of(r).keeps_status() => {
+                // Status is no subresource: the body's status is written.
+                let mut obj = candidate;
+                crate::resources::strategy_of(r).defaults(&mut obj);
+                obj
+            }
             _ => {
                 let mut obj = candidate;
                 match old.get("status") {
@@ -314,6 +331,7 @@ pub async fn update(
                     }
                 }
                 crate::resources::strategy_of(r).defaults(&mut obj);
+                crate::resources::strategy_of(r).prepare_for_update(&old, &mut obj);
                 obj
             }
         };
@@ -327,9 +345,16 @@ pub async fn update(
             old: Some(&old),
         };
         admission::mutate(&attrs, &mut new).await?;
+        crate::allocators::services::patch_allocated(r, &old, &mut new);
         check_valid(r, name, {
             let mut errors = skiff_api::validation::object_meta(&new);
-            errors.extend(crate::resources::strategy_of(r).validate_update(&old, &new));
+            errors.extend(
+                crate::resources::strategy_of(r).validate_subresource_update(
+                    subresource,
+                    &old,
+                    &new,
+                ),
+            );
             errors
         })?;
         admission::validate(&attrs, &new).await?;
@@ -340,6 +365,8 @@ pub async fn update(
         if let Some(manager) = &opts.field_manager {
             new = crate::registry::managed::record_update(r, Some(&old), new, manager);
         }
+        let reservation =
+            crate::allocators::services::on_update(state, r, &old, &mut new, opts.dry_run).await?;
         if opts.dry_run {
             return Ok(Outcome {
                 object: with_revision(new, revision),
@@ -348,7 +375,9 @@ pub async fn update(
             });
         }
         let value = serde_json::to_vec(&new).map_err(|e| ApiError::internal(e.to_string()))?;
-        match state.store.update(&key, value.into(), revision).await {
+        let stored = state.store.update(&key, value.into(), revision).await;
+        reservation.finish(state, stored.is_ok()).await;
+        match stored {
             Ok(kv) => {
                 crate::registry::delete::finish_if_done(state, r, &key, &new, kv.mod_revision)
                     .await?;

@@ -8,7 +8,10 @@
 //! `registry/<kind>/strategy.go`. Adding a kind is a new file and a line
 //! in [`KINDS`]. Table columns and patch schemas come from skiff-api by
 //! kind name (they also cover built-in kinds not served yet). One list
-//! drives discovery, routing and storage keys.
+//! drives discovery, routing and storage keys; the custom resources that
+//! CustomResourceDefinitions serve (`crate::crd`) join it at run time
+//! through [`find`], [`served`], [`all`] and [`groups`], with their own
+//! strategy ([`strategy_of`]) and decoding ([`normalize`]).
 
 use std::marker::PhantomData;
 
@@ -94,17 +97,59 @@ pub fn namespaces() -> &'static Resource {
     find("", "v1", "namespaces").expect("namespaces are served")
 }
 
-/// The resource served at `group`/`version`/`plural`.
+/// The resource served at `group`/`version`/`plural`: a built-in one, or
+/// a custom resource a CustomResourceDefinition serves (see `crate::crd`).
 pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static Resource> {
+    find_static(group, version, plural)
+        .or_else(|| crate::crd::find(group, version, plural).map(|s| s.resource))
+}
+
+/// The built-in resource served at `group`/`version`/`plural`.
+pub fn find_static(group: &str, version: &str, plural: &str) -> Option<&'static Resource> {
     RESOURCES
         .iter()
         .find(|r| r.group == group && r.version == version && r.plural == plural)
 }
 
-/// The distinct non-core (group, version) pairs, in table order.
+/// Every served resource: the built-in ones in table order, then the
+/// established custom resources (by group, version order, plural).
+pub fn served() -> Vec<&'static Resource> {
+    served_by(None)
+}
+
+/// [`served`], with only the custom resources API server `owner` serves
+/// (a process may run several servers, in tests).
+pub fn served_by(owner: Option<u64>) -> Vec<&'static Resource> {
+    RESOURCES
+        .iter()
+        .chain(
+            crate::crd::all_of(owner)
+                .iter()
+                .filter(|s| s.established)
+                .map(|s| s.resource),
+        )
+        .collect()
+}
+
+/// Every resource objects may be stored under: [`served`] and the custom
+/// resources of CRDs not established yet or being deleted.
+pub fn all() -> Vec<&'static Resource> {
+    RESOURCES
+        .iter()
+        .chain(crate::crd::all().iter().map(|s| s.resource))
+        .collect()
+}
+
+/// The distinct non-core (group, version) pairs: built-in ones in table
+/// order, then those of established CustomResourceDefinitions.
 pub fn groups() -> Vec<(&'static str, &'static str)> {
+    groups_by(None)
+}
+
+/// [`groups`] of the resources [`served_by`] `owner`.
+pub fn groups_by(owner: Option<u64>) -> Vec<(&'static str, &'static str)> {
     let mut out: Vec<(&str, &str)> = Vec::new();
-    for r in RESOURCES.iter().filter(|r| !r.group.is_empty()) {
+    for r in served_by(owner).into_iter().filter(|r| !r.group.is_empty()) {
         if !out.iter().any(|(g, v)| *g == r.group && *v == r.version) {
             out.push((r.group, r.version));
         }
@@ -113,25 +158,66 @@ pub fn groups() -> Vec<(&'static str, &'static str)> {
 }
 
 mod binding;
+pub(crate) mod componentstatuses;
 mod configmaps;
+mod controllerrevisions;
+mod cronjobs;
+mod customresourcedefinitions;
+mod daemonsets;
 mod deployments;
 mod endpoints;
 mod events;
 mod events_v1;
 mod eviction;
+mod horizontalpodautoscalers;
+pub(crate) mod horizontalpodautoscalers_v1;
+mod ipaddresses;
 mod jobs;
 mod leases;
+mod limitranges;
 mod namespaces;
 mod nodes;
 mod persistentvolumeclaims;
 mod persistentvolumes;
+mod poddisruptionbudgets;
 mod pods;
+mod podtemplates;
+mod priorityclasses;
 mod replicasets;
+mod replicationcontrollers;
+mod resourcequotas;
 mod scale;
 mod secrets;
 mod serviceaccounts;
+mod servicecidrs;
 mod services;
+mod statefulsets;
+mod workloads_status;
+pub use priorityclasses::system_classes as system_priority_classes;
+mod apiservices;
+mod certificatesigningrequests;
+mod clusterrolebindings;
+mod clusterroles;
+mod csidrivers;
+mod csinodes;
+mod csistoragecapacities;
+mod endpointslices;
+pub(crate) mod flowcontrol_bootstrap;
+mod flowschemas;
+mod ingressclasses;
+mod ingresses;
+mod networkpolicies;
+mod prioritylevelconfigurations;
+pub(crate) mod requester;
+mod reviews_authentication;
+mod reviews_authorization;
+mod rolebindings;
+mod roles;
+mod runtimeclasses;
 mod storageclasses;
+mod validatingadmissionpolicies;
+mod volumeattachments;
+mod webhookconfigurations;
 
 /// Every kind, served resources in discovery order, then the kinds only
 /// subresources speak (Binding, Eviction, Scale).
@@ -147,12 +233,55 @@ pub static KINDS: &[&Kind] = &[
     &serviceaccounts::KIND,
     &persistentvolumes::KIND,
     &persistentvolumeclaims::KIND,
+    &resourcequotas::KIND,
+    &limitranges::KIND,
     &leases::KIND,
     &deployments::KIND,
     &replicasets::KIND,
     &jobs::KIND,
     &storageclasses::KIND,
+    &csidrivers::KIND,
+    &csinodes::KIND,
+    &volumeattachments::KIND,
+    &csistoragecapacities::KIND,
+    &ingresses::KIND,
+    &ingressclasses::KIND,
+    &networkpolicies::KIND,
+    &endpointslices::KIND,
+    &runtimeclasses::KIND,
+    &certificatesigningrequests::KIND,
+    &flowschemas::KIND,
+    &prioritylevelconfigurations::KIND,
+    &webhookconfigurations::MUTATING,
+    &webhookconfigurations::VALIDATING,
+    &validatingadmissionpolicies::POLICY,
+    &validatingadmissionpolicies::BINDING,
+    &poddisruptionbudgets::KIND,
+    &priorityclasses::KIND,
+    &servicecidrs::KIND,
+    &ipaddresses::KIND,
+    &roles::KIND,
+    &rolebindings::KIND,
+    &clusterroles::KIND,
+    &clusterrolebindings::KIND,
+    &apiservices::KIND,
+    &reviews_authentication::TOKEN_REVIEW,
+    &reviews_authentication::SELF_SUBJECT_REVIEW,
+    &reviews_authorization::SUBJECT_ACCESS_REVIEW,
+    &reviews_authorization::SELF_SUBJECT_ACCESS_REVIEW,
+    &reviews_authorization::LOCAL_SUBJECT_ACCESS_REVIEW,
+    &reviews_authorization::SELF_SUBJECT_RULES_REVIEW,
+    &customresourcedefinitions::KIND,
     &events_v1::KIND,
+    &replicationcontrollers::KIND,
+    &podtemplates::KIND,
+    &componentstatuses::KIND,
+    &statefulsets::KIND,
+    &daemonsets::KIND,
+    &controllerrevisions::KIND,
+    &cronjobs::KIND,
+    &horizontalpodautoscalers::KIND,
+    &horizontalpodautoscalers_v1::KIND,
     &binding::KIND,
     &eviction::KIND,
     &scale::KIND,
@@ -199,6 +328,30 @@ pub trait Strategy: Sync + std::fmt::Debug {
     fn validate_served(&self, _obj: &Value) -> Vec<FieldError> {
         Vec::new()
     }
+    /// What an update of the object itself (not a subresource) sets,
+    /// given the stored object (upstream `PrepareForUpdate`; the stored
+    /// status is already kept).
+    fn prepare_for_update(&self, _old: &Value, _new: &mut Value) {}
+    /// What a write to the `approval` subresource (CertificateSigningRequests)
+    /// sets, given the stored object and the new one as sent.
+    fn prepare_for_approval_update(&self, _old: &Value, _new: &mut Value) {}
+    /// Validation of an update through `subresource` ("status",
+    /// "approval", or none for the object itself); most kinds check every
+    /// update alike.
+    fn validate_subresource_update(
+        &self,
+        _subresource: Option<&str>,
+        old: &Value,
+        new: &Value,
+    ) -> Vec<FieldError> {
+        self.validate_update(old, new)
+    }
+    /// Whether an update of the main resource keeps the stored status
+    /// (status is written through its subresource, or the kind has none);
+    /// custom resources without a status subresource take it from the body.
+    fn keeps_status(&self) -> bool {
+        true
+    }
     /// What is wrong with `name` as this kind's name (most kinds: a DNS
     /// subdomain).
     fn name_errors(&self, name: &str) -> Vec<String> {
@@ -219,7 +372,10 @@ pub fn normalize(group: &str, kind: &str, served: (&str, &str), obj: Value) -> A
     crate::decode::typed::check_depth(&obj, served)?;
     let obj = match find_kind(group, kind) {
         Some(k) => k.typed.normalize(obj, served)?,
-        None => obj,
+        None => match crate::crd::by_kind(group, kind, served.1) {
+            Some(custom) => crate::crd::strategy::normalize(&custom, obj, served)?,
+            None => obj,
+        },
     };
     if let Some(detail) = skiff_api::validation::bad_quantity(kind, &obj) {
         return Err(crate::decode::typed::cannot_handle(served, &detail));
@@ -231,7 +387,18 @@ pub fn normalize(group: &str, kind: &str, served: (&str, &str), obj: Value) -> A
 /// `group`/`kind` object (see `decode::strict`).
 pub fn field_findings(group: &str, kind: &str, raw: &[u8], obj: &Value) -> Vec<String> {
     let ignored = find_kind(group, kind).and_then(|k| k.typed.ignored(raw, obj));
-    crate::decode::strict::findings(raw, ignored)
+    let mut out = crate::decode::strict::findings(raw, ignored);
+    if find_kind(group, kind).is_none() {
+        let version = obj
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .and_then(|gv| gv.split_once('/'))
+            .map_or("", |(_, v)| v);
+        if let Some(custom) = crate::crd::by_kind(group, kind, version) {
+            out.extend(crate::crd::strategy::unknown_fields(&custom, obj));
+        }
+    }
+    out
 }
 
 /// A kind by group and kind name (a Scale is found by "apps" too, the
@@ -251,7 +418,13 @@ pub fn find_kind(group: &str, kind: &str) -> Option<&'static Kind> {
 /// How a resource's objects are defaulted and validated ([`Plain`] for a
 /// resource without a kind file, which cannot happen for a served one).
 pub fn strategy_of(r: &Resource) -> &'static dyn Strategy {
-    kind_of(r).map_or(&Plain, |k| k.strategy)
+    if let Some(k) = kind_of(r) {
+        return k.strategy;
+    }
+    match crate::crd::served(r) {
+        Some(custom) => crate::crd::strategy::of(custom.resource),
+        None => &Plain,
+    }
 }
 
 /// The kind a resource serves.
@@ -355,6 +528,13 @@ mod tests {
     #[test]
     fn every_kind_is_found_and_resources_are_unique() {
         for k in KINDS {
+            // A kind served at two versions of one group (HPA at
+            // autoscaling/v2 and v1) is found by its storage version.
+            if k.resource
+                .is_some_and(|r| r.group == "autoscaling" && r.version == "v1")
+            {
+                continue;
+            }
             assert!(
                 std::ptr::eq(find_kind(k.group, k.kind).unwrap(), *k),
                 "{}",
@@ -369,7 +549,7 @@ mod tests {
         assert_eq!(find_kind("apps", "Scale").unwrap().group, "autoscaling");
         let mut plurals: Vec<_> = KINDS
             .iter()
-            .filter_map(|k| k.resource.map(|r| (r.group, r.plural)))
+            .filter_map(|k| k.resource.map(|r| (r.group, r.version, r.plural)))
             .collect();
         let n = plurals.len();
         plurals.sort_unstable();

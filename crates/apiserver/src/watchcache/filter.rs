@@ -14,7 +14,11 @@ use crate::status::{ApiError, ApiResult};
 /// Fields a resource can be selected by, besides metadata.name and
 /// metadata.namespace (its kind's, in `resources`).
 fn selectable_fields(r: &Resource) -> &'static [&'static str] {
-    crate::resources::kind_of(r).map_or(&[], |k| k.selectable_fields)
+    match crate::resources::kind_of(r) {
+        Some(k) => k.selectable_fields,
+        // A custom resource's CRD names its own (selectableFields).
+        None => crate::crd::selectable_fields(r),
+    }
 }
 
 /// What selectors can read of one object: its name, namespace, labels and
@@ -105,14 +109,14 @@ pub fn selectable_view(storage: &str, obj: &Value) -> Selectable {
     Selectable::new(fields, labels)
 }
 
-/// The paths [`selectable_view`] keeps for `storage`; none is more than
-/// two segments deep.
+/// The paths [`selectable_view`] keeps for `storage`; none of a built-in
+/// resource is more than two segments deep (a custom resource's may be).
 fn view_paths(storage: &str) -> impl Iterator<Item = &'static str> {
     let fields = crate::resources::RESOURCES
         .iter()
         .find(|r| r.storage == storage && r.group != "events.k8s.io")
         .map(selectable_fields)
-        .unwrap_or_default();
+        .unwrap_or_else(|| crate::crd::selectable_for_storage(storage));
     let extra: &[&str] = if storage == "events" {
         &["source.component"]
     } else {
@@ -145,6 +149,10 @@ pub fn selectable_view_fields(
     let mut fields = Vec::new();
     let mut labels = Vec::new();
     for path in view_paths(storage) {
+        if path.matches('.').count() > 1 {
+            // Deeper than this reads: the caller walks the whole tree.
+            return None;
+        }
         let value = match path.split_once('.') {
             None => top.get(path).copied(),
             Some(("metadata", second)) => metadata.and_then(|m| m.get(second)).copied(),

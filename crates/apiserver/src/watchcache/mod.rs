@@ -457,29 +457,98 @@ impl WatchCache {
     }
 }
 
-/// Every resource's cache, fed by one store watch.
+/// Every resource's cache, fed by one store watch. Built-in resources'
+/// caches exist from the start; a custom resource's (storage name
+/// `group/plural`, keys `/registry/<group>/<plural>/...`) is made when its
+/// first object is seen or when it is first asked for, empty and current
+/// as of the last event applied (every earlier event of its prefix would
+/// have made it already).
 #[derive(Debug)]
 pub struct Caches {
-    by_storage: HashMap<&'static str, Arc<WatchCache>>,
+    by_storage: RwLock<HashMap<String, Arc<WatchCache>>>,
+    /// Whether the first list has loaded every cache.
+    synced: std::sync::atomic::AtomicBool,
+    /// The revision of the last event applied.
+    applied: std::sync::atomic::AtomicI64,
 }
 
-/// The storage resource name of a key: `/registry/<storage>/...`.
+/// The storage resource name of a key: `/registry/<storage>/...`, or
+/// `<group>/<plural>` for a custom resource's key (its first segment is a
+/// dotted group no built-in storage name matches).
 fn storage_of(key: &str) -> Option<&str> {
-    key.strip_prefix(REGISTRY)?.split('/').next()
+    let rest = key.strip_prefix(REGISTRY)?;
+    let first = rest.split('/').next()?;
+    if !first.contains('.') {
+        return Some(first);
+    }
+    let mut slashes = rest.match_indices('/').map(|(i, _)| i);
+    let end = slashes.nth(1).unwrap_or(rest.len());
+    rest.get(..end)
 }
 
 impl Caches {
     pub fn new(storages: impl IntoIterator<Item = &'static str>) -> Self {
         let by_storage = storages
             .into_iter()
-            .map(|s| (s, WatchCache::new()))
+            .map(|s| (s.to_string(), WatchCache::new()))
             .collect();
-        Caches { by_storage }
+        Caches {
+            by_storage: RwLock::new(by_storage),
+            synced: std::sync::atomic::AtomicBool::new(false),
+            applied: std::sync::atomic::AtomicI64::new(0),
+        }
     }
 
-    /// The cache of one storage resource name.
-    pub fn get(&self, storage: &str) -> Option<&Arc<WatchCache>> {
-        self.by_storage.get(storage)
+    /// The cache of one storage resource name, if it exists.
+    pub fn get(&self, storage: &str) -> Option<Arc<WatchCache>> {
+        self.by_storage
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(storage)
+            .cloned()
+    }
+
+    /// The cache of a custom resource's storage name, made if needed.
+    pub fn get_or_create(&self, storage: &str) -> Arc<WatchCache> {
+        if let Some(cache) = self.get(storage) {
+            return cache;
+        }
+        let mut map = self.by_storage.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(cache) = map.get(storage) {
+            return cache.clone();
+        }
+        let cache = WatchCache::new();
+        if self.synced.load(std::sync::atomic::Ordering::Acquire) {
+            cache.reset(
+                Vec::new(),
+                self.applied.load(std::sync::atomic::Ordering::Acquire),
+            );
+        }
+        map.insert(storage.to_string(), cache.clone());
+        cache
+    }
+
+    /// The cache a stored key belongs to: a built-in resource's, or a
+    /// custom resource's (made if needed); none for other keys.
+    fn for_key(&self, key: &str) -> Option<(String, Arc<WatchCache>)> {
+        let first = key.strip_prefix(REGISTRY)?.split('/').next()?;
+        if let Some(cache) = self.get(first) {
+            return Some((first.to_string(), cache));
+        }
+        let storage = storage_of(key)?;
+        if !storage.contains('/') {
+            return None;
+        }
+        Some((storage.to_string(), self.get_or_create(storage)))
+    }
+
+    fn all(&self) -> Vec<(String, Arc<WatchCache>)> {
+        self.by_storage
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
     }
 
     /// Loads everything and follows the store until `shutdown`.
@@ -505,20 +574,25 @@ impl Caches {
     /// One list + watch cycle; returns when the watch ends.
     async fn sync_once(&self, store: &dyn Store) -> skiff_store::Result<()> {
         let page = store.list(REGISTRY, ListOptions::default()).await?;
-        let mut loaded: HashMap<&str, Vec<Arc<Cached>>> = HashMap::new();
+        let mut loaded: HashMap<String, Vec<Arc<Cached>>> = HashMap::new();
         for kv in &page.items {
-            let Some(storage) = storage_of(&kv.key) else {
-                continue;
-            };
-            let Some((name, _)) = self.by_storage.get_key_value(storage) else {
+            let Some((name, _)) = self.for_key(&kv.key) else {
                 continue;
             };
             if let Some(item) = decode(&kv.key, &kv.value, kv.mod_revision, EventKind::Added) {
                 loaded.entry(name).or_default().push(item);
             }
         }
-        for (storage, cache) in &self.by_storage {
-            cache.reset(loaded.remove(storage).unwrap_or_default(), page.revision);
+        {
+            // Under the map's lock: a cache made meanwhile is reset too.
+            let map = self.by_storage.write().unwrap_or_else(|e| e.into_inner());
+            for (storage, cache) in map.iter() {
+                cache.reset(loaded.remove(storage).unwrap_or_default(), page.revision);
+            }
+            self.applied
+                .store(page.revision, std::sync::atomic::Ordering::Release);
+            self.synced
+                .store(true, std::sync::atomic::Ordering::Release);
         }
         let mut watch = store.watch(REGISTRY, page.revision).await?;
         let mut last = page.revision;
@@ -527,7 +601,7 @@ impl Caches {
             let next = match watch.next().now_or_never() {
                 Some(next) => next,
                 None => {
-                    for cache in self.by_storage.values() {
+                    for (_, cache) in self.all() {
                         cache.advance(last);
                     }
                     watch.next().await
@@ -536,7 +610,9 @@ impl Caches {
             let Some(event) = next else { return Ok(()) };
             let event = event?;
             last = event.revision;
-            let Some(cache) = storage_of(&event.kv.key).and_then(|s| self.by_storage.get(s)) else {
+            let Some((_, cache)) = self.for_key(&event.kv.key) else {
+                self.applied
+                    .store(last, std::sync::atomic::Ordering::Release);
                 continue;
             };
             let item =
@@ -551,6 +627,8 @@ impl Caches {
             if let Some(item) = item {
                 cache.apply(event.kind, event.revision, item);
             }
+            self.applied
+                .store(last, std::sync::atomic::Ordering::Release);
         }
     }
 }
@@ -558,6 +636,25 @@ impl Caches {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn custom_resource_keys_name_group_and_plural() {
+        assert_eq!(storage_of("/registry/pods/default/web"), Some("pods"));
+        assert_eq!(
+            storage_of("/registry/stable.example.com/crontabs/default/web"),
+            Some("stable.example.com/crontabs")
+        );
+        assert_eq!(
+            storage_of("/registry/stable.example.com/crontabs/web"),
+            Some("stable.example.com/crontabs")
+        );
+        assert_eq!(storage_of("/registry/a.b"), Some("a.b"));
+        let caches = Caches::new(["pods"]);
+        assert!(caches.for_key("/registry/nodes/n").is_none());
+        let (name, _) = caches.for_key("/registry/x.io/things/ns/a").expect("made");
+        assert_eq!(name, "x.io/things");
+        assert!(caches.get("x.io/things").is_some());
+    }
 
     #[test]
     fn served_bytes_carry_the_revision_and_match_the_tree() {

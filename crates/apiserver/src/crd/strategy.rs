@@ -1,0 +1,254 @@
+//! Write rules of custom objects, as upstream's `customresource/strategy.go`
+//! and its codec hold them: on decoding a request (served form) unknown
+//! fields are pruned and `default`s applied with the served version's
+//! structural schema ([`normalize`]); strict field validation names the
+//! pruned fields ([`unknown_fields`]); the object is validated against the
+//! schema on create and update; with a status subresource, create drops
+//! status and a main-resource update keeps the stored one.
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
+
+use serde_json::{json, Value};
+use skiff_api::validation::FieldError;
+
+use super::Served;
+use crate::resources::{Resource, Strategy};
+use crate::status::ApiResult;
+
+/// The strategy of one served custom resource version.
+#[derive(Debug)]
+pub struct CustomStrategy {
+    group: &'static str,
+    version: &'static str,
+    plural: &'static str,
+}
+
+static STRATEGIES: LazyLock<Mutex<HashMap<usize, &'static CustomStrategy>>> =
+    LazyLock::new(Default::default);
+
+/// The strategy of custom resource `r` (interned with it).
+pub fn of(r: &'static Resource) -> &'static CustomStrategy {
+    let mut map = STRATEGIES.lock().unwrap_or_else(|e| e.into_inner());
+    let key = r as *const Resource as usize;
+    map.entry(key).or_insert_with(|| {
+        Box::leak(Box::new(CustomStrategy {
+            group: r.group,
+            version: r.version,
+            plural: r.plural,
+        }))
+    })
+}
+
+impl CustomStrategy {
+    fn served(&self) -> Option<Arc<Served>> {
+        super::find(self.group, self.version, self.plural)
+    }
+}
+
+/// Fields of ObjectMeta (what pruning keeps under `metadata`).
+const META_FIELDS: &[&str] = &[
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+];
+
+/// The pruned paths of `obj` (served form) under `served`'s schema,
+/// metadata's unknown fields included.
+fn prune(served: &Served, obj: &mut Value) -> Vec<String> {
+    let mut pruned = Vec::new();
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        let unknown: Vec<String> = meta
+            .keys()
+            .filter(|k| !META_FIELDS.contains(&k.as_str()))
+            .cloned()
+            .collect();
+        for k in unknown {
+            meta.remove(&k);
+            pruned.push(format!("metadata.{k}"));
+        }
+    }
+    if let Some(schema) = &served.schema {
+        // apiVersion, kind and metadata are not the schema's to prune.
+        let keep: Vec<(&str, Value)> = ["apiVersion", "kind", "metadata"]
+            .into_iter()
+            .filter_map(|k| obj.get(k).cloned().map(|v| (k, v)))
+            .collect();
+        pruned.extend(
+            schema
+                .prune(obj)
+                .into_iter()
+                .filter(|p| !matches!(p.as_str(), "apiVersion" | "kind" | "metadata")),
+        );
+        for (k, v) in keep {
+            crate::object::set(obj, k, v);
+        }
+    }
+    pruned
+}
+
+/// Prunes and defaults a custom object in the form version `version`
+/// serves (upstream's decoding of a request body), checking metadata's
+/// types as ObjectMeta.
+pub fn normalize(served: &Served, obj: Value, at: (&str, &str)) -> ApiResult<Value> {
+    let mut obj = obj;
+    if let Some(meta) = obj.get("metadata") {
+        if !meta.is_null() {
+            crate::decode::typed::decode_as::<
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+            >(meta)
+            .map_err(|detail| crate::decode::typed::cannot_handle(at, &detail))?;
+        }
+    }
+    prune(served, &mut obj);
+    if let Some(schema) = &served.schema {
+        schema.default(&mut obj);
+    }
+    Ok(obj)
+}
+
+/// The fields pruning would drop from `obj` (`unknown field "spec.foo"`).
+pub fn unknown_fields(served: &Served, obj: &Value) -> Vec<String> {
+    let mut copy = obj.clone();
+    prune(served, &mut copy)
+        .into_iter()
+        .map(|p| format!("unknown field \"{p}\""))
+        .collect()
+}
+
+/// Stored form → served form: the apiVersion of the served version (the
+/// `None` conversion) and the served version's defaults (upstream
+/// defaults on read from storage too).
+pub fn to_served(served: &Served, mut obj: Value) -> Value {
+    crate::object::set(
+        &mut obj,
+        "apiVersion",
+        json!(served.resource.group_version()),
+    );
+    if let Some(schema) = &served.schema {
+        schema.default(&mut obj);
+    }
+    obj
+}
+
+/// Served form → stored form: the storage version's apiVersion.
+pub fn to_stored(served: &Served, mut obj: Value) -> Value {
+    let gv = format!("{}/{}", served.resource.group, served.storage_version);
+    crate::object::set(&mut obj, "apiVersion", json!(gv));
+    obj
+}
+
+impl Strategy for CustomStrategy {
+    fn prepare_for_create(&self, obj: &mut Value) {
+        if self.served().is_some_and(|s| s.status) {
+            if let Some(o) = obj.as_object_mut() {
+                o.remove("status");
+            }
+        }
+        crate::object::meta(obj).insert("generation".into(), json!(1));
+    }
+
+    fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        let Some(served) = self.served() else {
+            return Vec::new();
+        };
+        let mut errors = Vec::new();
+        if let Some(schema) = &served.schema {
+            // The schema speaks of the served version's object.
+            let mut at_version = obj.clone();
+            crate::object::set(
+                &mut at_version,
+                "apiVersion",
+                json!(served.resource.group_version()),
+            );
+            errors.extend(schema.validate(&at_version));
+        }
+        if let Some(scale) = &served.scale {
+            errors.extend(scale_errors(scale, obj));
+        }
+        errors
+    }
+
+    /// Validation ratcheting (upstream CRDValidationRatcheting, on in
+    /// 1.33): an error at a path whose value the update left as it was is
+    /// not the update's fault and does not refuse it.
+    fn validate_update(&self, old: &Value, new: &Value) -> Vec<FieldError> {
+        self.validate(new)
+            .into_iter()
+            .filter(|e| value_at(old, &e.field) != value_at(new, &e.field))
+            .collect()
+    }
+
+    fn keeps_status(&self) -> bool {
+        self.served().is_none_or(|s| s.status)
+    }
+}
+
+/// The value at a field path as errors name it (`spec.list[0].name`).
+fn value_at<'a>(obj: &'a Value, field: &str) -> Option<&'a Value> {
+    let mut at = obj;
+    for part in field.split('.') {
+        let (key, indexes) = match part.find('[') {
+            Some(i) => (part.get(..i)?, part.get(i..)?),
+            None => (part, ""),
+        };
+        if !key.is_empty() {
+            at = at.as_object()?.get(key)?;
+        }
+        for index in indexes.split(']').filter(|s| !s.is_empty()) {
+            let index = index.strip_prefix('[')?;
+            at = match index.parse::<usize>() {
+                Ok(i) => at.as_array()?.get(i)?,
+                // A map key as `[key]`.
+                Err(_) => at.as_object()?.get(index.trim_matches('"'))?,
+            };
+        }
+    }
+    Some(at)
+}
+
+/// The scale subresource's replicas must be integers (upstream
+/// validateScaleSpec/validateScaleStatus).
+fn scale_errors(scale: &super::ScalePaths, obj: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    for path in [&scale.spec_replicas, &scale.status_replicas] {
+        let Some(value) = crate::crd::engine::Structural::column(obj, path) else {
+            continue;
+        };
+        let field = path.trim_start_matches('.').to_string();
+        let detail = match value.as_i64() {
+            Some(n) if (0..=i64::from(i32::MAX)).contains(&n) => continue,
+            Some(n) if n < 0 => "should be a non-negative integer",
+            _ => "should be an integer",
+        };
+        errors.push(FieldError {
+            reason: "FieldValueInvalid",
+            field,
+            message: format!("Invalid value: {value}: {detail}"),
+        });
+    }
+    errors
+}
+
+/// Creates are refused while the CRD is being deleted (upstream's
+/// `create not allowed while custom resource definition is terminating`).
+pub fn check_create(r: &Resource) -> ApiResult<()> {
+    if super::served(r).is_some_and(|s| s.terminating) {
+        let mut e = crate::status::ApiError::method_not_allowed();
+        e.message = "create not allowed while custom resource definition is terminating".into();
+        return Err(e);
+    }
+    Ok(())
+}

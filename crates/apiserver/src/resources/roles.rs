@@ -1,0 +1,40 @@
+//! Roles (rbac.authorization.k8s.io/v1): namespaced policy rules, served
+//! and stored as upstream `registry/rbac/role` does; not enforced (the
+//! authorizer is `crate::authz`'s).
+
+use k8s_openapi::api::rbac::v1::Role;
+use serde_json::Value;
+use skiff_api::validation::{rbac, FieldError};
+
+use super::{resource, Kind, Strategy, Typed, NONE};
+
+pub static KIND: Kind = Kind {
+    group: "rbac.authorization.k8s.io",
+    kind: "Role",
+    resource: Some(resource(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "roles",
+        "role",
+        "Role",
+        true,
+        NONE,
+        NONE,
+        NONE,
+    )),
+    selectable_fields: &[],
+    strategy: &RoleStrategy,
+    typed: &Typed::<Role>::NEW,
+};
+
+#[derive(Debug)]
+struct RoleStrategy;
+
+impl Strategy for RoleStrategy {
+    fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        rbac::role(obj)
+    }
+    fn name_errors(&self, name: &str) -> Vec<String> {
+        rbac::path_segment_name(name)
+    }
+}

@@ -1,0 +1,349 @@
+//! SubjectAccessReview, SelfSubjectAccessReview, LocalSubjectAccessReview
+//! and SelfSubjectRulesReview (upstream `registry/authorization/*`),
+//! answered by the server's authorizer chain with upstream's validation
+//! (`pkg/apis/authorization/validation`).
+//!
+//! Skiff's [`Authorizer`](crate::authz::Authorizer)s judge a request's
+//! method and path, so a review's attributes are turned into the request
+//! they describe (`get` with a name is a GET of the object, `list` a GET of
+//! the collection, `watch` adds `watch=true`, verbs without an HTTP method
+//! — `impersonate`, `bind`, `use` — become that method name).
+
+use axum::http::Method;
+use serde_json::{json, Value};
+
+use super::{with_status, Context};
+use crate::authn::User;
+use crate::authz::Rules;
+use crate::status::{ApiError, ApiResult, Cause};
+
+const GROUP: &str = "authorization.k8s.io";
+
+fn s<'a>(v: &'a Value, field: &str) -> &'a str {
+    v.get(field).and_then(Value::as_str).unwrap_or("")
+}
+
+fn present<'a>(v: &'a Value, field: &str) -> Option<&'a Value> {
+    v.get(field).filter(|x| !x.is_null())
+}
+
+fn cause(field: &str, shown: &str, detail: &str) -> Cause {
+    Cause {
+        reason: "FieldValueInvalid",
+        field: field.into(),
+        message: format!("Invalid value: {shown}: {detail}"),
+    }
+}
+
+/// Go's `%#v` of an `authorization.NonResourceAttributes`.
+fn go_non_resource(v: &Value) -> String {
+    format!(
+        "authorization.NonResourceAttributes{{Path:{:?}, Verb:{:?}}}",
+        s(v, "path"),
+        s(v, "verb")
+    )
+}
+
+/// `ValidateSelfSubjectAccessReviewSpec`: exactly one kind of attributes.
+fn attribute_errors(spec: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let resource = present(spec, "resourceAttributes");
+    let non_resource = present(spec, "nonResourceAttributes");
+    if let (Some(_), Some(nr)) = (resource, non_resource) {
+        causes.push(cause(
+            "spec.nonResourceAttributes",
+            &go_non_resource(nr),
+            "cannot be specified in combination with resourceAttributes",
+        ));
+    }
+    if resource.is_none() && non_resource.is_none() {
+        causes.push(cause(
+            "spec.resourceAttributes",
+            "\"null\"",
+            "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+        ));
+    }
+    causes
+}
+
+/// `ValidateSubjectAccessReviewSpec`: and a user or a group.
+fn subject_errors(spec: &Value) -> Vec<Cause> {
+    let mut causes = attribute_errors(spec);
+    let groups = spec
+        .get("groups")
+        .and_then(Value::as_array)
+        .is_some_and(|g| !g.is_empty());
+    if s(spec, "user").is_empty() && !groups {
+        causes.push(cause(
+            "spec.user",
+            "\"\"",
+            "at least one of user or group must be specified",
+        ));
+    }
+    causes
+}
+
+/// Whether metadata holds anything but `keep` (and managedFields).
+fn metadata_set(obj: &Value, keep: &[&str]) -> bool {
+    obj.get("metadata")
+        .and_then(Value::as_object)
+        .is_some_and(|m| {
+            m.iter().any(|(k, v)| {
+                !keep.contains(&k.as_str())
+                    && k != "managedFields"
+                    && !(v.is_null()
+                        || v.as_str() == Some("")
+                        || v.as_object().is_some_and(|o| o.is_empty())
+                        || v.as_array().is_some_and(|a| a.is_empty())
+                        || v.as_i64() == Some(0))
+            })
+        })
+}
+
+fn invalid(kind: &str, causes: Vec<Cause>) -> ApiResult<()> {
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(GROUP, kind, "", causes))
+    }
+}
+
+/// The HTTP method a verb is sent as.
+fn method(verb: &str) -> Method {
+    match verb {
+        "get" | "list" | "watch" => Method::GET,
+        "create" | "post" => Method::POST,
+        "update" | "put" => Method::PUT,
+        "patch" => Method::PATCH,
+        "delete" | "deletecollection" => Method::DELETE,
+        "head" => Method::HEAD,
+        "options" => Method::OPTIONS,
+        other => Method::from_bytes(other.to_ascii_uppercase().as_bytes()).unwrap_or(Method::GET),
+    }
+}
+
+/// The request `spec`'s attributes describe: (method, path, query).
+fn request_of(spec: &Value) -> (Method, String, Option<&'static str>) {
+    if let Some(nr) = present(spec, "nonResourceAttributes") {
+        return (method(s(nr, "verb")), s(nr, "path").to_string(), None);
+    }
+    let empty = json!({});
+    let ra = present(spec, "resourceAttributes").unwrap_or(&empty);
+    let (group, version) = (s(ra, "group"), s(ra, "version"));
+    let version = if version.is_empty() { "v1" } else { version };
+    let mut path = if group.is_empty() {
+        format!("/api/{version}")
+    } else {
+        format!("/apis/{group}/{version}")
+    };
+    let (ns, resource, name, sub) = (
+        s(ra, "namespace"),
+        s(ra, "resource"),
+        s(ra, "name"),
+        s(ra, "subresource"),
+    );
+    let namespace_itself = resource == "namespaces" && name == ns;
+    if !(ns.is_empty() || namespace_itself) {
+        path.push_str(&format!("/namespaces/{ns}"));
+    }
+    path.push_str(&format!("/{resource}"));
+    if !name.is_empty() {
+        path.push_str(&format!("/{name}"));
+    }
+    if !sub.is_empty() {
+        path.push_str(&format!("/{sub}"));
+    }
+    let verb = s(ra, "verb");
+    let query = (verb == "watch").then_some("watch=true");
+    (method(verb), path, query)
+}
+
+/// The chain's answer for `user` on what `spec` describes: `{allowed}`.
+fn decide(ctx: &Context, user: &User, spec: &Value) -> Value {
+    let (method, path, query) = request_of(spec);
+    let attrs = crate::authz::Attributes {
+        user,
+        method: &method,
+        path: &path,
+        query,
+    };
+    let decision = ctx
+        .authorizers
+        .iter()
+        .map(|a| a.authorize(&attrs))
+        .find(|d| *d != crate::authz::Decision::NoOpinion);
+    match decision {
+        Some(crate::authz::Decision::Allow) => json!({"allowed": true}),
+        Some(crate::authz::Decision::Deny) => json!({"allowed": false, "denied": true}),
+        _ => json!({"allowed": false}),
+    }
+}
+
+fn spec(obj: &Value) -> Value {
+    obj.get("spec").cloned().unwrap_or(json!({}))
+}
+
+fn subject(spec: &Value) -> User {
+    User {
+        name: s(spec, "user").to_string(),
+        groups: spec
+            .get("groups")
+            .and_then(Value::as_array)
+            .map(|g| {
+                g.iter()
+                    .filter_map(Value::as_str)
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+pub(super) fn subject_access_review(ctx: &Context, obj: Value) -> ApiResult<Value> {
+    let spec = spec(&obj);
+    let mut causes = subject_errors(&spec);
+    if metadata_set(&obj, &[]) {
+        causes.push(cause("metadata", "\"metadata\"", "must be empty"));
+    }
+    invalid("SubjectAccessReview", causes)?;
+    let status = decide(ctx, &subject(&spec), &spec);
+    Ok(with_status(obj, status))
+}
+
+pub(super) fn self_subject_access_review(
+    ctx: &Context,
+    user: Option<&User>,
+    obj: Value,
+) -> ApiResult<Value> {
+    let Some(user) = user else {
+        return Err(ApiError::bad_request("no user present on request"));
+    };
+    let spec = spec(&obj);
+    invalid("SelfSubjectAccessReview", attribute_errors(&spec))?;
+    let status = decide(ctx, user, &spec);
+    Ok(with_status(obj, status))
+}
+
+pub(super) fn local_subject_access_review(
+    ctx: &Context,
+    namespace: &str,
+    mut obj: Value,
+) -> ApiResult<Value> {
+    match obj.pointer("/metadata/namespace").and_then(Value::as_str) {
+        None | Some("") => {
+            crate::object::meta(&mut obj).insert("namespace".into(), json!(namespace));
+        }
+        Some(ns) if ns == namespace => {}
+        Some(_) => return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        )),
+    }
+    let spec = spec(&obj);
+    let mut causes = subject_errors(&spec);
+    if metadata_set(&obj, &["namespace"]) {
+        causes.push(cause(
+            "metadata",
+            "\"metadata\"",
+            "must be empty except for namespace",
+        ));
+    }
+    if let Some(ra) = present(&spec, "resourceAttributes") {
+        let ns = s(ra, "namespace");
+        if ns != namespace {
+            causes.push(cause(
+                "spec.resourceAttributes.namespace",
+                &format!("{ns:?}"),
+                "must match metadata.namespace",
+            ));
+        }
+    }
+    if let Some(nr) = present(&spec, "nonResourceAttributes") {
+        causes.push(cause(
+            "spec.nonResourceAttributes",
+            &go_non_resource(nr),
+            "disallowed on this kind of request",
+        ));
+    }
+    invalid("LocalSubjectAccessReview", causes)?;
+    let status = decide(ctx, &subject(&spec), &spec);
+    Ok(with_status(obj, status))
+}
+
+pub(super) fn self_subject_rules_review(
+    ctx: &Context,
+    user: Option<&User>,
+    obj: Value,
+) -> ApiResult<Value> {
+    let Some(user) = user else {
+        return Err(ApiError::bad_request("no user present on request"));
+    };
+    let namespace = obj
+        .pointer("/spec/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if namespace.is_empty() {
+        return Err(ApiError::bad_request("no namespace on request"));
+    }
+    let rules = ctx
+        .authorizers
+        .iter()
+        .map(|a| a.rules(user, namespace))
+        .fold(Rules::default(), Rules::union);
+    // Upstream answers a fresh object: metadata, status, no spec.
+    let out = json!({
+        "kind": "SelfSubjectRulesReview",
+        "apiVersion": "authorization.k8s.io/v1",
+        "metadata": {},
+    });
+    Ok(with_status(
+        out,
+        json!({
+            "resourceRules": rules.resource_rules,
+            "nonResourceRules": rules.non_resource_rules,
+            "incomplete": rules.incomplete,
+        }),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attributes_become_requests() {
+        let spec = json!({"resourceAttributes": {"namespace": "default", "verb": "get",
+            "resource": "pods", "name": "web", "subresource": "log"}});
+        let (m, p, q) = request_of(&spec);
+        assert_eq!(
+            (m, p.as_str(), q),
+            (Method::GET, "/api/v1/namespaces/default/pods/web/log", None)
+        );
+        let spec = json!({"resourceAttributes": {"verb": "watch", "group": "apps", "resource": "deployments"}});
+        let (_, p, q) = request_of(&spec);
+        assert_eq!(
+            (p.as_str(), q),
+            ("/apis/apps/v1/deployments", Some("watch=true"))
+        );
+        let spec = json!({"nonResourceAttributes": {"verb": "get", "path": "/healthz"}});
+        assert_eq!(request_of(&spec).1, "/healthz");
+        assert_eq!(method("impersonate").as_str(), "IMPERSONATE");
+    }
+
+    #[test]
+    fn validation_in_upstream_words() {
+        let causes = subject_errors(&json!({}));
+        let shown: Vec<_> = causes
+            .iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect();
+        assert_eq!(shown, [
+            "spec.resourceAttributes: Invalid value: \"null\": exactly one of nonResourceAttributes or resourceAttributes must be specified",
+            "spec.user: Invalid value: \"\": at least one of user or group must be specified",
+        ]);
+        assert!(!metadata_set(
+            &json!({"metadata": {"creationTimestamp": null}}),
+            &[]
+        ));
+        assert!(metadata_set(&json!({"metadata": {"name": "x"}}), &[]));
+    }
+}
