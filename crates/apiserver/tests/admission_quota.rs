@@ -1,4 +1,4 @@
-//! The API-level admission behaviour with the real kubectl (1.30 and
+//! The API-level admission behaviour with the real kubectl (1.27, 1.30 and
 //! 1.33): PriorityClasses (the system ones present, `kubectl create
 //! priorityclass`, reserved names, one global default) and the Priority
 //! plugin; ResourceQuota (`kubectl create quota`, refusals in upstream's
@@ -82,7 +82,7 @@ fn pod(ns: &str, name: &str, extra_spec: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn priority_classes_and_the_priority_plugin() {
     let server = TestServer::start().await;
-    for minor in [30, 33] {
+    for minor in [27, 30, 33] {
         let k = server.kubectl(minor);
         let ns = format!("prio{minor}");
         let n = ns.as_str();
@@ -204,7 +204,7 @@ async fn priority_classes_and_the_priority_plugin() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn quotas_refuse_and_count() {
     let server = TestServer::start().await;
-    for minor in [30, 33] {
+    for minor in [27, 30, 33] {
         let k = server.kubectl(minor);
         let ns = format!("quota{minor}");
         let n = ns.as_str();
@@ -331,7 +331,7 @@ async fn quotas_refuse_and_count() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn limit_ranges_default_and_bound() {
     let server = TestServer::start().await;
-    for minor in [30, 33] {
+    for minor in [27, 30, 33] {
         let k = server.kubectl(minor);
         let ns = format!("limits{minor}");
         let n = ns.as_str();
@@ -428,7 +428,7 @@ async fn budgets_and_eviction() {
     let node = "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n";
     let (done, out) = apply(&server.kubectl(33), node).await;
     assert!(done, "{out}");
-    for minor in [30, 33] {
+    for minor in [27, 30, 33] {
         let k = server.kubectl(minor);
         let ns = format!("pdb{minor}");
         let n = ns.as_str();

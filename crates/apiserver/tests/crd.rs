@@ -1,4 +1,4 @@
-//! CustomResourceDefinitions end to end: the real kubectl (1.30, 1.33)
+//! CustomResourceDefinitions end to end: the real kubectl (1.27, 1.30, 1.33)
 //! applies a CRD, waits for Established, applies, lists (printer
 //! columns), describes, scales, patches and deletes custom objects,
 //! reads them in a second version (`None` conversion), sees defaults,
@@ -471,6 +471,11 @@ async fn crd_with_kubectl_1_33() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crd_with_kubectl_1_30() {
     scenario(30).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crd_with_kubectl_1_27() {
+    scenario(27).await;
 }
 
 /// A cluster-scoped CRD through kube-rs: typed CRD create and

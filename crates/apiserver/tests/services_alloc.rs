@@ -1,4 +1,4 @@
-//! Service ClusterIP and NodePort allocation with the real kubectl (1.30
+//! Service ClusterIP and NodePort allocation with the real kubectl (1.27, 1.30
 //! and 1.33): the `kubernetes` Service at the range's first address with
 //! its Endpoints, ClusterIPs and IP family fields on create, headless and
 //! ExternalName Services, requested addresses and ports honoured and
@@ -99,7 +99,7 @@ async fn the_kubernetes_service_and_its_range() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_ips_are_allocated_refused_and_released() {
     let server = TestServer::start().await;
-    for minor in [30, 33] {
+    for minor in [27, 30, 33] {
         let k = server.kubectl(minor);
         let ns = format!("alloc{minor}");
         let n = ns.as_str();
@@ -264,7 +264,7 @@ async fn cluster_ips_are_allocated_refused_and_released() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_ports_are_allocated_refused_and_released() {
     let server = TestServer::start().await;
-    for minor in [30, 33] {
+    for minor in [27, 30, 33] {
         let k = server.kubectl(minor);
         let ns = format!("ports{minor}");
         let n = ns.as_str();
