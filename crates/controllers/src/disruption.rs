@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use skiff_api::selectors::LabelSelector;
 use tokio_util::sync::CancellationToken;
 
-use crate::nswatch::forward;
+use crate::nswatch::{forward_owned, track, Owners};
 
 /// How long an eviction's record keeps a pod out of currentHealthy
 /// (upstream `DeletionTimeout`).
@@ -80,12 +80,20 @@ impl DisruptionController {
     /// Runs until `shutdown`.
     pub async fn run(self, client: Client, shutdown: CancellationToken) -> Result<()> {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        forward(
+        // Pod changes matter only where a budget is.
+        let owners = Owners::default();
+        track(
             Api::<PodDisruptionBudget>::all(client.clone()),
             tx.clone(),
             shutdown.clone(),
+            owners.clone(),
         );
-        forward(Api::<Pod>::all(client.clone()), tx, shutdown.clone());
+        forward_owned(
+            Api::<Pod>::all(client.clone()),
+            tx,
+            shutdown.clone(),
+            owners,
+        );
         let mut tick = tokio::time::interval(self.resync);
         tracing::info!("starting the disruption controller");
         loop {

@@ -1,8 +1,15 @@
 //! Which namespaces changed: a kube-runtime watcher per kind, each
 //! event reduced to the namespace of its object, for controllers that
-//! recompute one namespace at a time (resource quota, disruption).
+//! recompute one namespace at a time (resource quota, disruption). The
+//! watch of the controller's own kind (ResourceQuotas, budgets) also
+//! keeps [`Owners`], the namespaces that hold one, and the other kinds'
+//! changes count only there: a pod write in a namespace without a quota
+//! costs the quota controller nothing (upstream reads its informers'
+//! caches; without this, every pod event was a LIST request).
 
+use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
+use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use kube::runtime::{watcher, WatchStreamExt};
@@ -11,10 +18,138 @@ use serde::de::DeserializeOwned;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-/// Sends the namespace of every object `api` reports until `shutdown`
-/// (errors are logged; the watcher backs off and relists).
-pub(crate) fn forward<K>(api: Api<K>, tx: UnboundedSender<String>, shutdown: CancellationToken)
-where
+/// The namespaces that hold an object of a controller's own kind, by
+/// name, as its watch reports them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Owners(Arc<Mutex<OwnersState>>);
+
+#[derive(Debug, Default)]
+struct OwnersState {
+    held: HashMap<String, HashSet<String>>,
+    /// A relist in progress: what it found so far.
+    listing: Option<HashMap<String, HashSet<String>>>,
+}
+
+impl Owners {
+    fn lock(&self) -> std::sync::MutexGuard<'_, OwnersState> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether `ns` holds one.
+    pub(crate) fn holds(&self, ns: &str) -> bool {
+        self.lock()
+            .held
+            .get(ns)
+            .is_some_and(|names| !names.is_empty())
+    }
+
+    fn apply(&self, ns: &str, name: &str, listing: bool) {
+        let mut s = self.lock();
+        let map = match (listing, s.listing.as_mut()) {
+            (true, Some(l)) => l,
+            _ => &mut s.held,
+        };
+        map.entry(ns.to_string())
+            .or_default()
+            .insert(name.to_string());
+    }
+
+    fn delete(&self, ns: &str, name: &str) {
+        if let Some(names) = self.lock().held.get_mut(ns) {
+            names.remove(name);
+        }
+    }
+}
+
+/// The watch of the controller's own kind: sends the namespace of every
+/// object it reports and keeps `owners`.
+pub(crate) fn track<K>(
+    api: Api<K>,
+    tx: UnboundedSender<String>,
+    shutdown: CancellationToken,
+    owners: Owners,
+) where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Clone + Eq + std::hash::Hash,
+{
+    tokio::spawn(async move {
+        let mut stream = std::pin::pin!(watcher(api, watcher::Config::default()).default_backoff());
+        loop {
+            let event = tokio::select! {
+                _ = shutdown.cancelled() => break,
+                event = stream.next() => event,
+            };
+            let ns = match event {
+                Some(Ok(watcher::Event::Init)) => {
+                    owners.lock().listing = Some(HashMap::new());
+                    None
+                }
+                Some(Ok(watcher::Event::InitDone)) => {
+                    let mut s = owners.lock();
+                    if let Some(found) = s.listing.take() {
+                        s.held = found;
+                    }
+                    None
+                }
+                Some(Ok(watcher::Event::InitApply(o))) => {
+                    let ns = o.namespace();
+                    if let Some(ns) = &ns {
+                        owners.apply(ns, &o.name_any(), true);
+                    }
+                    ns
+                }
+                Some(Ok(watcher::Event::Apply(o))) => {
+                    let ns = o.namespace();
+                    if let Some(ns) = &ns {
+                        owners.apply(ns, &o.name_any(), false);
+                    }
+                    ns
+                }
+                Some(Ok(watcher::Event::Delete(o))) => {
+                    let ns = o.namespace();
+                    if let Some(ns) = &ns {
+                        owners.delete(ns, &o.name_any());
+                    }
+                    ns
+                }
+                Some(Err(e)) => {
+                    tracing::debug!(error = %e, "watch");
+                    None
+                }
+                None => break,
+            };
+            if let Some(ns) = ns {
+                if tx.send(ns).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+}
+
+/// The watch of a kind the controller counts: sends the namespaces of
+/// its objects that `owners` holds.
+pub(crate) fn forward_owned<K>(
+    api: Api<K>,
+    tx: UnboundedSender<String>,
+    shutdown: CancellationToken,
+    owners: Owners,
+) where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Clone + Eq + std::hash::Hash,
+{
+    forward_if(api, tx, shutdown, move |ns| owners.holds(ns));
+}
+
+/// Sends the namespace of every object `api` reports for which `wanted`
+/// holds, until `shutdown` (errors are logged; the watcher backs off and
+/// relists).
+fn forward_if<K>(
+    api: Api<K>,
+    tx: UnboundedSender<String>,
+    shutdown: CancellationToken,
+    wanted: impl Fn(&str) -> bool + Send + 'static,
+) where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Clone + Eq + std::hash::Hash,
 {
@@ -25,7 +160,7 @@ where
                 _ = shutdown.cancelled() => break,
                 event = stream.next() => match event {
                     Some(Ok(watcher::Event::Apply(o) | watcher::Event::Delete(o) | watcher::Event::InitApply(o))) => {
-                        if let Some(ns) = o.namespace() {
+                        if let Some(ns) = o.namespace().filter(|ns| wanted(ns)) {
                             if tx.send(ns).is_err() {
                                 break;
                             }

@@ -20,7 +20,7 @@ use serde_json::Value;
 use skiff_api::quota::{self, counted_kind, Amount, Usage};
 use tokio_util::sync::CancellationToken;
 
-use crate::nswatch::forward;
+use crate::nswatch::{forward_owned, track, Owners};
 
 /// Errors of the controller (logged; namespaces are retried).
 #[derive(Debug, thiserror::Error)]
@@ -93,35 +93,43 @@ impl ResourceQuotaController {
     /// Runs until `shutdown`.
     pub async fn run(self, client: Client, shutdown: CancellationToken) -> Result<()> {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        forward(
+        // The counted kinds' changes matter only where a quota is.
+        let owners = Owners::default();
+        track(
             Api::<ResourceQuota>::all(client.clone()),
             tx.clone(),
             shutdown.clone(),
+            owners.clone(),
         );
-        forward(
+        forward_owned(
             Api::<Pod>::all(client.clone()),
             tx.clone(),
             shutdown.clone(),
+            owners.clone(),
         );
-        forward(
+        forward_owned(
             Api::<Service>::all(client.clone()),
             tx.clone(),
             shutdown.clone(),
+            owners.clone(),
         );
-        forward(
+        forward_owned(
             Api::<ConfigMap>::all(client.clone()),
             tx.clone(),
             shutdown.clone(),
+            owners.clone(),
         );
-        forward(
+        forward_owned(
             Api::<Secret>::all(client.clone()),
             tx.clone(),
             shutdown.clone(),
+            owners.clone(),
         );
-        forward(
+        forward_owned(
             Api::<PersistentVolumeClaim>::all(client.clone()),
             tx,
             shutdown.clone(),
+            owners,
         );
         let mut tick = tokio::time::interval(self.resync);
         tracing::info!("starting the resource quota controller");
