@@ -15,8 +15,24 @@ pub struct Server {
     pub kubeconfig: PathBuf,
 }
 
+/// How long a stopped server has to stop its node agent and the
+/// containerd that agent runs before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(20);
+
 impl Drop for Server {
+    /// SIGTERM first, so the server stops its agent's containerd (a
+    /// SIGKILL left one running per benchmark run), then SIGKILL.
     fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + STOP_GRACE;
+        while Instant::now() < deadline {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
