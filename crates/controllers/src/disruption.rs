@@ -9,7 +9,7 @@
 //! Pods without a controller where one is needed make the budget fail
 //! safe (no disruptions, `SyncFailed`). It writes only budget status.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use skiff_api::selectors::LabelSelector;
 use tokio_util::sync::CancellationToken;
 
-use crate::nswatch::{forward_owned, track, Owners};
+use crate::nswatch::{forward_owned, run_namespaces, track, Owners};
 
 /// How long an eviction's record keeps a pod out of currentHealthy
 /// (upstream `DeletionTimeout`).
@@ -79,7 +79,7 @@ impl DisruptionController {
 
     /// Runs until `shutdown`.
     pub async fn run(self, client: Client, shutdown: CancellationToken) -> Result<()> {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         // Pod changes matter only where a budget is.
         let owners = Owners::default();
         track(
@@ -92,37 +92,21 @@ impl DisruptionController {
             Api::<Pod>::all(client.clone()),
             tx,
             shutdown.clone(),
-            owners,
+            owners.clone(),
         );
-        let mut tick = tokio::time::interval(self.resync);
         tracing::info!("starting the disruption controller");
-        loop {
-            let mut dirty = BTreeSet::new();
-            tokio::select! {
-                _ = shutdown.cancelled() => break,
-                ns = rx.recv() => match ns {
-                    Some(ns) => { dirty.insert(ns); }
-                    None => break,
-                },
-                _ = tick.tick() => {
-                    match Api::<PodDisruptionBudget>::all(client.clone()).list(&ListParams::default()).await {
-                        Ok(list) => dirty.extend(list.items.iter().filter_map(|p| p.namespace())),
-                        Err(e) => tracing::debug!(error = %e, "listing budgets"),
-                    }
-                }
-            }
-            while let Ok(ns) = rx.try_recv() {
-                dirty.insert(ns);
-            }
-            for ns in dirty {
-                if shutdown.is_cancelled() {
-                    break;
-                }
-                if let Err(e) = sync(&client, &ns).await {
-                    tracing::warn!(namespace = %ns, error = %e, "syncing disruption budgets");
-                }
-            }
-        }
+        run_namespaces(
+            rx,
+            owners,
+            self.resync,
+            shutdown,
+            "disruption budgets",
+            |ns| {
+                let client = client.clone();
+                async move { sync(&client, &ns).await }
+            },
+        )
+        .await;
         tracing::info!("shutting down the disruption controller");
         Ok(())
     }

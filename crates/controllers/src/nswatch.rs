@@ -7,15 +7,17 @@
 //! costs the quota controller nothing (upstream reads its informers'
 //! caches; without this, every pod event was a LIST request).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Debug;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use futures::StreamExt;
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio_util::sync::CancellationToken;
 
 /// The namespaces that hold an object of a controller's own kind, by
@@ -33,6 +35,16 @@ struct OwnersState {
 impl Owners {
     fn lock(&self) -> std::sync::MutexGuard<'_, OwnersState> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The namespaces that hold one.
+    pub(crate) fn namespaces(&self) -> Vec<String> {
+        let s = self.lock();
+        s.held
+            .iter()
+            .filter(|(_, names)| !names.is_empty())
+            .map(|(ns, _)| ns.clone())
+            .collect()
     }
 
     /// Whether `ns` holds one.
@@ -173,4 +185,45 @@ fn forward_if<K>(
             }
         }
     });
+}
+
+/// A namespace-at-a-time controller's loop, until `shutdown` or until
+/// every watch has ended: the namespaces sent on `rx` (gathered while
+/// one pass runs, each synced once) and, every `resync`, every namespace
+/// `owners` holds are passed to `sync`; its errors are logged as `what`.
+pub(crate) async fn run_namespaces<F, Fut, E>(
+    mut rx: UnboundedReceiver<String>,
+    owners: Owners,
+    resync: Duration,
+    shutdown: CancellationToken,
+    what: &str,
+    mut sync: F,
+) where
+    F: FnMut(String) -> Fut,
+    Fut: Future<Output = Result<(), E>>,
+    E: std::fmt::Display,
+{
+    let mut tick = tokio::time::interval(resync);
+    loop {
+        let mut dirty = BTreeSet::new();
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            ns = rx.recv() => match ns {
+                Some(ns) => { dirty.insert(ns); }
+                None => break,
+            },
+            _ = tick.tick() => dirty.extend(owners.namespaces()),
+        }
+        while let Ok(ns) = rx.try_recv() {
+            dirty.insert(ns);
+        }
+        for ns in dirty {
+            if shutdown.is_cancelled() {
+                break;
+            }
+            if let Err(e) = sync(ns.clone()).await {
+                tracing::warn!(namespace = %ns, error = %e, "syncing {what}");
+            }
+        }
+    }
 }

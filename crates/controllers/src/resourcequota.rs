@@ -20,7 +20,7 @@ use serde_json::Value;
 use skiff_api::quota::{self, counted_kind, Amount, Usage};
 use tokio_util::sync::CancellationToken;
 
-use crate::nswatch::{forward_owned, track, Owners};
+use crate::nswatch::{forward_owned, run_namespaces, track, Owners};
 
 /// Errors of the controller (logged; namespaces are retried).
 #[derive(Debug, thiserror::Error)]
@@ -92,7 +92,7 @@ impl ResourceQuotaController {
 
     /// Runs until `shutdown`.
     pub async fn run(self, client: Client, shutdown: CancellationToken) -> Result<()> {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         // The counted kinds' changes matter only where a quota is.
         let owners = Owners::default();
         track(
@@ -129,37 +129,14 @@ impl ResourceQuotaController {
             Api::<PersistentVolumeClaim>::all(client.clone()),
             tx,
             shutdown.clone(),
-            owners,
+            owners.clone(),
         );
-        let mut tick = tokio::time::interval(self.resync);
         tracing::info!("starting the resource quota controller");
-        loop {
-            let mut dirty = BTreeSet::new();
-            tokio::select! {
-                _ = shutdown.cancelled() => break,
-                ns = rx.recv() => match ns {
-                    Some(ns) => { dirty.insert(ns); }
-                    None => break,
-                },
-                _ = tick.tick() => {
-                    match Api::<ResourceQuota>::all(client.clone()).list(&ListParams::default()).await {
-                        Ok(list) => dirty.extend(list.items.iter().filter_map(|q| q.namespace())),
-                        Err(e) => tracing::debug!(error = %e, "listing quotas"),
-                    }
-                }
-            }
-            while let Ok(ns) = rx.try_recv() {
-                dirty.insert(ns);
-            }
-            for ns in dirty {
-                if shutdown.is_cancelled() {
-                    break;
-                }
-                if let Err(e) = sync(&client, &ns).await {
-                    tracing::warn!(namespace = %ns, error = %e, "syncing quotas");
-                }
-            }
-        }
+        run_namespaces(rx, owners, self.resync, shutdown, "quotas", |ns| {
+            let client = client.clone();
+            async move { sync(&client, &ns).await }
+        })
+        .await;
         tracing::info!("shutting down the resource quota controller");
         Ok(())
     }
