@@ -73,6 +73,17 @@ impl TestServer {
     }
 }
 
+/// The longest one kubectl command may take in a test.
+pub const KUBECTL_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Waits for a kubectl task for at most [`KUBECTL_LIMIT`].
+async fn bounded(args: &[&str], task: tokio::task::JoinHandle<Output>) -> Output {
+    tokio::time::timeout(KUBECTL_LIMIT, task)
+        .await
+        .unwrap_or_else(|_| panic!("kubectl {args:?} did not finish in {KUBECTL_LIMIT:?}"))
+        .expect("kubectl task")
+}
+
 pub struct Kubectl {
     pub binary: PathBuf,
     pub kubeconfig: PathBuf,
@@ -90,12 +101,15 @@ impl Kubectl {
         cmd
     }
 
-    /// Runs kubectl (off the async runtime) and returns its output.
+    /// Runs kubectl (off the async runtime) and returns its output; a
+    /// kubectl still running after [`KUBECTL_LIMIT`] fails the test.
     pub async fn run(&self, args: &[&str]) -> Output {
         let mut cmd = self.command(args);
-        tokio::task::spawn_blocking(move || cmd.output().expect("run kubectl"))
-            .await
-            .expect("kubectl task")
+        bounded(
+            args,
+            tokio::task::spawn_blocking(move || cmd.output().expect("run kubectl")),
+        )
+        .await
     }
 
     /// Runs kubectl with `stdin` as standard input.
@@ -103,7 +117,7 @@ impl Kubectl {
         use std::io::Write;
         let mut cmd = self.command(args);
         let stdin = stdin.to_string();
-        tokio::task::spawn_blocking(move || {
+        let task = tokio::task::spawn_blocking(move || {
             let mut child = cmd
                 .stdin(std::process::Stdio::piped())
                 .stdout(std::process::Stdio::piped())
@@ -117,9 +131,8 @@ impl Kubectl {
                 .write_all(stdin.as_bytes())
                 .expect("write stdin");
             child.wait_with_output().expect("kubectl output")
-        })
-        .await
-        .expect("kubectl task")
+        });
+        bounded(args, task).await
     }
 
     /// Runs kubectl and returns stdout, failing the test on a non-zero exit.
