@@ -432,7 +432,7 @@ fn legacy_api_versions(state: &AppState) -> Json<Value> {
         "kind": "APIVersions",
         "versions": ["v1"],
         "serverAddressByClientCIDRs": [
-            {"clientCIDR": "0.0.0.0/0", "serverAddress": state.advertise.clone()}
+            {"clientCIDR": "0.0.0.0/0", "serverAddress": &*state.advertise}
         ],
     }))
 }

@@ -135,8 +135,9 @@ impl Config {
 #[derive(Debug, Clone)]
 pub struct AppState {
     pub store: Arc<dyn Store>,
-    /// host:port clients should use.
-    pub advertise: String,
+    /// host:port clients should use (shared: the state is cloned for
+    /// every request).
+    pub advertise: Arc<str>,
     /// How often a watch that allows bookmarks gets one.
     pub bookmark_every: std::time::Duration,
     /// One watch cache per storage resource name.
@@ -164,7 +165,7 @@ impl AppState {
         ));
         AppState {
             store,
-            advertise,
+            advertise: advertise.into(),
             bookmark_every,
             caches,
             kubelet_tls: None,

@@ -4,6 +4,7 @@
 //! elsewhere).
 
 use async_trait::async_trait;
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::{Attributes, Operation, Plugin};
@@ -44,20 +45,19 @@ async fn namespace_admits(
     let key = object::key(ns_resource, None, ns);
     // The watch cache answers almost always; a namespace created a moment
     // ago may not be there yet, so a miss asks the store.
-    let namespace = match state.cache(ns_resource).get(&key) {
-        Some(cached) => cached.object(),
+    let lifecycle: Lifecycle = match state.cache(ns_resource).get(&key) {
+        Some(cached) => Lifecycle::of(&cached.json)?,
         None => match state.store.get(&key).await {
-            Ok(kv) => serde_json::from_slice(&kv.value)
-                .map_err(|e| ApiError::internal(format!("stored object is not JSON: {e}")))?,
+            Ok(kv) => Lifecycle::of(&kv.value)?,
             Err(skiff_store::Error::NotFound { .. }) => {
                 return Err(ApiError::not_found("", "namespaces", ns))
             }
             Err(e) => return Err(e.into()),
         },
     };
-    let terminating = namespace.pointer("/status/phase").and_then(Value::as_str)
+    let terminating = lifecycle.status.phase.as_ref().and_then(Value::as_str)
         == Some("Terminating")
-        || namespace.pointer("/metadata/deletionTimestamp").is_some();
+        || lifecycle.metadata.deletion_timestamp.is_some();
     if terminating {
         return Err(ApiError::forbidden(format!(
             "{} \"{}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
@@ -66,4 +66,32 @@ async fn namespace_admits(
         )));
     }
     Ok(())
+}
+
+/// The two fields of a Namespace this plugin reads, decoded without the
+/// rest (it runs on every create of a namespaced object).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Lifecycle {
+    metadata: LifecycleMeta,
+    status: LifecycleStatus,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct LifecycleMeta {
+    deletion_timestamp: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct LifecycleStatus {
+    phase: Option<Value>,
+}
+
+impl Lifecycle {
+    fn of(json: &[u8]) -> ApiResult<Self> {
+        serde_json::from_slice(json)
+            .map_err(|e| ApiError::internal(format!("stored object is not JSON: {e}")))
+    }
 }
