@@ -22,6 +22,7 @@ use skiff_api::selectors::LabelSelector;
 use tokio_util::sync::CancellationToken;
 
 use crate::nswatch::{forward_owned, run_namespaces, track, Owners};
+use kube::core::PartialObjectMeta;
 
 /// How long an eviction's record keeps a pod out of currentHealthy
 /// (upstream `DeletionTimeout`).
@@ -83,13 +84,13 @@ impl DisruptionController {
         // Pod changes matter only where a budget is.
         let owners = Owners::default();
         track(
-            Api::<PodDisruptionBudget>::all(client.clone()),
+            Api::<PartialObjectMeta<PodDisruptionBudget>>::all(client.clone()),
             tx.clone(),
             shutdown.clone(),
             owners.clone(),
         );
         forward_owned(
-            Api::<Pod>::all(client.clone()),
+            Api::<PartialObjectMeta<Pod>>::all(client.clone()),
             tx,
             shutdown.clone(),
             owners.clone(),

@@ -12,12 +12,19 @@
 //! once when a block frees up). State is rebuilt from the API on every
 //! relist, so a restart keeps every assignment. It never changes a
 //! podCIDR once set, nor writes anything else.
+//!
+//! Blocks are chosen one at a time by the task that owns the record;
+//! the patches that write them run [`UPDATE_WORKERS`] at a time (upstream's
+//! `cidrUpdateWorkers`), so 5,000 new nodes get theirs in a second or two
+//! instead of one round trip after another.
 
 pub mod cidr_set;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Patch, PatchParams};
@@ -34,6 +41,8 @@ use crate::events::NodeEvents;
 const COMPONENT: &str = "cidrAllocator";
 /// upstream's `cidrUpdateRetries`.
 const UPDATE_RETRIES: usize = 3;
+/// Patches in flight at once (upstream's `cidrUpdateWorkers`).
+pub const UPDATE_WORKERS: usize = 30;
 /// The first retry of a node that got no CIDR; it doubles up to
 /// [`MAX_RETRY`].
 const FIRST_RETRY: Duration = Duration::from_secs(1);
@@ -131,6 +140,9 @@ impl NodeIpam {
             pending: HashMap::new(),
             listing: Vec::new(),
             synced: false,
+            queue: VecDeque::new(),
+            in_flight: HashMap::new(),
+            patches: FuturesUnordered::new(),
         };
         let mut stream = std::pin::pin!(watcher(api, watcher::Config::default()).default_backoff());
         loop {
@@ -144,7 +156,15 @@ impl NodeIpam {
             tokio::select! {
                 biased;
                 _ = shutdown.cancelled() => break,
-                event = stream.next() => match event {
+                Some(done) = state.patches.next(), if !state.patches.is_empty() => {
+                    tokio::select! {
+                        _ = shutdown.cancelled() => break,
+                        _ = state.patched(done) => {}
+                    }
+                }
+                // Events wait while every worker is busy (the queue holds
+                // what a relist found).
+                event = stream.next(), if state.patches.len() < UPDATE_WORKERS => match event {
                     Some(Ok(event)) => tokio::select! {
                         _ = shutdown.cancelled() => break,
                         _ = state.on_event(event) => {}
@@ -156,6 +176,10 @@ impl NodeIpam {
                     _ = shutdown.cancelled() => break,
                     _ = state.retry_due() => {}
                 },
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = state.start_queued() => {}
             }
         }
         tracing::info!("shutting down range CIDR allocator");
@@ -173,9 +197,69 @@ struct Retry {
     delay: Duration,
 }
 
-/// The controller's state: one task owns it, events are handled in
-/// order, each patch finished before the next event.
-#[derive(Debug)]
+/// A patch of a node's podCIDR, finished.
+struct Patched {
+    node: Node,
+    cidr: Ipv4Cidr,
+    outcome: Outcome,
+}
+
+enum Outcome {
+    Written,
+    /// The node was deleted meanwhile (404).
+    Gone,
+    /// Every try failed; the last error.
+    Failed(Error),
+}
+
+/// Patches `cidr` onto `node`, up to [`UPDATE_RETRIES`] times.
+async fn patch_cidr(api: Api<Node>, node: Node, cidr: Ipv4Cidr) -> Patched {
+    let name = name_of(&node);
+    let patch = serde_json::json!({
+        "spec": { "podCIDR": cidr.to_string(), "podCIDRs": [cidr.to_string()] }
+    });
+    let mut last = None;
+    for _ in 0..UPDATE_RETRIES {
+        match api
+            .patch(&name, &PatchParams::default(), &Patch::Strategic(&patch))
+            .await
+        {
+            Ok(_) => {
+                return Patched {
+                    node,
+                    cidr,
+                    outcome: Outcome::Written,
+                }
+            }
+            Err(e) if skiff_client::is_not_found(&e) => {
+                return Patched {
+                    node,
+                    cidr,
+                    outcome: Outcome::Gone,
+                }
+            }
+            Err(source) => {
+                last = Some(Error::Patch {
+                    node: name.clone(),
+                    cidr,
+                    source: Box::new(source),
+                })
+            }
+        }
+    }
+    let outcome = match last {
+        Some(e) => Outcome::Failed(e),
+        None => Outcome::Gone,
+    };
+    Patched {
+        node,
+        cidr,
+        outcome,
+    }
+}
+
+/// The controller's state: one task owns it and handles events in
+/// order; only the patches run beside it.
 struct Allocator {
     api: Api<Node>,
     events: NodeEvents,
@@ -188,6 +272,23 @@ struct Allocator {
     /// The nodes of a list in progress.
     listing: Vec<Node>,
     synced: bool,
+    /// Nodes without a CIDR waiting for a free worker.
+    queue: VecDeque<Node>,
+    /// Nodes whose patch is in flight: the block chosen, and whether the
+    /// node was deleted meanwhile.
+    in_flight: HashMap<String, (Ipv4Cidr, bool)>,
+    patches: FuturesUnordered<BoxFuture<'static, Patched>>,
+}
+
+impl std::fmt::Debug for Allocator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Allocator")
+            .field("assigned", &self.assigned.len())
+            .field("pending", &self.pending.len())
+            .field("queue", &self.queue.len())
+            .field("in_flight", &self.in_flight.len())
+            .finish_non_exhaustive()
+    }
 }
 
 fn name_of(node: &Node) -> String {
@@ -214,11 +315,7 @@ impl Allocator {
             watcher::Event::InitApply(node) => self.listing.push(node),
             watcher::Event::InitDone => self.resync().await,
             watcher::Event::Apply(node) if self.synced => self.sync_node(node).await,
-            watcher::Event::Delete(node) if self.synced => {
-                if self.release(&node) {
-                    self.retry_all_now();
-                }
-            }
+            watcher::Event::Delete(node) if self.synced => self.deleted(&node),
             watcher::Event::Apply(_) | watcher::Event::Delete(_) => {}
         }
     }
@@ -230,6 +327,13 @@ impl Allocator {
         self.set = self.empty.clone();
         self.assigned.clear();
         self.pending.clear();
+        self.queue.clear();
+        // Blocks being written are taken whatever the list says.
+        for (cidr, _) in self.in_flight.values() {
+            if let Err(e) = self.set.occupy(cidr) {
+                tracing::warn!(pod_cidr = %cidr, error = %e, "error when occupying CIDR");
+            }
+        }
         let mut without = Vec::new();
         for node in listed {
             match pod_cidr(&node) {
@@ -248,8 +352,30 @@ impl Allocator {
             waiting = without.len(),
             "node CIDRs synced"
         );
-        for node in without {
+        self.queue.extend(without);
+    }
+
+    /// Starts patches for queued nodes while a worker is free.
+    async fn start_queued(&mut self) {
+        while self.patches.len() < UPDATE_WORKERS {
+            let Some(node) = self.queue.pop_front() else {
+                return;
+            };
             self.allocate(node).await;
+        }
+    }
+
+    /// A node was deleted: its block is freed (once its patch, if one is
+    /// in flight, has finished).
+    fn deleted(&mut self, node: &Node) {
+        let name = name_of(node);
+        self.queue
+            .retain(|n| n.metadata.name.as_deref() != Some(name.as_str()));
+        if let Some((_, gone)) = self.in_flight.get_mut(&name) {
+            *gone = true;
+        }
+        if self.release(node) {
+            self.retry_all_now();
         }
     }
 
@@ -301,7 +427,7 @@ impl Allocator {
                 tracing::warn!(node = %name, pod_cidr = %text, "node has a podCIDR that does not parse; left alone")
             }
             None => {
-                if self.assigned.contains_key(&name) {
+                if self.assigned.contains_key(&name) || self.in_flight.contains_key(&name) {
                     // An event from before our own patch.
                     return;
                 }
@@ -309,7 +435,7 @@ impl Allocator {
                     waiting.node = node;
                     return;
                 }
-                self.allocate(node).await;
+                self.queue.push_back(node);
             }
         }
     }
@@ -317,6 +443,9 @@ impl Allocator {
     /// upstream's `AllocateOrOccupyCIDR` for a node without a CIDR.
     async fn allocate(&mut self, node: Node) {
         let name = name_of(&node);
+        if self.assigned.contains_key(&name) || self.in_flight.contains_key(&name) {
+            return;
+        }
         let cidr = match self.set.allocate_next() {
             Ok(cidr) => cidr,
             Err(e) => {
@@ -326,43 +455,41 @@ impl Allocator {
                 return;
             }
         };
-        let patch = serde_json::json!({
-            "spec": { "podCIDR": cidr.to_string(), "podCIDRs": [cidr.to_string()] }
-        });
-        let mut last = None;
-        for _ in 0..UPDATE_RETRIES {
-            match self
-                .api
-                .patch(&name, &PatchParams::default(), &Patch::Strategic(&patch))
-                .await
-            {
-                Ok(_) => {
-                    tracing::info!(node = %name, pod_cidrs = %cidr, "set node PodCIDR");
-                    self.assigned.insert(name.clone(), cidr);
-                    self.pending.remove(&name);
-                    return;
-                }
-                Err(e) if skiff_client::is_not_found(&e) => {
-                    // Deleted meanwhile.
-                    self.release_unassigned(cidr);
-                    self.pending.remove(&name);
-                    return;
-                }
-                Err(source) => {
-                    last = Some(Error::Patch {
-                        node: name.clone(),
-                        cidr,
-                        source: Box::new(source),
-                    })
+        self.in_flight.insert(name, (cidr, false));
+        self.patches
+            .push(Box::pin(patch_cidr(self.api.clone(), node, cidr)));
+    }
+
+    /// A patch finished: the block is the node's, or free again.
+    async fn patched(&mut self, done: Patched) {
+        let Patched {
+            node,
+            cidr,
+            outcome,
+        } = done;
+        let name = name_of(&node);
+        let gone = self.in_flight.remove(&name).is_some_and(|(_, gone)| gone);
+        match outcome {
+            Outcome::Written if !gone => {
+                tracing::info!(node = %name, pod_cidrs = %cidr, "set node PodCIDR");
+                self.assigned.insert(name.clone(), cidr);
+                self.pending.remove(&name);
+            }
+            Outcome::Written | Outcome::Gone => {
+                // Deleted meanwhile.
+                self.free_unless_held(cidr);
+                self.pending.remove(&name);
+                if gone {
+                    self.retry_all_now();
                 }
             }
+            Outcome::Failed(e) => {
+                tracing::warn!(error = %error_chain(&e), "failed to update node PodCIDR after multiple attempts");
+                self.free_unless_held(cidr);
+                self.record(&node, "CIDRAssignmentFailed").await;
+                self.retry_later(node);
+            }
         }
-        if let Some(e) = last {
-            tracing::warn!(error = %error_chain(&e), "failed to update node PodCIDR after multiple attempts");
-        }
-        self.release_unassigned(cidr);
-        self.record(&node, "CIDRAssignmentFailed").await;
-        self.retry_later(node);
     }
 
     /// upstream's `RecordNodeStatusChange`: a Warning about the node.
@@ -409,6 +536,16 @@ impl Allocator {
         }
     }
 
+    /// Frees `cidr` unless a node holds it (a node's watch event can come
+    /// before the answer to the patch that wrote it).
+    fn free_unless_held(&mut self, cidr: Ipv4Cidr) {
+        let held = self.assigned.values().any(|c| *c == cidr)
+            || self.in_flight.values().any(|(c, _)| *c == cidr);
+        if !held {
+            self.release_unassigned(cidr);
+        }
+    }
+
     fn retry_later(&mut self, node: Node) {
         let name = name_of(&node);
         let now = Instant::now();
@@ -435,8 +572,13 @@ impl Allocator {
         }
     }
 
+    /// The next retry of a waiting node whose patch is not in flight.
     fn next_retry(&self) -> Option<Instant> {
-        self.pending.values().map(|r| r.at).min()
+        self.pending
+            .iter()
+            .filter(|(name, _)| !self.in_flight.contains_key(*name))
+            .map(|(_, r)| r.at)
+            .min()
     }
 
     /// Tries the waiting nodes that are due, oldest first.
@@ -445,7 +587,7 @@ impl Allocator {
         let mut due: Vec<(Instant, String)> = self
             .pending
             .iter()
-            .filter(|(_, r)| r.at <= now)
+            .filter(|(name, r)| r.at <= now && !self.in_flight.contains_key(*name))
             .map(|(name, r)| (r.since, name.clone()))
             .collect();
         due.sort();

@@ -21,6 +21,7 @@ use skiff_api::quota::{self, counted_kind, Amount, Usage};
 use tokio_util::sync::CancellationToken;
 
 use crate::nswatch::{forward_owned, run_namespaces, track, Owners};
+use kube::core::PartialObjectMeta;
 
 /// Errors of the controller (logged; namespaces are retried).
 #[derive(Debug, thiserror::Error)]
@@ -96,37 +97,37 @@ impl ResourceQuotaController {
         // The counted kinds' changes matter only where a quota is.
         let owners = Owners::default();
         track(
-            Api::<ResourceQuota>::all(client.clone()),
+            Api::<PartialObjectMeta<ResourceQuota>>::all(client.clone()),
             tx.clone(),
             shutdown.clone(),
             owners.clone(),
         );
         forward_owned(
-            Api::<Pod>::all(client.clone()),
+            Api::<PartialObjectMeta<Pod>>::all(client.clone()),
             tx.clone(),
             shutdown.clone(),
             owners.clone(),
         );
         forward_owned(
-            Api::<Service>::all(client.clone()),
+            Api::<PartialObjectMeta<Service>>::all(client.clone()),
             tx.clone(),
             shutdown.clone(),
             owners.clone(),
         );
         forward_owned(
-            Api::<ConfigMap>::all(client.clone()),
+            Api::<PartialObjectMeta<ConfigMap>>::all(client.clone()),
             tx.clone(),
             shutdown.clone(),
             owners.clone(),
         );
         forward_owned(
-            Api::<Secret>::all(client.clone()),
+            Api::<PartialObjectMeta<Secret>>::all(client.clone()),
             tx.clone(),
             shutdown.clone(),
             owners.clone(),
         );
         forward_owned(
-            Api::<PersistentVolumeClaim>::all(client.clone()),
+            Api::<PartialObjectMeta<PersistentVolumeClaim>>::all(client.clone()),
             tx,
             shutdown.clone(),
             owners.clone(),
