@@ -386,10 +386,27 @@ impl Output {
 /// A write's answer: the object (served form), with any field-validation
 /// warnings as `Warning: 299` headers.
 pub(crate) fn written(r: &Resource, outcome: crate::registry::write::Outcome) -> Response {
-    let mut response = json_response(
-        outcome.status,
-        &crate::registry::convert::to_served(r, outcome.object),
-    );
+    // The stored bytes with the resourceVersion spliced in, when they are
+    // the served form: serializing the tree again was most of the cost of
+    // answering a write.
+    let spliced = match &outcome.stored {
+        Some((stored, revision)) if !crate::registry::convert::needed(r) => {
+            crate::watchcache::with_revision_spliced(Vec::new(), stored, *revision)
+        }
+        _ => None,
+    };
+    let mut response = match spliced {
+        Some(body) => (
+            outcome.status,
+            [(header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response(),
+        None => json_response(
+            outcome.status,
+            &crate::registry::convert::to_served(r, outcome.object),
+        ),
+    };
     for warning in outcome.warnings {
         let value = format!(
             "299 - {}",

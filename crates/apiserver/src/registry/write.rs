@@ -63,6 +63,10 @@ impl WriteOptions {
 pub struct Outcome {
     /// The object in stored form, resourceVersion included.
     pub object: Value,
+    /// The bytes stored for it (no resourceVersion) and its revision: the
+    /// answer is made from them instead of serializing `object` again.
+    /// None for a dry run.
+    pub stored: Option<(bytes::Bytes, i64)>,
     pub status: StatusCode,
     /// `Warning: 299` header values.
     pub warnings: Vec<String>,
@@ -155,17 +159,21 @@ pub async fn create(
     if opts.dry_run {
         return Ok(Outcome {
             object: obj,
+            stored: None,
             status: StatusCode::CREATED,
             warnings,
         });
     }
     let key = object::key(r, ns.as_deref(), &name);
-    let value = serde_json::to_vec(&obj).map_err(|e| ApiError::internal(e.to_string()))?;
-    let created = state.store.create(&key, value.into()).await;
+    let value: bytes::Bytes = serde_json::to_vec(&obj)
+        .map_err(|e| ApiError::internal(e.to_string()))?
+        .into();
+    let created = state.store.create(&key, value.clone()).await;
     reservation.finish(state, created.is_ok()).await;
     match created {
         Ok(kv) => Ok(Outcome {
             object: with_revision(obj, kv.mod_revision),
+            stored: Some((value, kv.mod_revision)),
             status: StatusCode::CREATED,
             warnings,
         }),
@@ -370,12 +378,15 @@ pub async fn update(
         if opts.dry_run {
             return Ok(Outcome {
                 object: with_revision(new, revision),
+                stored: None,
                 status: StatusCode::OK,
                 warnings,
             });
         }
-        let value = serde_json::to_vec(&new).map_err(|e| ApiError::internal(e.to_string()))?;
-        let stored = state.store.update(&key, value.into(), revision).await;
+        let value: bytes::Bytes = serde_json::to_vec(&new)
+            .map_err(|e| ApiError::internal(e.to_string()))?
+            .into();
+        let stored = state.store.update(&key, value.clone(), revision).await;
         reservation.finish(state, stored.is_ok()).await;
         match stored {
             Ok(kv) => {
@@ -383,6 +394,7 @@ pub async fn update(
                     .await?;
                 return Ok(Outcome {
                     object: with_revision(new, kv.mod_revision),
+                    stored: Some((value, kv.mod_revision)),
                     status: StatusCode::OK,
                     warnings: std::mem::take(&mut warnings),
                 });

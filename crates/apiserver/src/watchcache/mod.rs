@@ -208,9 +208,9 @@ fn decode(key: &str, value: &[u8], revision: i64, kind: EventKind) -> Option<Arc
     Some(Arc::new(cached))
 }
 
-/// [`spliced`] reading `raw`'s top level and metadata itself.
-#[cfg(test)]
-fn with_revision_spliced(out: Vec<u8>, raw: &[u8], revision: i64) -> Option<Vec<u8>> {
+/// [`spliced`] reading `raw`'s top level and metadata itself (a write's
+/// answer is made this way from the bytes it stored).
+pub(crate) fn with_revision_spliced(out: Vec<u8>, raw: &[u8], revision: i64) -> Option<Vec<u8>> {
     let top: RawFields = serde_json::from_slice(raw).ok()?;
     let meta: RawFields = serde_json::from_str(top.get("metadata")?.get()).ok()?;
     spliced(out, raw, &top, &meta, revision)
