@@ -25,7 +25,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::images;
 use crate::network::{self, CniConfig};
-use crate::pod_worker::observed;
 use crate::pod_worker::sync::{Context, Outcome, PodApi, PodWorker};
 use crate::registration::{self, Health, Registration};
 use crate::runtime::containerd::{self, Containerd};
@@ -982,23 +981,20 @@ async fn relist_fingerprints(
 ) -> crate::runtime::Result<(Fingerprints, HashSet<(String, String)>)> {
     let mut out: Fingerprints = BTreeMap::new();
     let mut running = HashSet::new();
-    for s in runtime.list_pod_sandboxes().await? {
-        if let Some(uid) = observed::pod_uid(&s.labels) {
-            out.entry(uid.to_string())
-                .or_default()
-                .push((s.id.clone(), s.state));
+    let listed = runtime.relist().await?;
+    for s in listed.sandboxes {
+        if let Some(uid) = s.pod_uid {
+            out.entry(uid).or_default().push((s.id, s.state));
         }
     }
-    for c in runtime.list_containers().await? {
-        if let Some(uid) = observed::pod_uid(&c.labels) {
-            out.entry(uid.to_string())
-                .or_default()
-                .push((c.id.clone(), c.state + 10));
+    for c in listed.containers {
+        if let Some(uid) = c.pod_uid {
             if c.state == crate::runtime::api::ContainerState::ContainerRunning as i32 {
-                if let Some(name) = c.labels.get(observed::CONTAINER_NAME) {
-                    running.insert((uid.to_string(), name.clone()));
+                if let Some(name) = c.container_name {
+                    running.insert((uid.clone(), name));
                 }
             }
+            out.entry(uid).or_default().push((c.id, c.state + 10));
         }
     }
     for v in out.values_mut() {

@@ -482,6 +482,36 @@ impl Runtime for FakeRuntime {
         Ok(())
     }
 
+    async fn relist(&self) -> Result<crate::runtime::Relisted> {
+        use crate::runtime::{Listed, CONTAINER_NAME_LABEL, POD_UID_LABEL};
+        let mut s = self.lock();
+        Self::settle(&mut s);
+        let sandboxes = s
+            .sandboxes
+            .iter()
+            .map(|(id, (config, state, _))| Listed {
+                pod_uid: config.labels.get(POD_UID_LABEL).cloned(),
+                id: id.clone(),
+                state: *state,
+                container_name: None,
+            })
+            .collect();
+        let containers = s
+            .containers
+            .iter()
+            .map(|(id, c)| Listed {
+                pod_uid: c.labels.get(POD_UID_LABEL).cloned(),
+                id: id.clone(),
+                state: c.state,
+                container_name: c.labels.get(CONTAINER_NAME_LABEL).cloned(),
+            })
+            .collect();
+        Ok(crate::runtime::Relisted {
+            sandboxes,
+            containers,
+        })
+    }
+
     async fn list_containers(&self) -> Result<Vec<api::Container>> {
         let mut s = self.lock();
         Self::settle(&mut s);
