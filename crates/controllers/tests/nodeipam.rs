@@ -217,3 +217,53 @@ async fn exhaustion_is_reported_and_a_freed_cidr_is_reused() {
     assert_eq!(current_cidr(&nodes, "b").await, Some(b));
     running.stop().await;
 }
+
+/// Many nodes at once (more than the controller's patch workers), some
+/// deleted while patches are in flight, then more: every node gets a
+/// block no other live node holds, in a range with just enough room.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_patches_never_hand_out_a_block_twice() {
+    use futures::StreamExt as _;
+    let server = TestApiServer::start(|c| c, Options::default()).await;
+    let client = server.client().await;
+    let nodes: Api<Node> = Api::all(client.clone());
+    // A /22 of /28s: 64 blocks for 100 nodes of which 40 are deleted.
+    let running = Running::start(client.clone(), "10.9.0.0/22", 28);
+    let names = |from: usize, to: usize| (from..to).map(|i| format!("c{i}")).collect::<Vec<_>>();
+    let create_all = |list: Vec<String>| {
+        let nodes = nodes.clone();
+        async move {
+            futures::stream::iter(list)
+                .for_each_concurrent(16, |name| {
+                    let nodes = nodes.clone();
+                    async move { create_node(&nodes, &name, None).await }
+                })
+                .await
+        }
+    };
+    within("creating 60 nodes", create_all(names(0, 60))).await;
+    // Delete 40 of them right away: some still have a patch in flight.
+    within(
+        "deleting 40 nodes",
+        futures::stream::iter(names(0, 40)).for_each_concurrent(16, |name| {
+            let nodes = nodes.clone();
+            async move {
+                nodes
+                    .delete(&name, &DeleteParams::default())
+                    .await
+                    .expect("delete node");
+            }
+        }),
+    )
+    .await;
+    within("creating 40 more nodes", create_all(names(60, 100))).await;
+    let mut holders: std::collections::BTreeMap<String, String> = Default::default();
+    for name in names(40, 100) {
+        let cidr = cidr_of(&nodes, &name).await;
+        if let Some(other) = holders.insert(cidr.clone(), name.clone()) {
+            panic!("{name} and {other} both hold {cidr}");
+        }
+    }
+    assert_eq!(holders.len(), 60);
+    running.stop().await;
+}
