@@ -97,6 +97,36 @@ pub fn resource_quota(rq: &Value) -> Vec<FieldError> {
     errors
 }
 
+/// The orderings a LimitRange item must keep, in upstream's order of
+/// checks: (field, its words, the field it may not exceed, its words,
+/// the field the error is reported at).
+const ORDERED: [(&str, &str, &str, &str, &str); 6] = [
+    ("min", "min value", "max", "max value", "min"),
+    (
+        "min",
+        "min value",
+        "defaultRequest",
+        "default request value",
+        "defaultRequest",
+    ),
+    (
+        "defaultRequest",
+        "default request value",
+        "max",
+        "max value",
+        "defaultRequest",
+    ),
+    (
+        "defaultRequest",
+        "default request value",
+        "default",
+        "default limit value",
+        "defaultRequest",
+    ),
+    ("min", "min value", "default", "default value", "default"),
+    ("default", "default value", "max", "max value", "default"),
+];
+
 fn amount(list: Option<&Value>, name: &str) -> Option<(Amount, Value)> {
     let v = list?.get(name)?;
     v.as_str().and_then(Amount::parse).map(|a| (a, v.clone()))
@@ -170,80 +200,27 @@ pub fn limit_range(lr: &Value) -> Vec<FieldError> {
             let def_req = amount(item.get("defaultRequest"), name);
             let ratio = amount(item.get("maxLimitRequestRatio"), name);
             let show = |a: &Amount| a.format();
-            if let (Some((mn, mv)), Some((mx, _))) = (&min, &max) {
-                if mn.milli > mx.milli {
-                    errors.push(invalid(
-                        format!("{at}.min[{name}]"),
-                        mv,
-                        &format!(
-                            "min value {} is greater than max value {}",
-                            show(mn),
-                            show(mx)
-                        ),
-                    ));
+            let of = |field: &str| match field {
+                "max" => &max,
+                "min" => &min,
+                "default" => &def,
+                _ => &def_req,
+            };
+            for (small, small_words, large, large_words, reported) in ORDERED {
+                let (Some((a, _)), Some((b, _))) = (of(small), of(large)) else {
+                    continue;
+                };
+                if a.milli <= b.milli {
+                    continue;
                 }
-            }
-            if let (Some((dr, dv)), Some((mn, _))) = (&def_req, &min) {
-                if mn.milli > dr.milli {
+                if let Some((_, value)) = of(reported) {
                     errors.push(invalid(
-                        format!("{at}.defaultRequest[{name}]"),
-                        dv,
+                        format!("{at}.{reported}[{name}]"),
+                        value,
                         &format!(
-                            "min value {} is greater than default request value {}",
-                            show(mn),
-                            show(dr)
-                        ),
-                    ));
-                }
-            }
-            if let (Some((dr, dv)), Some((mx, _))) = (&def_req, &max) {
-                if dr.milli > mx.milli {
-                    errors.push(invalid(
-                        format!("{at}.defaultRequest[{name}]"),
-                        dv,
-                        &format!(
-                            "default request value {} is greater than max value {}",
-                            show(dr),
-                            show(mx)
-                        ),
-                    ));
-                }
-            }
-            if let (Some((dr, dv)), Some((d, _))) = (&def_req, &def) {
-                if dr.milli > d.milli {
-                    errors.push(invalid(
-                        format!("{at}.defaultRequest[{name}]"),
-                        dv,
-                        &format!(
-                            "default request value {} is greater than default limit value {}",
-                            show(dr),
-                            show(d)
-                        ),
-                    ));
-                }
-            }
-            if let (Some((d, dv)), Some((mn, _))) = (&def, &min) {
-                if mn.milli > d.milli {
-                    errors.push(invalid(
-                        format!("{at}.default[{name}]"),
-                        dv,
-                        &format!(
-                            "min value {} is greater than default value {}",
-                            show(mn),
-                            show(d)
-                        ),
-                    ));
-                }
-            }
-            if let (Some((d, dv)), Some((mx, _))) = (&def, &max) {
-                if d.milli > mx.milli {
-                    errors.push(invalid(
-                        format!("{at}.default[{name}]"),
-                        dv,
-                        &format!(
-                            "default value {} is greater than max value {}",
-                            show(d),
-                            show(mx)
+                            "{small_words} {} is greater than {large_words} {}",
+                            show(a),
+                            show(b)
                         ),
                     ));
                 }
@@ -383,6 +360,27 @@ mod tests {
         assert_eq!(
             e[0].message,
             "Invalid value: \"2\": min value 2 is greater than max value 1"
+        );
+        // Every ordering, reported where upstream reports it and in its order.
+        let e = limit_range(&json!({"spec": {"limits": [{
+            "type": "Container",
+            "min": {"memory": "4Gi"}, "max": {"memory": "1Gi"},
+            "default": {"memory": "2Gi"}, "defaultRequest": {"memory": "3Gi"},
+        }]}}));
+        let got: Vec<(&str, &str)> = e
+            .iter()
+            .map(|e| (e.field.as_str(), e.message.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("spec.limits[0].min[memory]", "Invalid value: \"4Gi\": min value 4Gi is greater than max value 1Gi"),
+                ("spec.limits[0].defaultRequest[memory]", "Invalid value: \"3Gi\": min value 4Gi is greater than default request value 3Gi"),
+                ("spec.limits[0].defaultRequest[memory]", "Invalid value: \"3Gi\": default request value 3Gi is greater than max value 1Gi"),
+                ("spec.limits[0].defaultRequest[memory]", "Invalid value: \"3Gi\": default request value 3Gi is greater than default limit value 2Gi"),
+                ("spec.limits[0].default[memory]", "Invalid value: \"2Gi\": min value 4Gi is greater than default value 2Gi"),
+                ("spec.limits[0].default[memory]", "Invalid value: \"2Gi\": default value 2Gi is greater than max value 1Gi"),
+            ]
         );
         let e =
             limit_range(&json!({"spec": {"limits": [{"type": "Pod", "default": {"cpu": "1"}}]}}));

@@ -114,39 +114,33 @@ pub fn find_static(group: &str, version: &str, plural: &str) -> Option<&'static 
         .find(|r| r.group == group && r.version == version)
 }
 
+/// `items` grouped by `key`, in their order.
+fn index_by<T: Copy>(
+    items: impl IntoIterator<Item = T>,
+    key: impl Fn(T) -> Option<&'static str>,
+) -> HashMap<&'static str, Vec<T>> {
+    let mut index: HashMap<&'static str, Vec<T>> = HashMap::new();
+    for item in items {
+        if let Some(k) = key(item) {
+            index.entry(k).or_default().push(item);
+        }
+    }
+    index
+}
+
 /// [`RESOURCES`] by plural (a handful share one, across groups and
 /// versions): every request looks its resource up, and a scan of the
 /// whole table was 2 % of the server's CPU in the sim benchmark.
 static BY_PLURAL: std::sync::LazyLock<HashMap<&'static str, Vec<usize>>> =
-    std::sync::LazyLock::new(|| {
-        let mut index: HashMap<&'static str, Vec<usize>> = HashMap::new();
-        for (i, r) in RESOURCES.iter().enumerate() {
-            index.entry(r.plural).or_default().push(i);
-        }
-        index
-    });
+    std::sync::LazyLock::new(|| index_by(0..RESOURCES.len(), |i| Some(RESOURCES[i].plural)));
 
 /// [`KINDS`] by kind name (see [`BY_PLURAL`]).
 static BY_KIND: std::sync::LazyLock<HashMap<&'static str, Vec<&'static Kind>>> =
-    std::sync::LazyLock::new(|| {
-        let mut index: HashMap<&'static str, Vec<&'static Kind>> = HashMap::new();
-        for k in KINDS.iter().copied() {
-            index.entry(k.kind).or_default().push(k);
-        }
-        index
-    });
+    std::sync::LazyLock::new(|| index_by(KINDS.iter().copied(), |k| Some(k.kind)));
 
 /// [`KINDS`] that serve a resource, by the resource's plural.
 static KIND_BY_PLURAL: std::sync::LazyLock<HashMap<&'static str, Vec<&'static Kind>>> =
-    std::sync::LazyLock::new(|| {
-        let mut index: HashMap<&'static str, Vec<&'static Kind>> = HashMap::new();
-        for k in KINDS.iter().copied() {
-            if let Some(r) = k.resource {
-                index.entry(r.plural).or_default().push(k);
-            }
-        }
-        index
-    });
+    std::sync::LazyLock::new(|| index_by(KINDS.iter().copied(), |k| k.resource.map(|r| r.plural)));
 
 /// Every served resource: the built-in ones in table order, then the
 /// established custom resources (by group, version order, plural).
