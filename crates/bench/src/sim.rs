@@ -25,6 +25,9 @@ use serde_json::json;
 use crate::cluster;
 use crate::stats::print_grid;
 
+/// The server's --cluster-cidr, which the simulated nodes' podCIDRs come
+/// from (a /8: 65,536 nodes' /24s).
+const CLUSTER_CIDR: &str = "10.0.0.0/8";
 const NAMESPACE: &str = "bench-sim";
 
 #[derive(Debug, clap::Args)]
@@ -377,7 +380,7 @@ fn secs(d: Option<Duration>, reached: &str) -> String {
 pub async fn run(args: Args) -> anyhow::Result<()> {
     let timeout = Duration::from_secs(args.timeout);
     let (server, client) =
-        cluster::start_server(&["--disable-agent", "--cluster-cidr", "10.0.0.0/8"]).await?;
+        cluster::start_server(&["--disable-agent", "--cluster-cidr", CLUSTER_CIDR]).await?;
     let server_pid = server.child.id();
     let epoch = Instant::now();
     cluster::create_namespace(&client, NAMESPACE).await?;
@@ -420,6 +423,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .arg("--kubeconfig")
         .arg(&server.kubeconfig)
         .args(["--nodes", &args.nodes.to_string()])
+        // Each node registers with its own block of the cluster CIDR (the
+        // server's IPAM marks them taken instead of patching each Node).
+        .args(["--pod-cidr-range", CLUSTER_CIDR])
         .arg("--data-dir")
         .arg(dir.path().join("data"))
         .env("SKIFF_LOG", "warn")

@@ -58,6 +58,60 @@ pub struct Config {
     /// with (a real cluster has one; without it every ClusterFirst pod
     /// gets a MissingClusterDNS warning event).
     pub cluster_dns: Vec<String>,
+    /// When set, node `i` registers with the `i`-th /24 of this range as
+    /// its spec.podCIDR ([`PodCidrRange::block`]); otherwise the cluster's
+    /// node IPAM controller assigns one (a second write per node).
+    pub pod_cidr_range: Option<PodCidrRange>,
+}
+
+/// An IPv4 range that simulated nodes take their /24 podCIDRs from, in
+/// order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PodCidrRange {
+    base: u32,
+    blocks: u32,
+}
+
+/// The size of each node's block (upstream's default node CIDR mask).
+const NODE_MASK: u32 = 24;
+
+impl PodCidrRange {
+    /// Parses `a.b.c.d/p` (p at most 24) and checks that it holds
+    /// `nodes` blocks.
+    pub fn parse(text: &str, nodes: usize) -> Result<Self, String> {
+        let (addr, prefix) = text
+            .split_once('/')
+            .ok_or_else(|| format!("{text:?} is not a CIDR (a.b.c.d/p)"))?;
+        let addr: Ipv4Addr = addr
+            .parse()
+            .map_err(|_| format!("{text:?}: {addr:?} is not an IPv4 address"))?;
+        let prefix: u32 = prefix
+            .parse()
+            .ok()
+            .filter(|p| *p <= NODE_MASK)
+            .ok_or_else(|| {
+                format!("{text:?}: the prefix must be a number from 0 to {NODE_MASK}")
+            })?;
+        let mask = u32::MAX.checked_shl(32 - prefix).unwrap_or(0);
+        let base = u32::from(addr);
+        if base & !mask != 0 {
+            return Err(format!("{text:?} has host bits set"));
+        }
+        let blocks = 1u32 << (NODE_MASK - prefix);
+        if nodes as u64 > u64::from(blocks) {
+            return Err(format!(
+                "{text:?} holds {blocks} /{NODE_MASK} blocks, fewer than the {nodes} nodes"
+            ));
+        }
+        Ok(Self { base, blocks })
+    }
+
+    /// Node `i`'s block, `None` past the end of the range.
+    pub fn block(&self, i: usize) -> Option<String> {
+        let i = u32::try_from(i).ok().filter(|i| *i < self.blocks)?;
+        let start = Ipv4Addr::from(self.base + (i << (32 - NODE_MASK)));
+        Some(format!("{start}/{NODE_MASK}"))
+    }
 }
 
 impl Config {
@@ -119,8 +173,9 @@ pub async fn run(client: kube::Client, config: Config, shutdown: CancellationTok
     ));
     for i in 0..config.nodes {
         let name = config.node_name(i);
+        let pod_cidr = config.pod_cidr_range.and_then(|r| r.block(i));
         let runtime = Arc::new(FakeRuntime::simulated(Simulation {
-            pod_cidr: None,
+            pod_cidr: pod_cidr.clone(),
             start_delay: config.pod_start_delay,
         }));
         let mut reg = registration::Config::new(&name, config.data_dir.join("nodes").join(&name));
@@ -130,6 +185,7 @@ pub async fn run(client: kube::Client, config: Config, shutdown: CancellationTok
         reg.max_pods = config.pods_per_node;
         reg.machine = Some(machine(&config, &name));
         reg.follow_pod_cidr = false;
+        reg.pod_cidr = pod_cidr;
         // Spread over one renew interval.
         reg.start_jitter = reg
             .renew_interval
@@ -321,9 +377,40 @@ mod tests {
             cleanup: false,
             data_dir: "/tmp/x".into(),
             cluster_dns: vec!["10.43.0.10".into()],
+            pod_cidr_range: None,
         };
         assert_eq!(c.node_name(2), "sim-2");
         assert_eq!(node_ip(0).to_string(), "100.64.0.1");
         assert_eq!(node_ip(300).to_string(), "100.64.1.45");
+    }
+
+    #[test]
+    fn pod_cidr_blocks_in_order_and_bad_ranges_refused() {
+        let r = PodCidrRange::parse("10.0.0.0/8", 5000).expect("range");
+        assert_eq!(r.block(0).as_deref(), Some("10.0.0.0/24"));
+        assert_eq!(r.block(300).as_deref(), Some("10.1.44.0/24"));
+        assert_eq!(r.block(65535).as_deref(), Some("10.255.255.0/24"));
+        assert_eq!(r.block(65536), None);
+        let whole = PodCidrRange::parse("10.250.7.0/24", 1).expect("one block");
+        assert_eq!(whole.block(0).as_deref(), Some("10.250.7.0/24"));
+        assert_eq!(whole.block(1), None);
+        for (text, nodes, says) in [
+            (
+                "10.244.0.0/16",
+                300,
+                "holds 256 /24 blocks, fewer than the 300 nodes",
+            ),
+            (
+                "10.244.0.0/25",
+                1,
+                "the prefix must be a number from 0 to 24",
+            ),
+            ("10.244.1.0/16", 1, "has host bits set"),
+            ("10.244.0.0", 1, "is not a CIDR"),
+            ("fd00::/64", 1, "is not an IPv4 address"),
+        ] {
+            let err = PodCidrRange::parse(text, nodes).expect_err(text);
+            assert!(err.contains(says), "{text}: {err}");
+        }
     }
 }

@@ -100,6 +100,12 @@ pub struct SimArgs {
     /// Scratch space for the simulated workers' files.
     #[arg(long, default_value = "/var/lib/skiff-sim")]
     pub data_dir: PathBuf,
+
+    /// Register node i with the i-th /24 of this range as its podCIDR
+    /// (within the server's --cluster-cidr, its node IPAM marks them as
+    /// taken). Empty: the node IPAM controller assigns each node's.
+    #[arg(long, default_value = "")]
+    pub pod_cidr_range: String,
 }
 
 /// Flags the node agent has in `skiff server` and `skiff agent`.

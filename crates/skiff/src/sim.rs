@@ -35,6 +35,13 @@ pub async fn run(args: SimArgs) -> anyhow::Result<()> {
         cleanup: args.cleanup,
         data_dir,
         cluster_dns: cluster_dns(&args.cluster_dns)?,
+        pod_cidr_range: match args.pod_cidr_range.as_str() {
+            "" => None,
+            text => Some(
+                skiff_node::sim::PodCidrRange::parse(text, args.nodes)
+                    .map_err(|e| anyhow::anyhow!("--pod-cidr-range {e}"))?,
+            ),
+        },
     };
     let shutdown = CancellationToken::new();
     let mut task = tokio::spawn(skiff_node::sim::run(client, config, shutdown.clone()));

@@ -3,7 +3,7 @@
 //! scheduler places on them reach Running with an IP from their node's
 //! range; a pod told to crash shows CrashLoopBackOff; a deleted pod goes
 //! after its grace period; and nodes told to stop no longer renew their
-//! Leases.
+//! Leases (those register with podCIDRs of their own, `--pod-cidr-range`).
 
 mod cluster;
 
@@ -140,11 +140,27 @@ fn stopped_nodes_stop_renewing_their_leases() {
             "lost-",
             "--stop-after",
             "4s",
+            "--pod-cidr-range",
+            "10.250.0.0/16",
         ],
     );
     wait_for("3 nodes Ready", Duration::from_secs(60), || {
         (ready_nodes(&c, "type=skiff-sim") == 3).then_some(())
     });
+    // They registered with their own blocks, outside the server's cluster
+    // CIDR (10.244.0.0/16), so not the node IPAM controller's.
+    let cidrs = c.kubectl(&[
+        "get",
+        "nodes",
+        "-l",
+        "type=skiff-sim",
+        "-o",
+        "jsonpath={range .items[*]}{.metadata.name}={.spec.podCIDR} {end}",
+    ]);
+    assert_eq!(
+        cidrs.trim(),
+        "lost-0=10.250.0.0/24 lost-1=10.250.1.0/24 lost-2=10.250.2.0/24"
+    );
     let renew = || {
         c.kubectl(&[
             "get",

@@ -105,6 +105,10 @@ pub struct Config {
     /// Whether to watch the Node for spec.podCIDR ([`Registration::pod_cidr`]);
     /// simulated nodes share one watch instead.
     pub follow_pod_cidr: bool,
+    /// spec.podCIDR to register with. kubelet leaves it to the node IPAM
+    /// controller; simulated nodes can bring their own block, so that
+    /// thousands of them need no second write each.
+    pub pod_cidr: Option<String>,
 }
 
 impl Config {
@@ -126,6 +130,7 @@ impl Config {
             machine: None,
             start_jitter: Duration::ZERO,
             follow_pod_cidr: true,
+            pod_cidr: None,
         }
     }
 }
@@ -301,6 +306,7 @@ fn facts(config: &Config) -> machine::Result<node::Facts> {
         max_pods: config.max_pods,
         kubelet_port: config.kubelet_port,
         annotations: config.annotations.clone(),
+        pod_cidr: config.pod_cidr.clone(),
     })
 }
 

@@ -101,6 +101,8 @@ pub struct Facts {
     pub kubelet_port: u16,
     /// The annotations the agent owns.
     pub annotations: BTreeMap<String, String>,
+    /// spec.podCIDR to register with (`None`: the node IPAM controller's).
+    pub pod_cidr: Option<String>,
 }
 
 /// The labels kubelet registers with: hostname, os and arch, then the
@@ -136,6 +138,8 @@ pub fn initial_node(
         },
         spec: Some(NodeSpec {
             taints: (!taints.is_empty()).then(|| taints.to_vec()),
+            pod_cidr: facts.pod_cidr.clone(),
+            pod_cidrs: facts.pod_cidr.clone().map(|c| vec![c]),
             ..Default::default()
         }),
         status: Some(desired_status(facts, health, None, now)),
@@ -556,6 +560,7 @@ mod tests {
     fn facts() -> Facts {
         Facts {
             annotations: BTreeMap::new(),
+            pod_cidr: None,
             node_name: "n1".into(),
             machine: Machine {
                 cpus: 4,
@@ -885,8 +890,19 @@ mod tests {
             labels.get(LABEL_HOSTNAME).map(String::as_str),
             Some("override")
         );
-        assert_eq!(node.spec.and_then(|s| s.taints), Some(taints));
+        let spec = node.spec.clone().expect("spec");
+        assert_eq!(spec.taints, Some(taints));
+        assert_eq!(spec.pod_cidr, None, "left to the node IPAM controller");
         assert!(node.status.is_some());
+        let own = Facts {
+            pod_cidr: Some("10.250.3.0/24".into()),
+            ..facts()
+        };
+        let spec = initial_node(&own, &extra, &[], &healthy(), at(0))
+            .spec
+            .expect("spec");
+        assert_eq!(spec.pod_cidr.as_deref(), Some("10.250.3.0/24"));
+        assert_eq!(spec.pod_cidrs, Some(vec!["10.250.3.0/24".to_string()]));
 
         // Re-registration: only what differs from what we own.
         let mut existing = Node::default();
