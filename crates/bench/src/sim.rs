@@ -6,7 +6,8 @@
 //! placed by our scheduler) from the first create to all Running; and
 //! their deletion (32 clients, default grace) until all are gone. Prints
 //! the figures beside kwok's CI limits and our targets, with the server's
-//! and the sim's CPU and peak RSS, the write rate the pod watch observed
+//! and the sim's CPU and peak RSS, its memory per simulated node and per
+//! simulated pod, the write rate the pod watch observed
 //! and the events/s delivered to the benchmark's watches. Owns nothing
 //! else: it stops the processes it starts and removes their directories.
 
@@ -312,11 +313,21 @@ where
 
 /// Peak RSS (VmHWM) of a process in KiB.
 fn hwm_kib(pid: u32) -> u64 {
+    status_kib(pid, "VmHWM:")
+}
+
+/// Resident memory now (VmRSS) of a process in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    status_kib(pid, "VmRSS:")
+}
+
+/// A `/proc/PID/status` figure in KiB (0 when unreadable).
+fn status_kib(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
+                .find(|l| l.starts_with(field))
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|v| v.parse().ok())
         })
@@ -439,6 +450,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let took = ok.then(|| n0.at.elapsed());
     let (n1, p1) = (nodes.mark(), pods.mark());
     let c1 = cpu(server_pid, sim_pid);
+    let rss_nodes = rss_kib(sim_pid);
     let ready = nodes.lock().matched;
     let mut phases = vec![Phase {
         name: "nodes Ready (from sim start)",
@@ -492,6 +504,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let (bound_in, took) = tokio::join!(bound_in, running_in);
     let (n1, p1) = (nodes.mark(), pods.mark());
     let c2 = cpu(server_pid, sim_pid);
+    let rss_pods = rss_kib(sim_pid);
     let running = pods.lock().matched;
     let pod_rate = pods.rate(epoch, p0, p1);
     phases.push(Phase {
@@ -585,6 +598,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         c3,
         server_hwm,
         sim_hwm,
+        (rss_nodes, rss_pods),
     );
     Ok(())
 }
@@ -598,6 +612,7 @@ fn report(
     total: Cpu,
     server_hwm: u64,
     sim_hwm: u64,
+    (rss_nodes, rss_pods): (u64, u64),
 ) {
     let rows: Vec<Vec<String>> = phases
         .iter()
@@ -663,6 +678,20 @@ fn report(
                 format!("{:.0} MiB", hwm_kib(std::process::id()) as f64 / 1024.0),
             ],
         ],
+    );
+
+    // Per node: the sim's whole RSS once the nodes are Ready, over the
+    // nodes (so it includes the process's own fixed share); per pod: what
+    // it grew by until the pods were Running, over the pods.
+    println!(
+        "\nsim memory (VmRSS): {:.0} MiB with {} nodes Ready = {:.1} KiB per simulated node; \
+         {:.0} MiB with {} pods Running = {:.1} KiB per simulated pod on top",
+        rss_nodes as f64 / 1024.0,
+        args.nodes,
+        rss_nodes as f64 / args.nodes.max(1) as f64,
+        rss_pods as f64 / 1024.0,
+        args.pods,
+        rss_pods.saturating_sub(rss_nodes) as f64 / args.pods.max(1) as f64,
     );
 
     let (writes, rate, peak) = pod_rate;

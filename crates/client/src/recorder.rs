@@ -324,9 +324,11 @@ impl Sink {
                 continue;
             }
             let batch = take_batch(&mut pending);
+            // Boxed: a write's future holds the whole request future
+            // (kilobytes), which join_all would otherwise move around.
             let writes = batch.into_iter().map(|(key, ev)| {
                 let prev = self.remembered.events.get(&key).cloned();
-                write(&self.client, prev, key, ev)
+                Box::pin(write(&self.client, prev, key, ev))
             });
             for (key, result) in futures::future::join_all(writes).await {
                 match result {

@@ -89,12 +89,7 @@ impl DisruptionController {
             shutdown.clone(),
             owners.clone(),
         );
-        forward_owned(
-            Api::<PartialObjectMeta<Pod>>::all(client.clone()),
-            tx,
-            shutdown.clone(),
-            owners.clone(),
-        );
+        forward_owned::<Pod>(client.clone(), tx, shutdown.clone(), owners.clone());
         tracing::info!("starting the disruption controller");
         run_namespaces(
             rx,

@@ -8,7 +8,9 @@
 //! caches; without this, every pod event was a LIST request). The
 //! watches read only each object's metadata (kube-runtime's
 //! `Api<PartialObjectMeta<K>>`): decoding every pod whole, twice, just for its
-//! namespace was a visible share of the server's CPU at 10,000 pods.
+//! namespace was a visible share of the server's CPU at 10,000 pods. And
+//! while few namespaces hold an owner, the counted kinds are watched in
+//! those namespaces only, so with no quota or budget no pod is read.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Debug;
@@ -17,17 +19,32 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
+use kube::core::NamespaceResourceScope;
 use kube::core::PartialObjectMeta;
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 /// The namespaces that hold an object of a controller's own kind, by
 /// name, as its watch reports them.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Owners(Arc<Mutex<OwnersState>>);
+#[derive(Debug, Clone)]
+pub(crate) struct Owners {
+    state: Arc<Mutex<OwnersState>>,
+    /// Told whenever the set of namespaces that hold one may have changed.
+    changed: Arc<watch::Sender<()>>,
+}
+
+impl Default for Owners {
+    fn default() -> Self {
+        Self {
+            state: Arc::default(),
+            changed: Arc::new(watch::channel(()).0),
+        }
+    }
+}
 
 #[derive(Debug, Default)]
 struct OwnersState {
@@ -38,7 +55,7 @@ struct OwnersState {
 
 impl Owners {
     fn lock(&self) -> std::sync::MutexGuard<'_, OwnersState> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The namespaces that hold one.
@@ -65,15 +82,33 @@ impl Owners {
             (true, Some(l)) => l,
             _ => &mut s.held,
         };
-        map.entry(ns.to_string())
-            .or_default()
-            .insert(name.to_string());
+        let names = map.entry(ns.to_string()).or_default();
+        let first = names.is_empty();
+        names.insert(name.to_string());
+        drop(s);
+        if first && !listing {
+            self.changed.send_replace(());
+        }
     }
 
     fn delete(&self, ns: &str, name: &str) {
-        if let Some(names) = self.lock().held.get_mut(ns) {
+        let emptied = self.lock().held.get_mut(ns).is_some_and(|names| {
             names.remove(name);
+            names.is_empty()
+        });
+        if emptied {
+            self.changed.send_replace(());
         }
+    }
+
+    /// A relist ended: what it found replaces what was held.
+    fn listed(&self) {
+        let mut s = self.lock();
+        if let Some(found) = s.listing.take() {
+            s.held = found;
+        }
+        drop(s);
+        self.changed.send_replace(());
     }
 }
 
@@ -101,10 +136,7 @@ pub(crate) fn track<K>(
                     None
                 }
                 Some(Ok(watcher::Event::InitDone)) => {
-                    let mut s = owners.lock();
-                    if let Some(found) = s.listing.take() {
-                        s.held = found;
-                    }
+                    owners.listed();
                     None
                 }
                 Some(Ok(watcher::Event::InitApply(o))) => {
@@ -143,18 +175,71 @@ pub(crate) fn track<K>(
     });
 }
 
-/// The watch of a kind the controller counts: sends the namespaces of
-/// its objects that `owners` holds.
+/// Above this many namespaces holding an owner, one cluster-wide watch
+/// of a counted kind replaces the per-namespace ones.
+const MAX_NAMESPACE_WATCHES: usize = 16;
+
+/// The watches of a kind the controller counts: send the namespaces of
+/// its objects that `owners` holds. While few namespaces hold one, each
+/// gets its own watch (the server filters by namespace, so pods elsewhere
+/// cost nothing: with no quota at all, none is watched); past
+/// [`MAX_NAMESPACE_WATCHES`], one watch of every namespace, filtered here.
 pub(crate) fn forward_owned<K>(
-    api: Api<PartialObjectMeta<K>>,
+    client: kube::Client,
     tx: UnboundedSender<String>,
     shutdown: CancellationToken,
     owners: Owners,
 ) where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K: Resource<Scope = NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static,
     K::DynamicType: Default + Clone + Eq + std::hash::Hash,
 {
-    forward_if(api, tx, shutdown, move |ns| owners.holds(ns));
+    let mut changed = owners.changed.subscribe();
+    tokio::spawn(async move {
+        // The running watches: by namespace, or `None` for all of them.
+        let mut running: HashMap<Option<String>, CancellationToken> = HashMap::new();
+        loop {
+            let held = owners.namespaces();
+            let wanted: HashSet<Option<String>> = if held.len() > MAX_NAMESPACE_WATCHES {
+                HashSet::from([None])
+            } else {
+                held.into_iter().map(Some).collect()
+            };
+            running.retain(|scope, stop| {
+                let keep = wanted.contains(scope);
+                if !keep {
+                    stop.cancel();
+                }
+                keep
+            });
+            for scope in wanted {
+                if running.contains_key(&scope) {
+                    continue;
+                }
+                let stop = shutdown.child_token();
+                let api = match &scope {
+                    Some(ns) => Api::<PartialObjectMeta<K>>::namespaced(client.clone(), ns),
+                    None => Api::<PartialObjectMeta<K>>::all(client.clone()),
+                };
+                let owners = owners.clone();
+                forward_if(api, tx.clone(), stop.clone(), move |ns| owners.holds(ns));
+                running.insert(scope, stop);
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                r = changed.changed() => if r.is_err() { break },
+                _ = tx.closed() => break,
+            }
+        }
+        for stop in running.into_values() {
+            stop.cancel();
+        }
+    });
 }
 
 /// Sends the namespace of every object `api` reports for which `wanted`

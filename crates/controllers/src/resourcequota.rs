@@ -102,32 +102,12 @@ impl ResourceQuotaController {
             shutdown.clone(),
             owners.clone(),
         );
-        forward_owned(
-            Api::<PartialObjectMeta<Pod>>::all(client.clone()),
-            tx.clone(),
-            shutdown.clone(),
-            owners.clone(),
-        );
-        forward_owned(
-            Api::<PartialObjectMeta<Service>>::all(client.clone()),
-            tx.clone(),
-            shutdown.clone(),
-            owners.clone(),
-        );
-        forward_owned(
-            Api::<PartialObjectMeta<ConfigMap>>::all(client.clone()),
-            tx.clone(),
-            shutdown.clone(),
-            owners.clone(),
-        );
-        forward_owned(
-            Api::<PartialObjectMeta<Secret>>::all(client.clone()),
-            tx.clone(),
-            shutdown.clone(),
-            owners.clone(),
-        );
-        forward_owned(
-            Api::<PartialObjectMeta<PersistentVolumeClaim>>::all(client.clone()),
+        forward_owned::<Pod>(client.clone(), tx.clone(), shutdown.clone(), owners.clone());
+        forward_owned::<Service>(client.clone(), tx.clone(), shutdown.clone(), owners.clone());
+        forward_owned::<ConfigMap>(client.clone(), tx.clone(), shutdown.clone(), owners.clone());
+        forward_owned::<Secret>(client.clone(), tx.clone(), shutdown.clone(), owners.clone());
+        forward_owned::<PersistentVolumeClaim>(
+            client.clone(),
             tx,
             shutdown.clone(),
             owners.clone(),

@@ -98,6 +98,73 @@ async fn quota_usage_follows_creates_and_deletes() {
     stop.cancel();
 }
 
+/// A pod that ends (phase Succeeded) stops counting, and only the
+/// controller sees it (the write path recounts on creates and deletes):
+/// without the periodic resync, through its pod watches alone, per
+/// namespace while few hold a quota, one cluster-wide once more than 16 do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_is_given_back_through_the_pod_watches_alone() {
+    let server = TestApiServer::start(|c| c, Options::default()).await;
+    let client = server.client().await;
+    let stop = CancellationToken::new();
+    tokio::spawn(
+        ResourceQuotaController::new()
+            .with_resync(Duration::from_secs(3600))
+            .run(client.clone(), stop.clone()),
+    );
+    let quota = |hard: &str| -> ResourceQuota {
+        serde_json::from_value(json!({
+            "metadata": {"name": "q"},
+            "spec": {"hard": {"pods": hard}},
+        }))
+        .unwrap()
+    };
+    let quotas: Api<ResourceQuota> = Api::namespaced(client.clone(), "default");
+    quotas
+        .create(&PostParams::default(), &quota("5"))
+        .await
+        .unwrap();
+    quota_where(&quotas, "synced", |q| q["status"]["used"]["pods"] == "0").await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    for name in ["a", "b"] {
+        pods.create(&PostParams::default(), &pod(name))
+            .await
+            .unwrap();
+    }
+    quota_where(&quotas, "charged", |q| q["status"]["used"]["pods"] == "2").await;
+    let succeeded = json!({"status": {"phase": "Succeeded"}});
+    let merge = kube::api::Patch::Merge(&succeeded);
+    let pp = kube::api::PatchParams::default();
+    pods.patch_status("a", &pp, &merge).await.unwrap();
+    quota_where(&quotas, "gave back through its namespace's watch", |q| {
+        q["status"]["used"]["pods"] == "1"
+    })
+    .await;
+
+    // 17 more namespaces with a quota: past the per-namespace watches.
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    for i in 0..17 {
+        let name = format!("q{i}");
+        let ns = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+        namespaces
+            .create(&PostParams::default(), &ns)
+            .await
+            .unwrap();
+        Api::<ResourceQuota>::namespaced(client.clone(), &name)
+            .create(&PostParams::default(), &quota("1"))
+            .await
+            .unwrap();
+    }
+    let last: Api<ResourceQuota> = Api::namespaced(client.clone(), "q16");
+    quota_where(&last, "synced", |q| q["status"]["used"]["pods"] == "0").await;
+    pods.patch_status("b", &pp, &merge).await.unwrap();
+    quota_where(&quotas, "gave back through the cluster-wide watch", |q| {
+        q["status"]["used"]["pods"] == "0"
+    })
+    .await;
+    stop.cancel();
+}
+
 async fn budget_where(
     api: &Api<PodDisruptionBudget>,
     what: &str,

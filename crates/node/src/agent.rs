@@ -808,7 +808,9 @@ fn spawn_worker(
             // long sync (a pull, a stop) cuts it short: the next pass
             // acts on it, as upstream's pod workers cancel the sync.
             let outcome = tokio::select! {
-                o = worker.sync(pod.as_deref()) => o,
+                // Boxed: the sync's future (kilobytes) is then held only
+                // while it runs, not by every idle worker.
+                o = Box::pin(worker.sync(pod.as_deref())) => o,
                 () = more_urgent(rx.clone(), pod.as_deref()), if !gone => Outcome::Continue(Some(Instant::now())),
                 _ = shutdown.cancelled() => return,
             };
