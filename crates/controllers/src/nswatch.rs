@@ -78,15 +78,17 @@ impl Owners {
 
     fn apply(&self, ns: &str, name: &str, listing: bool) {
         let mut s = self.lock();
-        let map = match (listing, s.listing.as_mut()) {
-            (true, Some(l)) => l,
-            _ => &mut s.held,
+        // During a relist the change lands in what it found so far, and
+        // `listed` tells the watches; otherwise in what is held.
+        let (map, held) = match (listing, s.listing.as_mut()) {
+            (true, Some(l)) => (l, false),
+            _ => (&mut s.held, true),
         };
         let names = map.entry(ns.to_string()).or_default();
         let first = names.is_empty();
         names.insert(name.to_string());
         drop(s);
-        if first && !listing {
+        if first && held {
             self.changed.send_replace(());
         }
     }
