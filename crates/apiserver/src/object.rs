@@ -25,7 +25,9 @@ pub fn prefix(resource: &Resource, namespace: Option<&str>) -> String {
 
 /// Now, as upstream formats metav1.Time.
 pub fn now() -> String {
-    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+    // RFC 3339 at whole seconds, `Z` for UTC (`2026-12-02T02:30:00Z`),
+    // without parsing a format string on every write.
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
 /// Parses a request body as a JSON object, with the decoder's message.
@@ -254,6 +256,16 @@ fn random_suffix() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn now_is_rfc3339_at_whole_seconds_in_utc() {
+        let t = now();
+        assert_eq!(t.len(), "2026-12-02T02:30:00Z".len(), "{t}");
+        assert!(
+            chrono::NaiveDateTime::parse_from_str(&t, "%Y-%m-%dT%H:%M:%SZ").is_ok(),
+            "{t}"
+        );
+    }
 
     #[test]
     fn names() {

@@ -55,6 +55,27 @@ pub(crate) fn ignored<T: DeserializeOwned>(raw: &[u8], obj: &Value) -> Option<Ve
     Some(found)
 }
 
+/// Decodes the body `raw` straight into `T` and returns it with the
+/// fields its decoder skipped (listed only when `unknown` is asked for):
+/// one pass that serves both field validation and typed decoding. `None`
+/// if the bytes do not decode as `T` (a duplicate key whose first value is
+/// of the wrong type, say); the callers then take the two-pass road, which
+/// also words the error.
+pub(crate) fn decode_with_ignored<T: DeserializeOwned>(
+    raw: &[u8],
+    unknown: bool,
+) -> Option<(T, Vec<Vec<Segment>>)> {
+    let mut found = Vec::new();
+    let mut de = serde_json::Deserializer::from_slice(raw);
+    let typed = if unknown {
+        serde_ignored::deserialize::<_, _, T>(&mut de, |path| found.push(segments(&path))).ok()?
+    } else {
+        <T as serde::Deserialize>::deserialize(&mut de).ok()?
+    };
+    de.end().ok()?;
+    Some((typed, found))
+}
+
 /// One step of a reported path.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Segment {

@@ -71,17 +71,24 @@ pub fn check_depth(obj: &Value, served: (&str, &str)) -> ApiResult<()> {
 /// Whether `v` nests more than `limit` levels (iteratively: the input may
 /// be deep).
 pub fn depth_exceeds(v: &Value, limit: usize) -> bool {
-    let mut stack: Vec<(&Value, usize)> = vec![(v, 1)];
+    // Only arrays and objects are stacked: scalars add no depth, and
+    // every write passes through here.
+    fn nested(v: &Value) -> bool {
+        matches!(v, Value::Array(_) | Value::Object(_))
+    }
+    let mut stack: Vec<(&Value, usize)> = Vec::new();
+    if nested(v) {
+        stack.push((v, 1));
+    }
     while let Some((v, d)) = stack.pop() {
-        let children: Box<dyn Iterator<Item = &Value>> = match v {
-            Value::Array(a) => Box::new(a.iter()),
-            Value::Object(o) => Box::new(o.values()),
-            _ => continue,
-        };
         if d > limit {
             return true;
         }
-        stack.extend(children.map(|c| (c, d + 1)));
+        match v {
+            Value::Array(a) => stack.extend(a.iter().filter(|c| nested(c)).map(|c| (c, d + 1))),
+            Value::Object(o) => stack.extend(o.values().filter(|c| nested(c)).map(|c| (c, d + 1))),
+            _ => {}
+        }
     }
     false
 }

@@ -18,7 +18,9 @@ pub(super) async fn create(
     opts: &WriteOptions,
 ) -> ApiResult<Response> {
     let obj = object::decode(body)?;
-    let warnings = crate::registry::write::check_fields(r, body, &obj, opts)?;
-    let outcome = crate::registry::write::create(state, r, ns, obj, opts, warnings).await?;
+    let checked = crate::registry::write::check_fields_typed(r, body, &obj, opts)?;
+    let outcome =
+        crate::registry::write::create(state, r, ns, obj, checked.typed, opts, checked.warnings)
+            .await?;
     Ok(written(r, outcome))
 }

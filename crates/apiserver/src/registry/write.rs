@@ -85,7 +85,55 @@ pub fn check_fields(
     }
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or(r.kind);
     let findings = crate::resources::field_findings(r.group, kind, raw, obj);
-    if findings.is_empty() {
+    verdict(r, kind, findings, opts)
+}
+
+/// A create body after field validation.
+#[derive(Debug)]
+pub struct Checked {
+    /// `Warning: 299` values (Warn).
+    pub warnings: Vec<String>,
+    /// The body as its type encodes it, when one typed decode of the bytes
+    /// served both field validation and normalizing (see
+    /// `resources::decode_one_pass`); `None`: the create path normalizes
+    /// the tree.
+    pub typed: Option<Value>,
+}
+
+/// [`check_fields`] for a create body, decoding it as its type in the same
+/// pass where it can: a create then decodes the body's bytes once instead
+/// of once for unknown fields and once more for its typed form.
+pub fn check_fields_typed(
+    r: &Resource,
+    raw: &[u8],
+    obj: &Value,
+    opts: &WriteOptions,
+) -> ApiResult<Checked> {
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or(r.kind);
+    let unknown = opts.validation != FieldValidation::Ignore;
+    if kind == r.kind {
+        if let Some(one) = crate::resources::decode_one_pass(r.group, r.kind, raw, unknown) {
+            return Ok(Checked {
+                warnings: verdict(r, kind, one.findings, opts)?,
+                typed: Some(one.object),
+            });
+        }
+    }
+    Ok(Checked {
+        warnings: check_fields(r, raw, obj, opts)?,
+        typed: None,
+    })
+}
+
+/// What field validation's findings come to under `opts`: a 400 under
+/// Strict, the warnings under Warn.
+fn verdict(
+    r: &Resource,
+    kind: &str,
+    findings: Vec<String>,
+    opts: &WriteOptions,
+) -> ApiResult<Vec<String>> {
+    if findings.is_empty() || opts.validation == FieldValidation::Ignore {
         return Ok(Vec::new());
     }
     if opts.validation == FieldValidation::Strict {
@@ -116,18 +164,25 @@ pub fn check_valid(
     Err(ApiError::invalid(r.group, r.kind, name, causes))
 }
 
-/// Creates `obj` (served form, not yet checked).
+/// Creates `obj` (served form, not yet checked); `typed` is the body as
+/// its type encodes it when field validation decoded it so
+/// ([`Checked::typed`]).
 pub async fn create(
     state: &AppState,
     r: &Resource,
     ns: Option<&str>,
     mut obj: Value,
+    typed: Option<Value>,
     opts: &WriteOptions,
     warnings: Vec<String>,
 ) -> ApiResult<Outcome> {
     let name = object::prepare_create(r, ns, &mut obj)?;
     let strategy = crate::resources::strategy_of(r);
-    let obj = crate::resources::normalize(r.group, r.kind, (r.kind, r.version), obj)?;
+    let served = (r.kind, r.version);
+    let obj = match typed {
+        Some(typed) => crate::resources::with_prepared_meta(r.kind, served, typed, obj)?,
+        None => crate::resources::normalize(r.group, r.kind, served, obj)?,
+    };
     check_valid(r, &name, strategy.validate_served(&obj))?;
     let mut obj = crate::registry::convert::to_stored(r, obj);
     strategy.defaults(&mut obj);
