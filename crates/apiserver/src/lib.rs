@@ -204,7 +204,10 @@ pub fn router(state: AppState, tokens: Arc<authn::Tokens>) -> Router {
         tokens: tokens.clone(),
         authorizers: authorizers.clone(),
     };
-    let impersonators = authorizers.clone();
+    let filters = Arc::new(serve::filters::Filters {
+        tokens,
+        authorizers,
+    });
     Router::new()
         .route("/version", get(discovery::version))
         .route("/version/", get(discovery::version))
@@ -226,15 +229,8 @@ pub fn router(state: AppState, tokens: Arc<authn::Tokens>) -> Router {
         .fallback(handlers::dispatch)
         .layer(axum::Extension(reviews))
         .layer(axum::middleware::from_fn(move |req, next| {
-            authz::authorize(authorizers.clone(), req, next)
+            serve::filters::run(filters.clone(), req, next)
         }))
-        .layer(axum::middleware::from_fn(move |req, next| {
-            authz::impersonate::impersonate(impersonators.clone(), req, next)
-        }))
-        .layer(axum::middleware::from_fn(move |req, next| {
-            authn::authenticate(tokens.clone(), req, next)
-        }))
-        .layer(axum::middleware::from_fn(serve::catch_panic))
         .with_state(state)
 }
 

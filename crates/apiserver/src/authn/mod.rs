@@ -11,8 +11,6 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use axum::extract::Request;
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 
 use crate::status::ApiError;
 
@@ -155,14 +153,11 @@ pub fn is_public(path: &str) -> bool {
         || path.starts_with("/readyz/")
 }
 
-/// Middleware: authenticate and put the [`User`] in the request's
-/// extensions; no credentials is a 401 except on public paths.
-/// Authorization is the next layer's (`crate::authz`).
-pub async fn authenticate(
-    tokens: std::sync::Arc<Tokens>,
-    mut req: Request,
-    next: Next,
-) -> Response {
+/// Request filter (see `crate::serve::filters`): authenticates and puts
+/// the [`User`] in the request's extensions; no credentials is a 401
+/// except on public paths. Authorization is a later filter's
+/// (`crate::authz`).
+pub fn authenticate(tokens: &Tokens, mut req: Request) -> Result<Request, ApiError> {
     let from_cert = req.extensions().get::<PeerUser>().and_then(|p| p.0.clone());
     let from_token = req
         .headers()
@@ -173,13 +168,11 @@ pub async fn authenticate(
     let path = req.uri().path().to_string();
     let user = match from_token.or(from_cert) {
         Some(user) => user,
-        None if is_public(&path) => {
-            return next.run(req).await;
-        }
-        None => return ApiError::unauthorized().into_response(),
+        None if is_public(&path) => return Ok(req),
+        None => return Err(ApiError::unauthorized()),
     };
     req.extensions_mut().insert(user);
-    next.run(req).await
+    Ok(req)
 }
 
 #[cfg(test)]

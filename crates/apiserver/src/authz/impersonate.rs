@@ -8,12 +8,8 @@
 //! it. Skiff's [`User`] carries no uid or extra: they are checked, then
 //! dropped.
 
-use std::sync::Arc;
-
 use axum::extract::Request;
 use axum::http::{HeaderMap, Method};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 
 use super::{Attributes, Authorizer, Decision};
 use crate::authn::User;
@@ -139,30 +135,27 @@ pub fn allowed(
         == Some(Decision::Allow)
 }
 
-/// Middleware: replaces the authenticated user with the impersonated one
-/// when the request asks for it and the user may.
-pub async fn impersonate(
-    authorizers: Arc<Vec<Box<dyn Authorizer>>>,
+/// Request filter (see `crate::serve::filters`): replaces the
+/// authenticated user with the impersonated one when the request asks for
+/// it and the user may.
+pub fn impersonate(
+    authorizers: &[Box<dyn Authorizer>],
     mut req: Request,
-    next: Next,
-) -> Response {
+) -> Result<Request, ApiError> {
     let wanted = req.headers().contains_key(USER)
         || req.headers().contains_key(GROUP)
         || req.headers().contains_key(UID)
         || req.headers().keys().any(|k| k.as_str().starts_with(EXTRA));
     if !wanted {
-        return next.run(req).await;
+        return Ok(req);
     }
     let Some(actor) = req.extensions().get::<User>().cloned() else {
-        return next.run(req).await;
+        return Ok(req);
     };
-    let (user, groups, asks) = match asks(req.headers()) {
-        Ok(found) => found,
-        Err(e) => return e.into_response(),
-    };
+    let (user, groups, asks) = asks(req.headers())?;
     let method = Method::from_bytes(b"IMPERSONATE").unwrap_or(Method::POST);
     for ask in &asks {
-        if !allowed(&authorizers, &actor, &method, &path(ask)) {
+        if !allowed(authorizers, &actor, &method, &path(ask)) {
             let scope = match &ask.namespace {
                 Some(ns) => format!("in the namespace \"{ns}\""),
                 None => "at the cluster scope".to_string(),
@@ -172,15 +165,14 @@ pub async fn impersonate(
             } else {
                 format!("{}.{}", ask.resource, ask.group)
             };
-            return ApiError::forbidden(format!(
+            return Err(ApiError::forbidden(format!(
                 "{qualified} \"{}\" is forbidden: User \"{}\" cannot impersonate resource \"{}\" in API group \"{}\" {scope}",
                 ask.name, actor.name, ask.resource, ask.group
-            ))
-            .into_response();
+            )));
         }
     }
     let Some(name) = user else {
-        return next.run(req).await;
+        return Ok(req);
     };
     let mut groups = groups;
     if let Some(ns) = name
@@ -213,5 +205,5 @@ pub async fn impersonate(
         headers.remove(h);
     }
     req.extensions_mut().insert(User { name, groups });
-    next.run(req).await
+    Ok(req)
 }

@@ -7,12 +7,8 @@
 //! come later as more implementations, tried in order. Each can also list
 //! a user's [`Rules`] (SelfSubjectRulesReview).
 
-use std::sync::Arc;
-
 use axum::extract::Request;
 use axum::http::Method;
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 
 use crate::authn::User;
 use crate::status::ApiError;
@@ -54,19 +50,16 @@ pub trait Authorizer: Send + Sync + std::fmt::Debug {
     }
 }
 
-/// Middleware: asks each authorizer in turn; the first Allow or Deny
-/// decides, and no Allow is a 403. Public paths pass.
-pub async fn authorize(
-    authorizers: Arc<Vec<Box<dyn Authorizer>>>,
-    req: Request,
-    next: Next,
-) -> Response {
+/// Request filter (see `crate::serve::filters`): asks each authorizer in
+/// turn; the first Allow or Deny decides, and no Allow is a 403. Public
+/// paths pass.
+pub fn authorize(authorizers: &[Box<dyn Authorizer>], req: Request) -> Result<Request, ApiError> {
     let path = req.uri().path().to_string();
     if crate::authn::is_public(&path) {
-        return next.run(req).await;
+        return Ok(req);
     }
     let Some(user) = req.extensions().get::<User>().cloned() else {
-        return ApiError::unauthorized().into_response();
+        return Err(ApiError::unauthorized());
     };
     let attrs = Attributes {
         user: &user,
@@ -80,7 +73,7 @@ pub async fn authorize(
         .find(|d| *d != Decision::NoOpinion)
         .unwrap_or(Decision::Deny);
     if decision == Decision::Allow {
-        return next.run(req).await;
+        return Ok(req);
     }
     let message = crate::request::forbidden_message(&user.name, attrs.method, &path, attrs.query)
         .unwrap_or_else(|| {
@@ -90,5 +83,5 @@ pub async fn authorize(
                 user.name
             )
         });
-    ApiError::forbidden(message).into_response()
+    Err(ApiError::forbidden(message))
 }

@@ -4,10 +4,9 @@
 
 use std::sync::Arc;
 
+pub mod filters;
 mod panic;
 pub mod pki;
-
-pub use panic::catch_panic;
 
 use axum::Router;
 use hyper_util::rt::{TokioExecutor, TokioIo};

@@ -1,21 +1,24 @@
-//! The outermost layer of the router: a panic in a handler becomes a 500
-//! Status and an error log line, never a dropped stream or an unwind into
-//! an in-process (loopback) caller.
+//! What a panic in a handler becomes: a 500 Status and an error log line,
+//! never a dropped stream or an unwind into an in-process (loopback)
+//! caller. The request filters (`super::filters`) run every request under
+//! [`caught`].
 
-/// Turns a panic in a handler into a 500 Status and an error log line,
-/// so a client gets an answer, the connection lives on, and a panic never
-/// unwinds into an in-process (loopback) caller.
-pub async fn catch_panic(
-    req: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
+use std::future::Future;
+
+use axum::http::Method;
+use axum::response::Response;
+
+/// Runs `handling` (the request's filters and handler), turning a panic in
+/// it into a 500 Status and an error log line, so a client gets an answer,
+/// the connection lives on, and a panic never unwinds into an in-process
+/// (loopback) caller. `method` and `path` name the request in both.
+pub async fn caught(
+    method: Method,
+    path: String,
+    handling: impl Future<Output = Response>,
+) -> Response {
     use futures::FutureExt;
-    let method = req.method().clone();
-    let path = req.uri().path().to_string();
-    match std::panic::AssertUnwindSafe(next.run(req))
-        .catch_unwind()
-        .await
-    {
+    match std::panic::AssertUnwindSafe(handling).catch_unwind().await {
         Ok(response) => response,
         Err(panic) => {
             let what = panic
