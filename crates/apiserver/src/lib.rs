@@ -207,6 +207,7 @@ pub fn router(state: AppState, tokens: Arc<authn::Tokens>) -> Router {
     let filters = Arc::new(serve::filters::Filters {
         tokens,
         authorizers,
+        reviews,
     });
     Router::new()
         .route("/version", get(discovery::version))
@@ -227,7 +228,6 @@ pub fn router(state: AppState, tokens: Arc<authn::Tokens>) -> Router {
         .route("/openapi/v3/", get(openapi::index))
         .route("/openapi/v3/{*path}", get(openapi::document))
         .fallback(handlers::dispatch)
-        .layer(axum::Extension(reviews))
         .layer(axum::middleware::from_fn(move |req, next| {
             serve::filters::run(filters.clone(), req, next)
         }))

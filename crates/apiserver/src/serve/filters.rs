@@ -23,12 +23,16 @@ use crate::authz::{self, Authorizer};
 pub struct Filters {
     pub tokens: Arc<Tokens>,
     pub authorizers: Arc<Vec<Box<dyn Authorizer>>>,
+    /// What the review handlers (TokenReview, SubjectAccessReview) read,
+    /// put in every request's extensions.
+    pub reviews: crate::reviews::Context,
 }
 
 /// Runs the filters over `req`, then the handler (`next`) if every filter
 /// passed it on; a panic anywhere in them is a 500.
-pub async fn run(filters: Arc<Filters>, req: Request, next: Next) -> Response {
+pub async fn run(filters: Arc<Filters>, mut req: Request, next: Next) -> Response {
     let (method, path) = (req.method().clone(), req.uri().path().to_string());
+    req.extensions_mut().insert(filters.reviews.clone());
     super::panic::caught(method, path, async move {
         let passed = authn::authenticate(&filters.tokens, req)
             .and_then(|req| authz::impersonate::impersonate(&filters.authorizers, req))
@@ -58,6 +62,10 @@ mod tests {
         let filters = Arc::new(Filters {
             tokens: Arc::new(Tokens::default()),
             authorizers: Arc::new(vec![Box::new(authz::MastersOnly)]),
+            reviews: crate::reviews::Context {
+                tokens: Arc::new(Tokens::default()),
+                authorizers: Arc::new(Vec::new()),
+            },
         });
         Router::new()
             .route("/healthz", get(|| async { "ok" }))

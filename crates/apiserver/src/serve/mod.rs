@@ -123,10 +123,18 @@ pub async fn serve(
                 .peer_certificates()
                 .and_then(|certs| certs.first())
                 .and_then(|cert| user_from_cert(cert.as_ref()));
-            let app = app
-                .layer(axum::Extension(PeerUser(user)))
-                .layer(axum::Extension(BodyTimeout(timeouts.body_read)));
-            let service = TowerToHyperService::new(app);
+            // The connection's identity and body deadline go into each
+            // request's extensions here rather than as router layers: a
+            // layer over the router costs every request a boxed clone of
+            // every route.
+            let (identity, body_timeout) = (PeerUser(user), BodyTimeout(timeouts.body_read));
+            let service = TowerToHyperService::new(tower::service_fn(
+                move |mut req: axum::http::Request<hyper::body::Incoming>| {
+                    req.extensions_mut().insert(identity.clone());
+                    req.extensions_mut().insert(body_timeout);
+                    tower::ServiceExt::oneshot(app.clone(), req)
+                },
+            ));
             let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
             // Upstream's --http2-max-streams-per-connection default: many
             // watches share one HTTP/2 connection.
