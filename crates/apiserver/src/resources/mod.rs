@@ -450,7 +450,11 @@ pub fn decode_one_pass(group: &str, kind: &str, raw: &[u8], unknown: bool) -> Op
 /// `typed` (a body decoded by [`decode_one_pass`]) with the metadata of
 /// `prepared`, the body's tree after the create path filled in the
 /// server-set metadata: the same object [`normalize`] gives for
-/// `prepared`, at the cost of decoding the metadata alone.
+/// `prepared`, at the cost of decoding the metadata alone. Only for a
+/// `typed` from the same body: its metadata decoded there, and the create
+/// path only adds strings and numbers of the right types, so the metadata
+/// decode cannot fail here (were it to, its message would name the field
+/// from `ObjectMeta`, not from the kind, as `normalize` would).
 pub fn with_prepared_meta(
     kind: &str,
     served: (&str, &str),
