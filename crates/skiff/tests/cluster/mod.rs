@@ -26,6 +26,8 @@ impl CidrLease {
     pub fn take() -> Self {
         let dir = Path::new("/tmp/skiff-test-cidrs");
         std::fs::create_dir_all(dir).unwrap();
+        // Why the ranges were not taken (the first few), for the panic.
+        let mut refused: Vec<String> = Vec::new();
         for octet in 100..=250u8 {
             let lock = dir.join(format!("10.{octet}.lock"));
             let mine = std::process::id().to_string();
@@ -39,9 +41,12 @@ impl CidrLease {
                     f.write_all(mine.as_bytes()).unwrap();
                     return Self { octet, lock };
                 }
-                Err(_) => {
+                Err(e) => {
                     // A lock left by a process that is gone is free.
                     let owner = std::fs::read_to_string(&lock).unwrap_or_default();
+                    if refused.len() < 5 {
+                        refused.push(format!("10.{octet}: {e} (held by {owner:?})"));
+                    }
                     if !owner.is_empty() && !Path::new(&format!("/proc/{}", owner.trim())).exists()
                     {
                         let _ = std::fs::remove_file(&lock);
@@ -49,7 +54,10 @@ impl CidrLease {
                 }
             }
         }
-        panic!("no free test pod CIDR in 10.100-250.0.0/16");
+        panic!(
+            "no free test pod CIDR in 10.100-250.0.0/16 (I am {}); first refusals: {refused:?}",
+            std::process::id()
+        );
     }
 
     pub fn cidr(&self) -> String {
