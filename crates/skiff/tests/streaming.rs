@@ -874,7 +874,6 @@ fn kube_exec(kubeconfig: &Path) {
     });
 }
 
-/// Open file descriptors of process `pid`.
 /// The server's fds that are not files: sockets, pipes, eventfds, what a
 /// session holds. Files are left out: a periodic job (the compactor, the
 /// minutely flowcontrol check) may open one while a slow run goes on.
@@ -1000,25 +999,40 @@ fn two_hundred_sessions_leave_nothing_behind() {
             procs.len() == 1 && procs.iter().any(|l| l.contains("sleep 3600")),
             "processes left in the container: {out}"
         );
-        let deadline = Instant::now() + T;
-        let after = loop {
-            let now = fd_count(pid);
-            if now <= before {
-                break now;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the server's fds did not settle: {now} now, {before} before: {:?}",
-                fd_targets(pid)
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        };
+        let after = wait_for_async_explained(
+            "the server's fds to settle",
+            || async {
+                let now = fd_count(pid);
+                (now <= before).then_some(now)
+            },
+            || {
+                format!(
+                    "{} now, {before} before: {:?}",
+                    fd_count(pid),
+                    fd_targets(pid)
+                )
+            },
+        )
+        .await;
         eprintln!("server fds: {before} before 200 sessions, {after} after");
     });
 }
 
 /// Polls `f` every 100 ms until it gives a value, for at most 60 s.
-async fn wait_for_async<T, F, Fut>(what: &str, mut f: F) -> T
+async fn wait_for_async<T, F, Fut>(what: &str, f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    wait_for_async_explained(what, f, String::new).await
+}
+
+/// [`wait_for_async`] whose timeout also says what `explain` finds then.
+async fn wait_for_async_explained<T, F, Fut>(
+    what: &str,
+    mut f: F,
+    explain: impl Fn() -> String,
+) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
@@ -1028,7 +1042,11 @@ where
         if let Some(v) = f().await {
             return v;
         }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what} {}",
+            explain()
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

@@ -43,14 +43,10 @@ impl FieldValidation {
 /// more from the parsed tree. `None` if neither decodes (validation
 /// reports it).
 pub(crate) fn ignored<T: DeserializeOwned>(raw: &[u8], obj: &Value) -> Option<Vec<Vec<Segment>>> {
-    let mut found = Vec::new();
-    let mut de = serde_json::Deserializer::from_slice(raw);
-    let decoded =
-        serde_ignored::deserialize::<_, _, T>(&mut de, |path| found.push(segments(&path)));
-    if decoded.is_ok() {
+    if let Some((_, found)) = decode_with_ignored::<T>(raw, true) {
         return Some(found);
     }
-    found.clear();
+    let mut found = Vec::new();
     serde_ignored::deserialize::<_, _, T>(obj, |path| found.push(segments(&path))).ok()?;
     Some(found)
 }

@@ -127,11 +127,14 @@ pub async fn serve(
             // request's extensions here rather than as router layers: a
             // layer over the router costs every request a boxed clone of
             // every route.
-            let (identity, body_timeout) = (PeerUser(user), BodyTimeout(timeouts.body_read));
+            // Shared: hyper clones the service for every request, and the
+            // identity is cloned once more into the request.
+            let connection = Arc::new((app, PeerUser(user), BodyTimeout(timeouts.body_read)));
             let service = TowerToHyperService::new(tower::service_fn(
                 move |mut req: axum::http::Request<hyper::body::Incoming>| {
+                    let (app, identity, body_timeout) = &*connection;
                     req.extensions_mut().insert(identity.clone());
-                    req.extensions_mut().insert(body_timeout);
+                    req.extensions_mut().insert(*body_timeout);
                     tower::ServiceExt::oneshot(app.clone(), req)
                 },
             ));
