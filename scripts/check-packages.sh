@@ -3,7 +3,7 @@
 # is neither in this machine image's package list nor installed by
 # scripts/deps.sh: such a package was installed by hand, and the README's
 # commands would fail on a fresh machine (as libprotobuf-dev once did).
-#   scripts/check-packages.sh TRACE   (an strace -f log of openat/execve)
+#   scripts/check-packages.sh TRACE   (a `fatrace -f O` log: "comm(pid): O /path")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 trace=$1
@@ -31,15 +31,15 @@ closure() {
 known=$( { awk -F'\t' '$1=="apt"{sub(/:.*/,"",$2); print $2}' "$image"; closure $ours; } | sed 's/:.*//' | sort -u)
 
 # System files the traced processes opened or ran.
-files=$(grep -oE '(openat\(AT_FDCWD, |execve\()"/(usr|lib|lib64|bin|sbin|etc|opt)/[^"]+"' "$trace" \
-  | sed -E 's/^[^"]*"//; s/"$//' | grep -v '^/usr/local/' | sort -u || true)
+files=$(sed -nE 's#^.*\([0-9]+\): [A-Z+<>]+ +(/(usr|lib|lib64|bin|sbin|etc|opt)/.*)$#\1#p' "$trace" \
+  | grep -v '^/usr/local/' | sort -u || true)
 [ -n "$files" ] || { echo "check-packages: no system files in the trace" >&2; exit 0; }
 
 # Which packages own each regular file (dpkg -S takes many paths and
 # answers "pkg1, pkg2:arch: path"; unowned ones are skipped). Merged /usr:
 # a file may be registered under /lib or /usr/lib. A file is fine when any
 # of its owners is known.
-files=$(printf '%s\n' "$files" | while read -r f; do [ -f "$f" ] && echo "$f"; done \
+files=$(printf '%s\n' "$files" | while read -r f; do if [ -f "$f" ]; then echo "$f"; fi; done \
   | sed -E 'p; s#^/(lib|lib64|bin|sbin)/#/usr/\1/#; t; s#^/usr/(lib|lib64|bin|sbin)/#/\1/#' | sort -u)
 missing=$(printf '%s\n' "$files" | { xargs -r dpkg -S 2>/dev/null || true; } | awk -v known="$known" '
   BEGIN { n = split(known, k, "\n"); for (i = 1; i <= n; i++) ok[k[i]] = 1 }

@@ -20,6 +20,7 @@ packages=(
   busybox-static      # the offline docker.io/library/busybox:latest image is built from it
   docker-registry     # the image-pull tests start a local registry
   skopeo              # pushes test images to the local registry
+  fatrace             # scripts/test.sh: which system files the build and tests open
 )
 
 missing=()

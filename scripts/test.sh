@@ -19,20 +19,43 @@ if [ "${avail_kb:-0}" -lt 6000000 ]; then
 fi
 
 log=$(mktemp)
-trace=$(mktemp)
-trap 'rm -f "$log" "$trace"' EXIT
-# Under CI (or SKIFF_CHECK_PACKAGES=1) the build and the tests run under
-# strace (opens and execs only), and scripts/check-packages.sh fails the run
-# if they read a Debian package that neither the image nor deps.sh installs.
-traced=()
-if [ -n "${CI:-}${SKIFF_CHECK_PACKAGES:-}" ] && command -v strace >/dev/null; then
-  traced=(strace -f --seccomp-bpf -qq -e trace=openat,execve -e status=successful -A -o "$trace")
+tracedir=$(mktemp -d)
+trace=$tracedir/opens   # fatrace creates it (it will not write over a file)
+# Under CI (or SKIFF_CHECK_PACKAGES=1) fatrace records the system files
+# every process opens or runs while the build and the tests run, and
+# scripts/check-packages.sh fails the run if one belongs to a Debian package
+# that neither the image nor deps.sh installs. fatrace listens through
+# fanotify and does not touch the processes; strace -f --seccomp-bpf did,
+# and when it lost a tracee the traced tree's opens failed with ENOSYS.
+fatrace_pid=
+stop_fatrace() {
+  [ -n "$fatrace_pid" ] || return 0
+  kill -TERM "$fatrace_pid" 2>/dev/null || true
+  wait "$fatrace_pid" 2>/dev/null || true
+  fatrace_pid=
+}
+trap 'stop_fatrace; rm -rf "$log" "$tracedir"' EXIT
+if [ -n "${CI:-}${SKIFF_CHECK_PACKAGES:-}" ] && command -v fatrace >/dev/null; then
+  fatrace -f O -o "$trace" &
+  fatrace_pid=$!
+  # Its marks are set once it reports a probe file being opened.
+  probe=$(mktemp --suffix=.skiff-fatrace-probe)
+  for _ in $(seq 200); do
+    cat "$probe"
+    grep -q -F "$probe" "$trace" && break
+    kill -0 "$fatrace_pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  grep -q -F "$probe" "$trace" || { echo "check-packages: fatrace did not start" >&2; exit 1; }
+  rm -f "$probe"
 fi
-"${traced[@]}" cargo clippy --workspace --all-targets -- -D warnings
+
+cargo clippy --workspace --all-targets -- -D warnings
 
 status=0
-"${traced[@]}" cargo test --workspace --all-targets 2>&1 | tee "$log" || status=$?
-if [ ${#traced[@]} -gt 0 ]; then
+cargo test --workspace --all-targets 2>&1 | tee "$log" || status=$?
+if [ -n "$fatrace_pid" ]; then
+  stop_fatrace
   scripts/check-packages.sh "$trace" || status=1
 fi
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
