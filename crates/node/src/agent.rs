@@ -3,7 +3,9 @@
 //! registers the Node and keeps its status and Lease fresh, writes the CNI
 //! config once the node has a podCIDR, serves logs, and runs one
 //! [`PodWorker`] per pod bound to this node, woken by the pod watch and by
-//! a relist of the runtime every second (upstream's PLEG).
+//! a relist of the runtime every second (upstream's PLEG; a runtime that
+//! reports its changes, as the fake does, is relisted only after one, as
+//! upstream's evented PLEG).
 //!
 //! It talks to the cluster only through its kube client. Containers
 //! outlive it unless `stop_pods_on_exit`.
@@ -879,15 +881,25 @@ pub(crate) async fn run_pods(
         let runtime = ctx.runtime.clone();
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            let mut tick = tokio::time::interval(RELIST_PERIOD);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut listed: Option<(u64, tokio::time::Instant)> = None;
             loop {
                 tokio::select! {
                     _ = shutdown.cancelled() => return,
                     _ = tick.tick() => {}
                 }
+                // Read before the relist, so a change during it is seen
+                // by the next one.
+                let generation = runtime.generation();
+                if let (Some(g), Some((last, at))) = (generation, listed) {
+                    if g == last && at.elapsed() < EVENTED_RELIST_PERIOD {
+                        continue;
+                    }
+                }
                 match relist_fingerprints(runtime.as_ref()).await {
                     Ok(found) => {
+                        listed = generation.map(|g| (g, tokio::time::Instant::now()));
                         if relist_tx.send(found).await.is_err() {
                             return;
                         }
@@ -898,7 +910,7 @@ pub(crate) async fn run_pods(
         })
     };
     let mut fingerprints: Fingerprints = BTreeMap::new();
-    let mut ticks: u64 = 0;
+    let mut swept = tokio::time::Instant::now();
     loop {
         // Workers whose task ended (their pod is gone, or torn down).
         workers.retain(|_, h| !h.pod.is_closed());
@@ -964,8 +976,8 @@ pub(crate) async fn run_pods(
                     }
                 }
                 fingerprints = now;
-                ticks += 1;
-                if synced && ticks.is_multiple_of(30) {
+                if synced && swept.elapsed() >= LOG_SWEEP_PERIOD {
+                    swept = tokio::time::Instant::now();
                     remove_stale_log_dirs(&ctx.log_root, |uid| {
                         workers.contains_key(uid) || fingerprints.contains_key(uid)
                     });
@@ -975,6 +987,16 @@ pub(crate) async fn run_pods(
     }
     relist_task.abort();
 }
+
+/// How often the runtime is relisted (upstream's PLEG relist period).
+const RELIST_PERIOD: Duration = Duration::from_secs(1);
+
+/// How often a runtime that reports its changes ([`Runtime::generation`])
+/// is relisted when nothing changed (upstream's evented PLEG period).
+const EVENTED_RELIST_PERIOD: Duration = Duration::from_secs(300);
+
+/// How often pod log dirs nobody knows are looked for, at a relist.
+const LOG_SWEEP_PERIOD: Duration = Duration::from_secs(30);
 
 /// Per pod UID, its sandboxes' and containers' (ID, state): what changes
 /// when something happens in the runtime.

@@ -12,7 +12,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use super::{api, Error, Result, Runtime};
+use super::{api, Error, Result, Runtime, POD_UID_LABEL};
 
 #[derive(Debug, Default)]
 struct State {
@@ -35,6 +35,9 @@ struct State {
     next_ip: u32,
     /// When each container should exit (sim-exit), with its code.
     exits: HashMap<String, (i64, i32)>,
+    /// Counts the calls that may change sandboxes or containers, and the
+    /// simulated exits ([`Runtime::generation`]).
+    generation: u64,
 }
 
 /// How the fake behaves when it stands in for a node's runtime in
@@ -137,6 +140,7 @@ impl FakeRuntime {
             .map(|(id, (_, code))| (id.clone(), *code))
             .collect();
         for (id, code) in due {
+            s.generation += 1;
             s.exits.remove(&id);
             if let Some(c) = s.containers.get_mut(&id) {
                 if c.state == api::ContainerState::ContainerRunning as i32 {
@@ -157,6 +161,7 @@ impl FakeRuntime {
     /// Makes a running container exit with `code`.
     pub fn exit(&self, id: &str, code: i32, reason: &str) {
         let mut s = self.lock();
+        s.generation += 1;
         if let Some(c) = s.containers.get_mut(id) {
             c.state = api::ContainerState::ContainerExited as i32;
             c.exit_code = code;
@@ -182,12 +187,63 @@ impl FakeRuntime {
         self.lock().calls.clone()
     }
 
+    /// The sandboxes whose labels pass `keep`, copied (a pod worker asks
+    /// for its own pod's: the others are not copied to be thrown away).
+    fn sandboxes_where(
+        &self,
+        keep: impl Fn(&HashMap<String, String>) -> bool,
+    ) -> Vec<api::PodSandbox> {
+        let s = self.lock();
+        s.sandboxes
+            .iter()
+            .filter(|(_, (config, _, _))| keep(&config.labels))
+            .map(|(id, (config, state, created))| api::PodSandbox {
+                id: id.clone(),
+                metadata: config.metadata.clone(),
+                state: *state,
+                created_at: *created,
+                labels: config.labels.clone(),
+                annotations: config.annotations.clone(),
+                runtime_handler: String::new(),
+            })
+            .collect()
+    }
+
+    /// The containers whose labels pass `keep`, copied, after due
+    /// simulated exits.
+    fn containers_where(
+        &self,
+        keep: impl Fn(&HashMap<String, String>) -> bool,
+    ) -> Vec<api::Container> {
+        let mut s = self.lock();
+        Self::settle(&mut s);
+        s.containers
+            .iter()
+            .filter(|(_, c)| keep(&c.labels))
+            .map(|(id, c)| api::Container {
+                id: id.clone(),
+                pod_sandbox_id: s.container_sandbox.get(id).cloned().unwrap_or_default(),
+                metadata: c.metadata.clone(),
+                image: c.image.clone(),
+                image_ref: c.image_ref.clone(),
+                image_id: c.image_id.clone(),
+                state: c.state,
+                created_at: c.created_at,
+                labels: c.labels.clone(),
+                annotations: c.annotations.clone(),
+            })
+            .collect()
+    }
+
     fn enter(
         &self,
         call: String,
         method: &'static str,
     ) -> Result<std::sync::MutexGuard<'_, State>> {
         let mut s = self.lock();
+        // Reads take the lock without entering, so this counts the calls
+        // that can change what a relist sees (and a few that cannot).
+        s.generation += 1;
         if s.sim.is_none() {
             s.calls.push(call);
         }
@@ -277,6 +333,12 @@ fn not_found(what: &str, id: &str) -> Error {
 
 #[async_trait]
 impl Runtime for FakeRuntime {
+    fn generation(&self) -> Option<u64> {
+        let mut s = self.lock();
+        Self::settle(&mut s);
+        Some(s.generation)
+    }
+
     async fn version(&self) -> Result<api::VersionResponse> {
         Ok(api::VersionResponse {
             version: "0.1.0".into(),
@@ -382,19 +444,13 @@ impl Runtime for FakeRuntime {
     }
 
     async fn list_pod_sandboxes(&self) -> Result<Vec<api::PodSandbox>> {
-        let s = self.lock();
-        Ok(s.sandboxes
-            .iter()
-            .map(|(id, (config, state, created))| api::PodSandbox {
-                id: id.clone(),
-                metadata: config.metadata.clone(),
-                state: *state,
-                created_at: *created,
-                labels: config.labels.clone(),
-                annotations: config.annotations.clone(),
-                runtime_handler: String::new(),
-            })
-            .collect())
+        Ok(self.sandboxes_where(|_| true))
+    }
+
+    async fn list_pod_sandboxes_of(&self, pod_uid: &str) -> Result<Vec<api::PodSandbox>> {
+        Ok(self.sandboxes_where(|labels| {
+            labels.get(POD_UID_LABEL).map(String::as_str) == Some(pod_uid)
+        }))
     }
 
     async fn create_container(
@@ -483,7 +539,7 @@ impl Runtime for FakeRuntime {
     }
 
     async fn relist(&self) -> Result<crate::runtime::Relisted> {
-        use crate::runtime::{Listed, CONTAINER_NAME_LABEL, POD_UID_LABEL};
+        use crate::runtime::{Listed, CONTAINER_NAME_LABEL};
         let mut s = self.lock();
         Self::settle(&mut s);
         let sandboxes = s
@@ -513,23 +569,13 @@ impl Runtime for FakeRuntime {
     }
 
     async fn list_containers(&self) -> Result<Vec<api::Container>> {
-        let mut s = self.lock();
-        Self::settle(&mut s);
-        Ok(s.containers
-            .iter()
-            .map(|(id, c)| api::Container {
-                id: id.clone(),
-                pod_sandbox_id: s.container_sandbox.get(id).cloned().unwrap_or_default(),
-                metadata: c.metadata.clone(),
-                image: c.image.clone(),
-                image_ref: c.image_ref.clone(),
-                image_id: c.image_id.clone(),
-                state: c.state,
-                created_at: c.created_at,
-                labels: c.labels.clone(),
-                annotations: c.annotations.clone(),
-            })
-            .collect())
+        Ok(self.containers_where(|_| true))
+    }
+
+    async fn list_containers_of(&self, pod_uid: &str) -> Result<Vec<api::Container>> {
+        Ok(self.containers_where(|labels| {
+            labels.get(POD_UID_LABEL).map(String::as_str) == Some(pod_uid)
+        }))
     }
 
     async fn container_status(&self, id: &str) -> Result<api::ContainerStatus> {
@@ -630,5 +676,92 @@ impl Runtime for FakeRuntime {
         let id = img.id.clone();
         s.images.insert(name.to_string(), img);
         Ok(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sandbox_config(exit: Option<&str>) -> api::PodSandboxConfig {
+        let mut config = api::PodSandboxConfig::default();
+        if let Some(v) = exit {
+            config.annotations.insert(SIM_EXIT.into(), v.into());
+        }
+        config
+    }
+
+    fn container_config() -> api::ContainerConfig {
+        api::ContainerConfig {
+            image: Some(api::ImageSpec {
+                image: "busybox".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// The generation moves with every change a relist could see and
+    /// stays put across reads, so an agent skipping unchanged relists
+    /// misses nothing.
+    #[tokio::test]
+    async fn the_generation_moves_with_changes_and_not_with_reads() {
+        let rt = FakeRuntime::simulated(Simulation::default());
+        rt.add_image("busybox", 1);
+        let mut last = rt.generation().expect("the fake reports its generation");
+        let changed = |what: &str, rt: &FakeRuntime, last: &mut u64| {
+            let now = rt.generation().unwrap();
+            assert_ne!(now, *last, "{what} left the generation as it was");
+            *last = now;
+        };
+
+        let sb = rt
+            .run_pod_sandbox(sandbox_config(None), String::new())
+            .await
+            .unwrap();
+        changed("RunPodSandbox", &rt, &mut last);
+        let c = rt
+            .create_container(&sb, container_config(), sandbox_config(None))
+            .await
+            .unwrap();
+        changed("CreateContainer", &rt, &mut last);
+        rt.start_container(&c).await.unwrap();
+        changed("StartContainer", &rt, &mut last);
+
+        rt.relist().await.unwrap();
+        rt.list_containers().await.unwrap();
+        rt.list_pod_sandboxes().await.unwrap();
+        rt.container_status(&c).await.unwrap();
+        rt.pod_sandbox_status(&sb).await.unwrap();
+        assert_eq!(rt.generation(), Some(last), "reads moved the generation");
+
+        rt.exit(&c, 1, "Error");
+        changed("an exit", &rt, &mut last);
+        rt.stop_container(&c, 0).await.unwrap();
+        changed("StopContainer", &rt, &mut last);
+        rt.remove_container(&c).await.unwrap();
+        changed("RemoveContainer", &rt, &mut last);
+        rt.stop_pod_sandbox(&sb).await.unwrap();
+        changed("StopPodSandbox", &rt, &mut last);
+        rt.remove_pod_sandbox(&sb).await.unwrap();
+        changed("RemovePodSandbox", &rt, &mut last);
+
+        // A simulated exit that is due moves it too, when it is read.
+        let sb = rt
+            .run_pod_sandbox(sandbox_config(Some("3")), String::new())
+            .await
+            .unwrap();
+        let c = rt
+            .create_container(&sb, container_config(), sandbox_config(Some("3")))
+            .await
+            .unwrap();
+        rt.start_container(&c).await.unwrap();
+        let started = rt.lock().generation;
+        let seen = rt.generation().unwrap();
+        assert_ne!(seen, started, "the due exit was not counted");
+        let status = rt.container_status(&c).await.unwrap();
+        assert_eq!(status.state, api::ContainerState::ContainerExited as i32);
+        assert_eq!(status.exit_code, 3);
+        assert_eq!(rt.generation(), Some(seen));
     }
 }

@@ -127,6 +127,15 @@ pub struct Relisted {
 /// The CRI calls the agent makes (RuntimeService and ImageService).
 #[async_trait]
 pub trait Runtime: Send + Sync + std::fmt::Debug {
+    /// For a runtime that knows when its sandboxes and containers change
+    /// (upstream's evented PLEG, where CRI streams container events): a
+    /// number that differs after every change a [`Runtime::relist`] could
+    /// see, so the agent skips relists while it stays the same. `None`
+    /// (containerd here): relist every period.
+    fn generation(&self) -> Option<u64> {
+        None
+    }
+
     async fn version(&self) -> Result<api::VersionResponse>;
     async fn status(&self) -> Result<api::StatusResponse>;
 
