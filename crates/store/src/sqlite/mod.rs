@@ -71,8 +71,9 @@ pub struct Config {
     pub max_batch: usize,
     /// When the previous commit carried several writers' requests (so more
     /// are likely on the way), the longest the writer waits for the next
-    /// batch to grow as large (like Postgres' commit_delay). It stops early
-    /// when a 100 µs slice brings nothing new. A lone writer never waits.
+    /// batch to grow (like Postgres' commit_delay). It stops early once no
+    /// request has come for twice the recent gap between requests (at
+    /// least 100 µs). A lone writer never waits.
     /// Each commit is an fsync, so under concurrency fewer, larger commits
     /// save CPU and disk work.
     pub commit_delay: std::time::Duration,

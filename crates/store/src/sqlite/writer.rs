@@ -6,9 +6,9 @@
 //! events to the watch hub and only then answers each caller. Throughput
 //! therefore grows with the number of concurrent writers. When the last
 //! commit carried several requests, the writer waits a little (at most
-//! `commit_delay`, only while requests keep arriving and the batch is
-//! smaller than the last) so a stream of writes shares fsyncs; a lone
-//! writer never waits.
+//! `commit_delay`, only while requests keep arriving about as often as
+//! they have lately) so a stream of writes shares fsyncs; a lone writer
+//! never waits.
 //!
 //! Physical compaction (deleting superseded rows) runs here too, a slice at
 //! a time between write batches, so it never holds writes up for long.
@@ -25,6 +25,14 @@ use crate::{Deleted, Error, Event, EventKind, KeyValue, Result};
 
 /// Revisions deleted per physical-compaction slice.
 const COMPACTION_SLICE: i64 = 2_000;
+
+/// How long the writer sleeps between looks for more requests to commit
+/// with the ones it holds.
+const GATHER_SLICE: std::time::Duration = std::time::Duration::from_micros(100);
+
+/// How many times the previous batch a gathered batch may grow to, when
+/// requests come spaced out.
+const GROWTH: usize = 4;
 
 /// A write request.
 #[derive(Debug)]
@@ -76,6 +84,10 @@ pub(super) struct Writer {
     commit_delay: std::time::Duration,
     /// Requests in the previous commit.
     last_batch: usize,
+    /// Recent mean time between requests (a moving average over batches).
+    arrival_gap: std::time::Duration,
+    /// When the previous batch's first request was taken.
+    last_start: std::time::Instant,
     /// Set when a compaction slice failed; cleared by the next commit, so a
     /// failing disk does not make the writer spin.
     compaction_stalled: bool,
@@ -109,6 +121,8 @@ impl Writer {
             max_batch: max_batch.max(1),
             commit_delay,
             last_batch: 0,
+            arrival_gap: std::time::Duration::ZERO,
+            last_start: std::time::Instant::now(),
             compaction_stalled: false,
         })
     }
@@ -141,9 +155,12 @@ impl Writer {
                 }
             };
             if let Some(first) = first {
+                let start = std::time::Instant::now();
                 let mut batch = vec![first];
                 self.drain(&mut rx, &mut batch);
                 self.gather(&mut rx, &mut batch);
+                self.note_arrivals(batch.len(), start.duration_since(self.last_start));
+                self.last_start = start;
                 self.last_batch = batch.len();
                 self.commit_batch(batch);
             }
@@ -160,24 +177,52 @@ impl Writer {
     /// When the previous commit carried several requests, waits (in short
     /// slices, at most `commit_delay`) for more to join this one, so that
     /// a stream of writes pays one fsync per group rather than per few
-    /// writes. It stops as soon as a slice brings nothing new (the writers
-    /// are all waiting on this commit: waiting longer only adds latency)
-    /// or the batch is as large as the previous one.
+    /// writes.
+    ///
+    /// When requests have lately come faster than a slice apart (writers
+    /// in a closed loop, all soon waiting on this commit), it stops at the
+    /// first slice that brings nothing, or once the batch is as large as
+    /// the previous one. When they come further apart (a busy server's
+    /// handlers, each write after some work), it waits for up to twice
+    /// that gap for the next one, and lets the batch grow to [`GROWTH`]
+    /// times the previous: stopping at the first quiet slice there left
+    /// most commits at a handful of writes.
     fn gather(&self, rx: &mut mpsc::UnboundedReceiver<Request>, batch: &mut Vec<Request>) {
         if self.last_batch <= 1 || self.commit_delay.is_zero() {
             return;
         }
-        let slice = self.commit_delay.min(std::time::Duration::from_micros(100));
-        let until = std::time::Instant::now() + self.commit_delay;
-        while batch.len() < self.max_batch.min(self.last_batch) && std::time::Instant::now() < until
-        {
+        let slice = self.commit_delay.min(GATHER_SLICE);
+        let spaced = self.arrival_gap > slice;
+        let (quiet, growth) = if spaced {
+            (self.arrival_gap * 2, GROWTH)
+        } else {
+            (slice, 1)
+        };
+        let most = self.max_batch.min(self.last_batch.saturating_mul(growth));
+        let start = std::time::Instant::now();
+        let until = start + self.commit_delay;
+        let mut last_arrival = start;
+        while batch.len() < most {
+            let now = std::time::Instant::now();
+            if now >= until || now.duration_since(last_arrival) >= quiet {
+                break;
+            }
             std::thread::sleep(slice);
             let before = batch.len();
             self.drain(rx, batch);
-            if batch.len() == before {
-                break;
+            if batch.len() > before {
+                last_arrival = std::time::Instant::now();
             }
         }
+    }
+
+    /// Updates the recent gap between requests from a batch of `n` that
+    /// took `cycle` from the previous batch's first request to this one's.
+    fn note_arrivals(&mut self, n: usize, cycle: std::time::Duration) {
+        let gap = cycle / u32::try_from(n.max(1)).unwrap_or(u32::MAX);
+        // An idle spell says nothing about the gap under load.
+        let gap = gap.min(self.commit_delay);
+        self.arrival_gap = (self.arrival_gap * 7 + gap) / 8;
     }
 
     /// Moves waiting requests into `batch`, up to `max_batch`.
