@@ -97,6 +97,14 @@ pub struct SimArgs {
     #[arg(long)]
     pub cleanup: bool,
 
+    /// Serve the admin endpoint (plain HTTP: keep it on loopback) on this
+    /// address, port 0 for any free one; the bound address is written to
+    /// DATA_DIR/admin-address. `POST /nodes/NAME/stop` loses one node
+    /// (its Lease and status are no longer renewed); `GET /nodes` lists
+    /// them.
+    #[arg(long)]
+    pub admin_listen: Option<std::net::SocketAddr>,
+
     /// Scratch space for the simulated workers' files.
     #[arg(long, default_value = "/var/lib/skiff-sim")]
     pub data_dir: PathBuf,

@@ -43,8 +43,25 @@ pub async fn run(args: SimArgs) -> anyhow::Result<()> {
             ),
         },
     };
+    let mut endpoints = skiff_node::sim::Endpoints::default();
+    if let Some(addr) = args.admin_listen {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("--admin-listen {addr}"))?;
+        let bound = listener.local_addr()?;
+        let file = config.data_dir.join("admin-address");
+        std::fs::write(&file, bound.to_string())
+            .with_context(|| format!("cannot write {}", file.display()))?;
+        tracing::info!(%bound, "the simulator's admin endpoint listens");
+        endpoints.admin = Some(listener);
+    }
     let shutdown = CancellationToken::new();
-    let mut task = tokio::spawn(skiff_node::sim::run(client, config, shutdown.clone()));
+    let mut task = tokio::spawn(skiff_node::sim::run(
+        client,
+        config,
+        endpoints,
+        shutdown.clone(),
+    ));
     tokio::select! {
         r = crate::server::wait_for_signal() => r?,
         r = &mut task => { r?; return Ok(()); }

@@ -2,51 +2,105 @@
 //! simulated nodes register and become Ready with podCIDRs; pods the
 //! scheduler places on them reach Running with an IP from their node's
 //! range; a pod told to crash shows CrashLoopBackOff; a deleted pod goes
-//! after its grace period; and nodes told to stop no longer renew their
-//! Leases (those register with podCIDRs of their own, `--pod-cidr-range`).
+//! after its grace period; nodes lost all at once (`--stop-after`) or one
+//! at a time (the admin endpoint) no longer renew their Leases while the
+//! others do (those register with podCIDRs of their own,
+//! `--pod-cidr-range`); and on SIGTERM the sim deletes its Nodes and
+//! Leases only when told to (`--cleanup`).
 
 mod cluster;
 
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cluster::{wait_for, Cluster, Options};
 
 /// A `skiff sim` process, stopped with SIGTERM when dropped.
-struct Sim(Child);
+struct Sim {
+    child: Child,
+    data_dir: PathBuf,
+}
 
 impl Sim {
-    fn start(c: &Cluster, args: &[&str]) -> Self {
+    /// Starts `skiff sim ARGS` with a data dir of its own (named by `tag`).
+    fn start(c: &Cluster, tag: &str, args: &[&str]) -> Self {
+        let data_dir = c.dir.path().join(format!("sim-{tag}"));
         let child = Command::new(env!("CARGO_BIN_EXE_skiff"))
             .arg("sim")
             .arg("--kubeconfig")
             .arg(&c.kubeconfig)
             .arg("--data-dir")
-            .arg(c.dir.path().join(format!("sim-{}", args.join("-"))))
+            .arg(&data_dir)
             .args(args)
             .env("SKIFF_LOG", "warn")
             .stdin(Stdio::null())
             .spawn()
             .unwrap();
-        Self(child)
+        Self { child, data_dir }
+    }
+
+    /// SIGTERM, then waits (20 s at most) for the process to exit; whether
+    /// it exited successfully.
+    fn terminate(&mut self) -> bool {
+        if let Ok(Some(status)) = self.child.try_wait() {
+            return status.success();
+        }
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.success();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        false
+    }
+
+    /// The admin endpoint's address, once the sim has written it.
+    fn admin_address(&self) -> String {
+        let file = self.data_dir.join("admin-address");
+        wait_for(
+            "the admin endpoint's address",
+            Duration::from_secs(30),
+            || {
+                std::fs::read_to_string(&file)
+                    .ok()
+                    .filter(|a| !a.is_empty())
+            },
+        )
     }
 }
 
 impl Drop for Sim {
     fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.0.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.0.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        self.terminate();
     }
+}
+
+/// One plain HTTP/1.0 request; the status code and the body.
+fn http(addr: &str, method: &str, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Length: 0\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let code = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (code, body.to_string())
 }
 
 fn ready_nodes(c: &Cluster, selector: &str) -> usize {
@@ -69,7 +123,7 @@ fn simulated_nodes_run_pods_through_the_real_agent() {
         disable_agent: true,
         ..Options::default()
     });
-    let _sim = Sim::start(&c, &["--nodes", "100", "--name-prefix", "sim-"]);
+    let _sim = Sim::start(&c, "run", &["--nodes", "100", "--name-prefix", "sim-"]);
     wait_for(
         "100 simulated nodes Ready",
         Duration::from_secs(120),
@@ -126,13 +180,15 @@ fn simulated_nodes_run_pods_through_the_real_agent() {
 }
 
 #[test]
-fn stopped_nodes_stop_renewing_their_leases() {
+fn lost_nodes_stop_renewing_their_leases_and_cleanup_is_asked_for() {
     let c = Cluster::start(Options {
         disable_agent: true,
         ..Options::default()
     });
-    let _sim = Sim::start(
+    // All three lost after 4 s; kept on exit.
+    let lost = Sim::start(
         &c,
+        "lost",
         &[
             "--nodes",
             "3",
@@ -144,8 +200,24 @@ fn stopped_nodes_stop_renewing_their_leases() {
             "10.250.0.0/16",
         ],
     );
-    wait_for("3 nodes Ready", Duration::from_secs(60), || {
-        (ready_nodes(&c, "type=skiff-sim") == 3).then_some(())
+    // Lost one at a time through the admin endpoint; deleted on exit.
+    let mut live = Sim::start(
+        &c,
+        "live",
+        &[
+            "--nodes",
+            "2",
+            "--name-prefix",
+            "live-",
+            "--admin-listen",
+            "127.0.0.1:0",
+            "--pod-cidr-range",
+            "10.251.0.0/16",
+            "--cleanup",
+        ],
+    );
+    wait_for("5 nodes Ready", Duration::from_secs(60), || {
+        (ready_nodes(&c, "type=skiff-sim") == 5).then_some(())
     });
     // They registered with their own blocks, outside the server's cluster
     // CIDR (10.244.0.0/16), so not the node IPAM controller's.
@@ -159,30 +231,83 @@ fn stopped_nodes_stop_renewing_their_leases() {
     ]);
     assert_eq!(
         cidrs.trim(),
-        "lost-0=10.250.0.0/24 lost-1=10.250.1.0/24 lost-2=10.250.2.0/24"
+        "live-0=10.251.0.0/24 live-1=10.251.1.0/24 \
+         lost-0=10.250.0.0/24 lost-1=10.250.1.0/24 lost-2=10.250.2.0/24"
     );
-    let renew = || {
-        c.kubectl(&[
+
+    // A node's Lease renewTime, None while it has no Lease.
+    let renew_time = |node: &str| {
+        let out = c.kubectl_output(&[
             "get",
             "lease",
             "-n",
             "kube-node-lease",
-            "lost-0",
+            node,
             "-o",
             "jsonpath={.spec.renewTime}",
-        ])
+        ]);
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
     };
-    let first = wait_for("lost-0's Lease", Duration::from_secs(30), || {
-        let t = renew();
-        (!t.is_empty()).then_some(t)
-    });
+    // Each node's first renewal comes after its spread offset (live-1's
+    // is 5 s in): wait for all three Leases before losing live-1.
+    let leases = ["lost-0", "live-0", "live-1"];
+    for n in leases {
+        wait_for(&format!("{n}'s Lease"), Duration::from_secs(30), || {
+            renew_time(n)
+        });
+    }
+    let admin = live.admin_address();
+    let (code, body) = http(&admin, "POST", "/nodes/live-1/stop");
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body, r#"{"name":"live-1","renewing":false}"#);
+    let (code, body) = http(&admin, "POST", "/nodes/nobody/stop");
+    assert_eq!(code, 404, "{body}");
+    let (code, body) = http(&admin, "GET", "/nodes");
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(
+        body,
+        r#"{"nodes":[{"name":"live-0","renewing":true},{"name":"live-1","renewing":false}]}"#
+    );
+
+    let first: Vec<_> = leases.iter().map(|n| renew_time(n)).collect();
     // The renew interval is 10 s: past the stop (4 s) and more than one
-    // interval later, the renewal time must not have moved. (This waits
-    // out a period on purpose: it checks that something does not happen.)
+    // interval later, the lost nodes' renewal times must not have moved,
+    // and the live one's must have. (This waits out a period on purpose:
+    // it checks that something does not happen.)
     let deadline = Instant::now() + Duration::from_secs(14);
     while Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(500));
     }
-    let later = renew();
-    assert_eq!(later, first, "the Lease was renewed after the stop");
+    let later: Vec<_> = leases.iter().map(|n| renew_time(n)).collect();
+    assert_eq!(
+        later[0], first[0],
+        "lost-0's Lease was renewed after --stop-after"
+    );
+    assert_ne!(later[1], first[1], "live-0's Lease was not renewed");
+    assert_eq!(
+        later[2], first[2],
+        "live-1's Lease was renewed after its stop"
+    );
+
+    // SIGTERM: a clean exit; --cleanup deletes that sim's Nodes and Leases.
+    assert!(live.terminate(), "skiff sim --cleanup exited with an error");
+    let names = |what: &str, ns: &[&str]| {
+        let mut args = vec!["get", what, "-o", "jsonpath={.items[*].metadata.name}"];
+        args.extend_from_slice(ns);
+        c.kubectl(&args)
+    };
+    assert_eq!(names("nodes", &[]), "lost-0 lost-1 lost-2");
+    // (A node lost before its spread offset never made a Lease: lost-2's
+    // first renewal was due 6.7 s in, after the stop at 4 s.)
+    let leases = names("leases", &["-n", "kube-node-lease"]);
+    assert!(
+        leases.starts_with("lost-0") && !leases.contains("live-"),
+        "{leases}"
+    );
+    // Without it, nothing is deleted.
+    let mut lost = lost;
+    assert!(lost.terminate(), "skiff sim exited with an error");
+    assert_eq!(names("nodes", &[]), "lost-0 lost-1 lost-2");
 }

@@ -9,7 +9,12 @@
 //! keeps its own registration loops, started at a spread offset so the
 //! Leases are not renewed in the same instant.
 //!
+//! Nodes are lost (their Leases and status no longer renewed) all at once
+//! after `stop_after`, or one at a time through the [`admin`] endpoint.
+//!
 //! It owns nothing on the host beyond a scratch dir for the workers' files.
+
+pub mod admin;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};
@@ -62,6 +67,14 @@ pub struct Config {
     /// its spec.podCIDR ([`PodCidrRange::block`]); otherwise the cluster's
     /// node IPAM controller assigns one (a second write per node).
     pub pod_cidr_range: Option<PodCidrRange>,
+}
+
+/// What [`run`] serves besides the nodes.
+#[derive(Debug, Default)]
+pub struct Endpoints {
+    /// The admin endpoint's listener ([`admin`]), bound by the caller so
+    /// that an address in use fails before anything starts.
+    pub admin: Option<tokio::net::TcpListener>,
 }
 
 /// An IPv4 range that simulated nodes take their /24 podCIDRs from, in
@@ -157,9 +170,15 @@ struct SimNode {
 }
 
 /// Runs the simulated nodes until `shutdown`.
-pub async fn run(client: kube::Client, config: Config, shutdown: CancellationToken) {
+pub async fn run(
+    client: kube::Client,
+    config: Config,
+    endpoints: Endpoints,
+    shutdown: CancellationToken,
+) {
     let mut nodes: HashMap<String, SimNode> = HashMap::new();
     let renewals = shutdown.child_token();
+    let mut per_node = admin::Renewals::default();
     let (_health_tx, health) = tokio::sync::watch::channel(Health {
         runtime_version: Some("fake://0.1.0".into()),
         ..Health::default()
@@ -191,7 +210,9 @@ pub async fn run(client: kube::Client, config: Config, shutdown: CancellationTok
             .renew_interval
             .mul_f64(i as f64 / config.nodes.max(1) as f64);
         let registration = Registration::new(client.clone(), reg);
-        let (h, stop) = (health.clone(), renewals.clone());
+        let stop = renewals.child_token();
+        per_node.add(&name, stop.clone());
+        let h = health.clone();
         tasks.push(tokio::spawn(async move {
             if let Err(e) = registration.run(h, stop).await {
                 tracing::warn!(error = %e, "a simulated node's registration stopped");
@@ -231,6 +252,13 @@ pub async fn run(client: kube::Client, config: Config, shutdown: CancellationTok
         nodes.insert(name, SimNode { runtime, pods: tx });
     }
     let nodes = Arc::new(nodes);
+    if let Some(listener) = endpoints.admin {
+        tasks.push(tokio::spawn(admin::serve(
+            listener,
+            Arc::new(per_node),
+            shutdown.clone(),
+        )));
+    }
     tasks.push(tokio::spawn(dispatch_pods(
         client.clone(),
         nodes.clone(),
