@@ -905,6 +905,63 @@ async fn node_watches_see_only_their_own_pods() {
     assert_eq!(seen, vec![("ADDED", "c"), ("ADDED", "b"), ("DELETED", "c")]);
 }
 
+/// A pod leaving a watch's selector is a DELETED event with `type` before
+/// `object`, as upstream writes it: kube-rs decodes objects that keep raw
+/// parts (the scheduler's `Trimmed` pods) only in that order. Before, the
+/// line had `object` first, and the scheduler's watch, which selects pods
+/// that are not Succeeded or Failed, failed on every pod that finished.
+#[tokio::test]
+async fn a_pod_leaving_a_selector_is_deleted_and_decodes_raw() {
+    use kube::api::{Patch, PatchParams};
+    use kube::core::WatchEvent;
+    use skiff_client::trimmed::Trimmed;
+    let server = TestServer::start().await;
+    let client = client(&server).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let trimmed: Api<Trimmed<Pod>> = Api::all(client);
+    let params = kube::api::WatchParams::default()
+        .fields("status.phase!=Succeeded,status.phase!=Failed")
+        .timeout(10);
+    let mut stream = trimmed.watch(&params, "0").await.unwrap().boxed();
+    pods.create(&PostParams::default(), &pod("done", json!({})))
+        .await
+        .unwrap();
+    pods.patch_status(
+        "done",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"phase": "Succeeded"}})),
+    )
+    .await
+    .unwrap();
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let ev = tokio::time::timeout(Duration::from_secs(10), stream.next())
+            .await
+            .expect("an event within 10 s")
+            .expect("stream open")
+            .expect("a line that decodes as WatchEvent<Trimmed<Pod>>");
+        let (what, p) = match ev {
+            WatchEvent::Added(p) => ("ADDED", p),
+            WatchEvent::Modified(p) => ("MODIFIED", p),
+            WatchEvent::Deleted(p) => ("DELETED", p),
+            other => panic!("unexpected {other:?}"),
+        };
+        assert_eq!(p.broken(), None, "{what} decoded whole");
+        let p = p.into_inner();
+        let phase = p.status.and_then(|s| s.phase).unwrap_or_default();
+        seen.push((what, p.metadata.name.unwrap_or_default(), phase));
+    }
+    let seen: Vec<(&str, &str, &str)> = seen
+        .iter()
+        .map(|(w, n, p)| (*w, n.as_str(), p.as_str()))
+        .collect();
+    // The object leaving is reported in its last state that matched.
+    assert_eq!(
+        seen,
+        vec![("ADDED", "done", "Pending"), ("DELETED", "done", "Pending")]
+    );
+}
+
 /// A UID in an update's or patch's body is a precondition, as the
 /// kubelet's status patches rely on: a pod recreated under the same name
 /// is not the pod the patch was for.

@@ -100,7 +100,10 @@ pub async fn start_server_binary(skiff: &Path, extra: &[&str]) -> anyhow::Result
         .args(extra)
         .env("SKIFF_LOG", "warn")
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(match std::env::var_os("SKIFF_BENCH_SERVER_LOG") {
+            Some(p) => Stdio::from(std::fs::File::create(p)?),
+            None => Stdio::null(),
+        })
         .spawn()?;
     let kubeconfig = dir.path().join("admin.kubeconfig");
     let server = Server {

@@ -10,6 +10,8 @@
 //! simulated pod, the write rate the pod watch observed
 //! and the events/s delivered to the benchmark's watches. Owns nothing
 //! else: it stops the processes it starts and removes their directories.
+//! `SKIFF_BENCH_SERVER_LOG=FILE` and `SKIFF_BENCH_SIM_LOG=FILE` keep the
+//! server's and the sim's warnings.
 
 use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
@@ -426,7 +428,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     } else {
         builder.tempdir()?
     };
-    let log = std::fs::File::create(dir.path().join("sim.log"))?;
+    let log = match std::env::var_os("SKIFF_BENCH_SIM_LOG") {
+        Some(p) => std::fs::File::create(p)?,
+        None => std::fs::File::create(dir.path().join("sim.log"))?,
+    };
     let c0 = cpu(server_pid, 0);
     let (n0, p0) = (nodes.mark(), pods.mark());
     let child = Command::new(&skiff)

@@ -218,6 +218,34 @@ async fn insufficient_cpu_until_an_assigned_pod_goes_away() {
     assert_eq!(node_of(&huge), None);
 }
 
+/// A pod that finishes frees what it requested, though it stays in the
+/// API: the scheduler's watch (pods neither Succeeded nor Failed) sees it
+/// leave. Before the API server wrote that DELETED line `type` first, the
+/// watch could not decode it and the node stayed full.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_pod_frees_its_cpu() {
+    let server = TestServer::start().await;
+    let _scheduler = RunningScheduler::start(server.client.clone(), test_config("s1"));
+    server.create_node(node("only").cpu("1").build()).await;
+    server.create_pod(pod("job").req_cpu("1").build()).await;
+    assert_eq!(bound(&server, "job").await, "only");
+    server.create_pod(pod("next").req_cpu("1").build()).await;
+    let message = "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are \
+        available: 1 No preemption victims found for incoming pod..";
+    pending_with(&server, "next", message).await;
+
+    server
+        .pods()
+        .patch_status(
+            "job",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({"status": {"phase": "Succeeded"}})),
+        )
+        .await
+        .expect("job Succeeded");
+    assert_eq!(bound(&server, "next").await, "only");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_pods_spread_over_ten_nodes() {
     let server = TestServer::start().await;

@@ -427,8 +427,17 @@ impl WatchCache {
                 continue;
             }
             // A full queue means the watcher fell behind: drop it.
-            if w.tx.try_send(event.clone()).is_err() {
-                gone.push(id);
+            match w.tx.try_send(event.clone()) {
+                Ok(()) => {}
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    tracing::warn!(
+                        prefix = %w.prefix,
+                        queued = WATCHER_QUEUE,
+                        "forcing a watcher closed: it fell behind"
+                    );
+                    gone.push(id);
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => gone.push(id),
             }
         }
         if !gone.is_empty() {
