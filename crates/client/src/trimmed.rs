@@ -213,6 +213,56 @@ impl<'de, K: Parts> Deserialize<'de> for Trimmed<K> {
     }
 }
 
+/// What [`untrim`] makes of a changed object that does not decode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Broken {
+    /// Forget it, as if deleted, rather than keep an older version (the
+    /// scheduler: a pod it cannot read should not hold a node's room).
+    Forget,
+    /// Skip the change and keep the version last seen (a node agent: a pod
+    /// it cannot read is not a pod to stop).
+    Keep,
+}
+
+/// A watcher's event as `K`. An object that does not decode as its type
+/// is skipped with a warning naming `what` (counted in
+/// [`undecodable_total`]): an initial one is left out, so it counts as
+/// gone; a changed one goes as `broken` says.
+pub fn untrim<K>(
+    event: kube::runtime::watcher::Event<Trimmed<K>>,
+    what: &str,
+    broken: Broken,
+) -> Option<kube::runtime::watcher::Event<K>>
+where
+    K: Parts + k8s_openapi::Metadata<Ty = ObjectMeta>,
+{
+    use kube::runtime::watcher::Event;
+    let skip = |o: &Trimmed<K>| {
+        let why = o.broken()?;
+        let meta = k8s_openapi::Metadata::metadata(&o.inner);
+        tracing::warn!(
+            watch = what,
+            namespace = meta.namespace.as_deref().unwrap_or(""),
+            name = meta.name.as_deref().unwrap_or(""),
+            error = why,
+            "skipping an object that does not decode as its type"
+        );
+        Some(())
+    };
+    Some(match event {
+        Event::Apply(o) if skip(&o).is_some() => match broken {
+            Broken::Forget => Event::Delete(o.into_inner()),
+            Broken::Keep => return None,
+        },
+        Event::InitApply(o) if skip(&o).is_some() => return None,
+        Event::Apply(o) => Event::Apply(o.into_inner()),
+        Event::Delete(o) => Event::Delete(o.into_inner()),
+        Event::Init => Event::Init,
+        Event::InitApply(o) => Event::InitApply(o.into_inner()),
+        Event::InitDone => Event::InitDone,
+    })
+}
+
 impl<K: k8s_openapi::Resource> k8s_openapi::Resource for Trimmed<K> {
     const API_VERSION: &'static str = K::API_VERSION;
     const GROUP: &'static str = K::GROUP;
@@ -276,6 +326,40 @@ mod tests {
         // Missing and null parts decode as absent, as with the full type.
         let bare: Trimmed<Pod> = decode(json!({"metadata": null}));
         assert_eq!(bare.into_inner(), Pod::default());
+    }
+
+    #[test]
+    fn untrim_forgets_or_keeps_a_broken_change_and_leaves_out_a_broken_list_item() {
+        use kube::runtime::watcher::Event;
+        let good = || decode::<Pod>(json!({"metadata": {"name": "ok"}}));
+        let bad = || decode::<Pod>(json!({"metadata": {"name": "bad"}, "spec": 3}));
+        let name = |e: Option<Event<Pod>>| match e {
+            Some(Event::Apply(p)) => format!("apply {}", p.metadata.name.unwrap_or_default()),
+            Some(Event::Delete(p)) => format!("delete {}", p.metadata.name.unwrap_or_default()),
+            Some(Event::InitApply(p)) => format!("init {}", p.metadata.name.unwrap_or_default()),
+            Some(_) => "marker".into(),
+            None => "skipped".into(),
+        };
+        for broken in [Broken::Forget, Broken::Keep] {
+            assert_eq!(name(untrim(Event::Apply(good()), "t", broken)), "apply ok");
+            assert_eq!(
+                name(untrim(Event::InitApply(bad()), "t", broken)),
+                "skipped"
+            );
+            assert_eq!(
+                name(untrim(Event::Delete(bad()), "t", broken)),
+                "delete bad"
+            );
+            assert_eq!(name(untrim(Event::InitDone, "t", broken)), "marker");
+        }
+        assert_eq!(
+            name(untrim(Event::Apply(bad()), "t", Broken::Forget)),
+            "delete bad"
+        );
+        assert_eq!(
+            name(untrim(Event::Apply(bad()), "t", Broken::Keep)),
+            "skipped"
+        );
     }
 
     fn decode<K: Parts>(v: serde_json::Value) -> Trimmed<K> {

@@ -22,6 +22,7 @@ use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use kube::runtime::{watcher, WatchStreamExt as _};
+use skiff_client::trimmed::{untrim, Broken, Trimmed};
 use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
 
@@ -859,9 +860,30 @@ pub(crate) type PodEvents =
 
 /// The node's pods from the API: a watch of `spec.nodeName=NODE`.
 fn node_pod_events(client: kube::Client, node: &str) -> PodEvents {
-    let api: Api<Pod> = Api::all(client);
     let config = watcher::Config::default().fields(&format!("spec.nodeName={node}"));
-    watcher(api, config).default_backoff().boxed()
+    pod_watch(client, config, "pods")
+}
+
+/// Pods from a watch, decoded without managedFields ([`Trimmed`]): no pod
+/// worker reads them, and they were the larger part of each decoded pod.
+/// A change that does not decode as a Pod is skipped with a warning, and
+/// the version last seen is kept (a pod the agent cannot read is not a
+/// pod to stop).
+pub(crate) fn pod_watch(
+    client: kube::Client,
+    config: watcher::Config,
+    what: &'static str,
+) -> PodEvents {
+    let api: Api<Trimmed<Pod>> = Api::all(client);
+    watcher(api, config)
+        .default_backoff()
+        .filter_map(move |r| async move {
+            match r {
+                Ok(e) => untrim(e, what, Broken::Keep).map(Ok),
+                Err(e) => Some(Err(e)),
+            }
+        })
+        .boxed()
 }
 
 /// Runs a worker per pod of `stream` until `shutdown`: the node's pod

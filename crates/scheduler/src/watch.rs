@@ -18,11 +18,12 @@ use std::collections::HashSet;
 use futures::stream::{BoxStream, StreamExt};
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::watcher::{self, watcher, Event};
 use kube::runtime::WatchStreamExt;
 use kube::{Api, Client, Resource};
 
-use skiff_client::trimmed::{Parts, Trimmed};
+use skiff_client::trimmed::{untrim, Broken, Parts, Trimmed};
 
 /// One event from one of the watchers.
 #[derive(Debug)]
@@ -46,7 +47,7 @@ fn watch<K>(
     what: &'static str,
 ) -> BoxStream<'static, Event<K>>
 where
-    K: Parts + Send + 'static,
+    K: Parts + k8s_openapi::Metadata<Ty = ObjectMeta> + Send + 'static,
     Trimmed<K>: Resource<DynamicType = ()> + Clone + std::fmt::Debug + Send,
 {
     let api = Api::<Trimmed<K>>::all(client);
@@ -60,39 +61,8 @@ where
             r.map_err(|e| tracing::warn!(watch = what, error = %e, "watch failed; retrying"))
                 .ok()
         })
-        .filter_map(move |e| async move { untrim(e, what) })
+        .filter_map(move |e| async move { untrim(e, what, Broken::Forget) })
         .boxed()
-}
-
-/// The event as `K`. An object that does not decode as its type is
-/// skipped with a warning (counted in `trimmed::undecodable_total`): an
-/// initial one is left out, so it counts as gone; a changed one is
-/// forgotten, as if deleted, rather than kept at an older version.
-fn untrim<K: Parts>(event: Event<Trimmed<K>>, what: &'static str) -> Option<Event<K>>
-where
-    Trimmed<K>: Resource<DynamicType = ()>,
-{
-    let skip = |o: &Trimmed<K>| {
-        let broken = o.broken()?;
-        let meta = o.meta();
-        tracing::warn!(
-            watch = what,
-            namespace = meta.namespace.as_deref().unwrap_or(""),
-            name = meta.name.as_deref().unwrap_or(""),
-            error = broken,
-            "skipping an object that does not decode as its type"
-        );
-        Some(())
-    };
-    Some(match event {
-        Event::Apply(o) if skip(&o).is_some() => Event::Delete(o.into_inner()),
-        Event::InitApply(o) if skip(&o).is_some() => return None,
-        Event::Apply(o) => Event::Apply(o.into_inner()),
-        Event::Delete(o) => Event::Delete(o.into_inner()),
-        Event::Init => Event::Init,
-        Event::InitApply(o) => Event::InitApply(o.into_inner()),
-        Event::InitDone => Event::InitDone,
-    })
 }
 
 /// A watcher on `K`, decoded as it is (these objects are few); a list

@@ -299,9 +299,8 @@ async fn dispatch_pods(
     nodes: Arc<HashMap<String, SimNode>>,
     shutdown: CancellationToken,
 ) {
-    let api: Api<Pod> = Api::all(client);
     let config = watcher::Config::default().fields("spec.nodeName!=");
-    let mut stream = watcher(api, config).default_backoff().boxed();
+    let mut stream = crate::agent::pod_watch(client, config, "simulated nodes' pods");
     let to = |pod: &Pod| {
         pod.spec
             .as_ref()
