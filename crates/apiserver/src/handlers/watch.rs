@@ -20,22 +20,14 @@ use crate::AppState;
 
 use super::{is_true, Output, CONSISTENT_WAIT};
 
-/// `{"type":KIND,"object":…}\n`, `type` first as upstream's encoder writes
-/// it: a client that reads the event's tag before its object can decode
-/// the object straight from the bytes, and kube-rs can only do that for
-/// types that keep raw parts (the scheduler's `Trimmed` watches). A map
-/// serialized by serde_json sorts `object` first, and every such line
-/// failed to decode there.
+/// `{"type":KIND,"object":…}\n` for an object built as a tree (an object
+/// leaving a selector, Tables, conversions, bookmarks, errors), `type`
+/// first like every cached line: serializing a `json!` map instead sorted
+/// `object` first, and kube-rs could not decode those lines for types that
+/// keep raw parts, so the scheduler missed every pod that finished.
 pub(super) fn watch_line(kind: &str, object: &Value) -> Bytes {
     let object = serde_json::to_vec(object).unwrap_or_else(|_| b"null".to_vec());
-    let kind = serde_json::to_string(kind).unwrap_or_default();
-    let mut line = Vec::with_capacity(kind.len() + object.len() + 22);
-    line.extend_from_slice(b"{\"type\":");
-    line.extend_from_slice(kind.as_bytes());
-    line.extend_from_slice(b",\"object\":");
-    line.extend_from_slice(&object);
-    line.extend_from_slice(b"}\n");
-    Bytes::from(line)
+    crate::watchcache::named_watch_line(kind, &object)
 }
 
 /// Most bytes of queued watch events sent in one chunk. Kept under the

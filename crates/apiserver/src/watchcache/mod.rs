@@ -142,16 +142,30 @@ fn line_start_len(kind: EventKind) -> usize {
 /// `{"type":KIND,"object":`, with room for exactly `len` more bytes: the
 /// object and [`LINE_END`] (a cached buffer keeps its whole capacity).
 fn line_start(kind: EventKind, len: usize) -> Vec<u8> {
-    let mut line = Vec::with_capacity(line_start_len(kind) + len);
+    named_line_start(kind_name(kind), len)
+}
+
+/// [`line_start`] for any event type name (`ERROR`, `BOOKMARK` too; a
+/// plain upper-case word, so not escaped). `type` comes first, as
+/// upstream's encoder writes it: kube-rs decodes the object straight from
+/// the bytes only when it has read the tag first, which types that keep
+/// raw parts (the scheduler's `Trimmed` pods) need.
+fn named_line_start(name: &str, len: usize) -> Vec<u8> {
+    let mut line = Vec::with_capacity(LINE_TYPE.len() + name.len() + LINE_OBJECT.len() + len);
     line.extend_from_slice(LINE_TYPE);
-    line.extend_from_slice(kind_name(kind).as_bytes());
+    line.extend_from_slice(name.as_bytes());
     line.extend_from_slice(LINE_OBJECT);
     line
 }
 
 /// `{"type":KIND,"object":<json>}\n` without re-serializing the object.
 pub fn watch_line(kind: EventKind, object: &[u8]) -> Bytes {
-    let mut line = line_start(kind, object.len() + LINE_END.len());
+    named_watch_line(kind_name(kind), object)
+}
+
+/// [`watch_line`] for any event type name.
+pub fn named_watch_line(name: &str, object: &[u8]) -> Bytes {
+    let mut line = named_line_start(name, object.len() + LINE_END.len());
     line.extend_from_slice(object);
     line.extend_from_slice(LINE_END);
     Bytes::from(line)

@@ -29,19 +29,18 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug, Default)]
 pub struct Renewals {
     nodes: Vec<(String, CancellationToken)>,
-    index: std::collections::HashMap<String, usize>,
 }
 
 impl Renewals {
     /// Adds node `name`, whose renewals stop on `token`.
     pub fn add(&mut self, name: &str, token: CancellationToken) {
-        self.index.insert(name.to_string(), self.nodes.len());
         self.nodes.push((name.to_string(), token));
     }
 
     /// Stops node `name`'s renewals; false when there is no such node.
+    /// (A scan: a test's occasional call, over thousands of nodes at most.)
     pub fn stop(&self, name: &str) -> bool {
-        match self.index.get(name).and_then(|&i| self.nodes.get(i)) {
+        match self.nodes.iter().find(|(n, _)| n == name) {
             Some((_, token)) => {
                 token.cancel();
                 true
