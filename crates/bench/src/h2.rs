@@ -67,18 +67,38 @@ impl H2 {
 
     /// POSTs a JSON `body` to `path`; an error unless the answer is 2xx.
     pub async fn post(&self, path: &str, body: Bytes) -> anyhow::Result<()> {
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.senders.len();
-        let mut sender = self.senders[i].clone();
         let request = http::Request::post(format!("https://{}{path}", self.authority))
             .header("content-type", "application/json")
             .header("accept", "application/json")
             .body(Full::new(body))?;
+        self.send(request, &[]).await
+    }
+
+    /// DELETEs `path` (default grace period, as `kubectl delete`); an
+    /// error unless the answer is 2xx or 404 (already gone).
+    pub async fn delete(&self, path: &str) -> anyhow::Result<()> {
+        let request = http::Request::delete(format!("https://{}{path}", self.authority))
+            .header("accept", "application/json")
+            .body(Full::new(Bytes::new()))?;
+        self.send(request, &[http::StatusCode::NOT_FOUND]).await
+    }
+
+    /// Sends `request` on the next connection; an error unless the answer
+    /// is 2xx or one of `also_ok`.
+    async fn send(
+        &self,
+        request: http::Request<Full<Bytes>>,
+        also_ok: &[http::StatusCode],
+    ) -> anyhow::Result<()> {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.senders.len();
+        let mut sender = self.senders[i].clone();
+        let what = format!("{} {}", request.method(), request.uri().path());
         let response = sender.send_request(request).await?;
         let status = response.status();
         let body = response.into_body().collect().await?.to_bytes();
         anyhow::ensure!(
-            status.is_success(),
-            "POST {path}: {status}: {}",
+            status.is_success() || also_ok.contains(&status),
+            "{what}: {status}: {}",
             String::from_utf8_lossy(&body)
         );
         Ok(())

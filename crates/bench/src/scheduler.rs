@@ -25,7 +25,7 @@ use crate::stats::print_table;
 
 /// HTTP/2 connections the pod creators share (client-go uses one per
 /// server; a few spread the server's TLS work over its threads).
-const H2_CONNECTIONS: usize = 4;
+pub(crate) const H2_CONNECTIONS: usize = 4;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

@@ -4,7 +4,8 @@
 //! `skiff sim --nodes N` beside it, then times, through kube-rs watches:
 //! all N Nodes Ready from the sim's start; P pods (created by 32 clients,
 //! placed by our scheduler) from the first create to all Running; and
-//! their deletion (32 clients, default grace) until all are gone. Prints
+//! their deletion (32 clients, default grace) until all are gone; the
+//! clients are HTTP/2 streams, as client-go's are. Prints
 //! the figures beside kwok's CI limits and our targets, with the server's
 //! and the sim's CPU and peak RSS, its memory per simulated node and per
 //! simulated pod, the write rate the pod watch observed
@@ -21,11 +22,12 @@ use std::time::{Duration, Instant};
 use futures::{StreamExt as _, TryStreamExt as _};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Api, DeleteParams, PostParams};
+use kube::api::Api;
 use kube::runtime::{watcher, WatchStreamExt as _};
 use serde_json::json;
 
 use crate::cluster;
+use crate::h2::H2;
 use crate::stats::print_grid;
 
 /// The server's --cluster-cidr, which the simulated nodes' podCIDRs come
@@ -477,15 +479,19 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     eprintln!("nodes: {ready}/{want} Ready in {}", secs(took, ""));
 
     // Phase 2: pods created by `concurrency` clients, until all Running.
-    let api: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
-    let bodies: Vec<Pod> = (0..args.pods)
-        .map(|i| pod_body(&format!("pod-{i}")))
+    // Requests go as HTTP/2 streams, as client-go's (kubectl's) do:
+    // kube-rs' HTTP/1.1 pool cost the load generator several times the CPU
+    // it takes here, out of the two cores the cluster is measured on.
+    let h2 = H2::connect(&server.kubeconfig, crate::scheduler::H2_CONNECTIONS).await?;
+    let collection = format!("/api/v1/namespaces/{NAMESPACE}/pods");
+    let bodies: Vec<bytes::Bytes> = (0..args.pods)
+        .map(|i| Ok(serde_json::to_vec(&pod_body(&format!("pod-{i}"))?)?.into()))
         .collect::<anyhow::Result<_>>()?;
     let (n0, p0) = (nodes.mark(), pods.mark());
     let creating = futures::stream::iter(bodies)
-        .map(|pod| {
-            let api = api.clone();
-            async move { api.create(&PostParams::default(), &pod).await.map(|_| ()) }
+        .map(|body| {
+            let (h2, collection) = (&h2, &collection);
+            async move { h2.post(collection, body).await }
         })
         .buffer_unordered(args.concurrency.max(1))
         .try_collect::<()>();
@@ -537,17 +543,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let (n0, p0) = (nodes.mark(), pods.mark());
     let deleting = futures::stream::iter(0..args.pods)
         .map(|i| {
-            let api = api.clone();
-            async move {
-                match api
-                    .delete(&format!("pod-{i}"), &DeleteParams::default())
-                    .await
-                {
-                    Ok(_) => Ok(()),
-                    Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
-                    Err(e) => Err(e),
-                }
-            }
+            let (h2, collection) = (&h2, &collection);
+            async move { h2.delete(&format!("{collection}/pod-{i}")).await }
         })
         .buffer_unordered(args.concurrency.max(1))
         .try_collect::<()>();

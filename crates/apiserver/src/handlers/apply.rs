@@ -97,7 +97,7 @@ pub async fn server_side_apply(
                 &now,
             )
             .map_err(apply_error)?;
-            write::create(state, r, ns, created, None, &plain, Vec::new()).await?
+            write::create(state, r, ns, write::Body::Sent(created), &plain, Vec::new()).await?
         }
         Err(e) => return Err(e),
         Ok(_) => {

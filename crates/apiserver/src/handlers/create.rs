@@ -2,7 +2,6 @@
 
 use axum::response::Response;
 
-use crate::object::{self};
 use crate::registry::write::WriteOptions;
 use crate::resources::Resource;
 use crate::status::ApiResult;
@@ -17,10 +16,8 @@ pub(super) async fn create(
     body: &[u8],
     opts: &WriteOptions,
 ) -> ApiResult<Response> {
-    let obj = object::decode(body)?;
-    let checked = crate::registry::write::check_fields_typed(r, body, &obj, opts)?;
+    let checked = crate::registry::write::check_create_body(r, body, opts)?;
     let outcome =
-        crate::registry::write::create(state, r, ns, obj, checked.typed, opts, checked.warnings)
-            .await?;
+        crate::registry::write::create(state, r, ns, checked.body, opts, checked.warnings).await?;
     Ok(written(r, outcome))
 }

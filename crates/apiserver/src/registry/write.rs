@@ -93,35 +93,37 @@ pub fn check_fields(
 pub struct Checked {
     /// `Warning: 299` values (Warn).
     pub warnings: Vec<String>,
-    /// The body as its type encodes it, when one typed decode of the bytes
-    /// served both field validation and normalizing (see
-    /// `resources::decode_one_pass`); `None`: the create path normalizes
-    /// the tree.
-    pub typed: Option<Value>,
+    pub body: Body,
 }
 
-/// [`check_fields`] for a create body, decoding it as its type in the same
-/// pass where it can: a create then decodes the body's bytes once instead
-/// of once for unknown fields and once more for its typed form.
-pub fn check_fields_typed(
-    r: &Resource,
-    raw: &[u8],
-    obj: &Value,
-    opts: &WriteOptions,
-) -> ApiResult<Checked> {
-    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or(r.kind);
+/// A create body's tree.
+#[derive(Debug)]
+pub enum Body {
+    /// As sent: the create path normalizes it through its type.
+    Sent(Value),
+    /// As its type encodes it: one typed decode of the bytes served both
+    /// field validation and normalizing (see `resources::decode_one_pass`).
+    Typed(Value),
+}
+
+/// Decodes and field-validates a create body, straight into its type
+/// where it can: the bytes are then read once, not once for a tree, once
+/// for unknown fields and once for the typed form. The typed decoder
+/// refuses a body naming another kind or apiVersion (k8s-openapi checks
+/// both), and malformed JSON; those take the general path, which words
+/// the error as before.
+pub fn check_create_body(r: &Resource, raw: &[u8], opts: &WriteOptions) -> ApiResult<Checked> {
     let unknown = opts.validation != FieldValidation::Ignore;
-    if kind == r.kind {
-        if let Some(one) = crate::resources::decode_one_pass(r.group, r.kind, raw, unknown) {
-            return Ok(Checked {
-                warnings: verdict(r, kind, one.findings, opts)?,
-                typed: Some(one.object),
-            });
-        }
+    if let Some(one) = crate::resources::decode_one_pass(r.group, r.kind, raw, unknown) {
+        return Ok(Checked {
+            warnings: verdict(r, r.kind, one.findings, opts)?,
+            body: Body::Typed(one.object),
+        });
     }
+    let obj = object::decode(raw)?;
     Ok(Checked {
-        warnings: check_fields(r, raw, obj, opts)?,
-        typed: None,
+        warnings: check_fields(r, raw, &obj, opts)?,
+        body: Body::Sent(obj),
     })
 }
 
@@ -164,24 +166,32 @@ pub fn check_valid(
     Err(ApiError::invalid(r.group, r.kind, name, causes))
 }
 
-/// Creates `obj` (served form, not yet checked); `typed` is the body as
-/// its type encodes it when field validation decoded it so
-/// ([`Checked::typed`]).
+/// Creates `body` (served form, not yet checked).
 pub async fn create(
     state: &AppState,
     r: &Resource,
     ns: Option<&str>,
-    mut obj: Value,
-    typed: Option<Value>,
+    body: Body,
     opts: &WriteOptions,
     warnings: Vec<String>,
 ) -> ApiResult<Outcome> {
-    let name = object::prepare_create(r, ns, &mut obj)?;
     let strategy = crate::resources::strategy_of(r);
     let served = (r.kind, r.version);
-    let obj = match typed {
-        Some(typed) => crate::resources::with_prepared_meta(r.kind, served, typed, obj)?,
-        None => crate::resources::normalize(r.group, r.kind, served, obj)?,
+    let (obj, name) = match body {
+        Body::Typed(mut typed) => {
+            let name = object::prepare_create(r, ns, &mut typed)?;
+            (
+                crate::resources::prepared_typed(r.kind, served, typed)?,
+                name,
+            )
+        }
+        Body::Sent(mut obj) => {
+            let name = object::prepare_create(r, ns, &mut obj)?;
+            (
+                crate::resources::normalize(r.group, r.kind, served, obj)?,
+                name,
+            )
+        }
     };
     check_valid(r, &name, strategy.validate_served(&obj))?;
     let mut obj = crate::registry::convert::to_stored(r, obj);

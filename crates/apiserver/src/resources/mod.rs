@@ -447,31 +447,12 @@ pub fn decode_one_pass(group: &str, kind: &str, raw: &[u8], unknown: bool) -> Op
     Some(OnePass { object, findings })
 }
 
-/// `typed` (a body decoded by [`decode_one_pass`]) with the metadata of
-/// `prepared`, the body's tree after the create path filled in the
-/// server-set metadata: the same object [`normalize`] gives for
-/// `prepared`, at the cost of decoding the metadata alone. Only for a
-/// `typed` from the same body: its metadata decoded there, and the create
-/// path only adds strings and numbers of the right types, so the metadata
-/// decode cannot fail here (were it to, its message would name the field
-/// from `ObjectMeta`, not from the kind, as `normalize` would).
-pub fn with_prepared_meta(
-    kind: &str,
-    served: (&str, &str),
-    mut typed: Value,
-    mut prepared: Value,
-) -> ApiResult<Value> {
-    crate::decode::typed::check_depth(&prepared, served)?;
-    let meta = prepared
-        .as_object_mut()
-        .and_then(|o| o.remove("metadata"))
-        .unwrap_or(Value::Null);
-    let meta: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta =
-        crate::decode::typed::decode_as(&meta)
-            .map_err(|detail| crate::decode::typed::cannot_handle(served, &detail))?;
-    let meta =
-        serde_json::to_value(meta).map_err(|e| crate::status::ApiError::internal(e.to_string()))?;
-    crate::object::set(&mut typed, "metadata", meta);
+/// `typed` (a body decoded by [`decode_one_pass`], its metadata then
+/// filled in by the create path) as [`normalize`] would give it: the
+/// create path only adds strings and numbers in the forms its type
+/// writes, so only the checks beyond decoding (depth, quantities) remain.
+pub fn prepared_typed(kind: &str, served: (&str, &str), typed: Value) -> ApiResult<Value> {
+    crate::decode::typed::check_depth(&typed, served)?;
     quantities_parse(kind, served, typed)
 }
 
@@ -691,7 +672,7 @@ mod tests {
             (
                 "",
                 "configmaps",
-                r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"spec":{"x":1},"data":{"k":"v"}}"#,
+                r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"extra":{"x":1},"data":{"k":"v"}}"#,
             ),
         ];
         for (group, plural, raw) in bodies {
@@ -706,8 +687,22 @@ mod tests {
             );
             let mut prepared = tree.clone();
             crate::object::prepare_create(r, Some("ns"), &mut prepared).unwrap();
-            let two = normalize(r.group, r.kind, served, prepared.clone()).unwrap();
-            let fused = with_prepared_meta(r.kind, served, one.object, prepared).unwrap();
+            let mut two = normalize(r.group, r.kind, served, prepared).unwrap();
+            let mut typed = one.object;
+            crate::object::prepare_create(r, Some("ns"), &mut typed).unwrap();
+            let mut fused = prepared_typed(r.kind, served, typed).unwrap();
+            // Already in the form normalizing gives, server-set fields too.
+            let again = normalize(r.group, r.kind, served, fused.clone()).unwrap();
+            assert_eq!(again, fused, "{raw}");
+            // Each create drew its own uid, generated name (and maybe second).
+            for obj in [&mut two, &mut fused] {
+                let meta = obj["metadata"].as_object_mut().unwrap();
+                assert!(meta.remove("uid").is_some());
+                assert!(meta.remove("creationTimestamp").is_some());
+                if meta.contains_key("generateName") {
+                    assert!(meta.remove("name").is_some());
+                }
+            }
             assert_eq!(fused, two, "{raw}");
             let ignoring = decode_one_pass(r.group, r.kind, raw.as_bytes(), false).unwrap();
             assert!(ignoring.findings.is_empty());
