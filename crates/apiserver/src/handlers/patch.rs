@@ -69,8 +69,7 @@ pub(super) async fn patch(
         && opts.validation != crate::decode::strict::FieldValidation::Ignore
     {
         // Unknown or duplicate fields in the patch itself.
-        if let Ok(patch_obj) = serde_json::from_slice::<Value>(body) {
-            let mut typed = patch_obj.clone();
+        if let Ok(mut typed) = serde_json::from_slice::<Value>(body) {
             if typed.is_object() {
                 crate::object::set(&mut typed, "apiVersion", json!(r.group_version()));
                 crate::object::set(&mut typed, "kind", json!(r.kind));

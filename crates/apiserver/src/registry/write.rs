@@ -310,8 +310,15 @@ pub async fn update(
         let (old, revision, cached) = current_for_update(state, r, ns, name, attempt).await?;
         // It sees the stored resourceVersion (a JSON patch may `test` it);
         // a version the mutation leaves as it was pins nothing.
-        let base = crate::registry::convert::to_served(r, old.clone());
-        let mut candidate = mutate(&base)?;
+        // Only a kind served in another form than stored needs a copy.
+        let converted;
+        let base = if crate::registry::convert::needed(r) {
+            converted = crate::registry::convert::to_served(r, old.clone());
+            &converted
+        } else {
+            &old
+        };
+        let mut candidate = mutate(base)?;
         object::check_type(r, &mut candidate)?;
         if candidate.pointer("/metadata/resourceVersion")
             == base.pointer("/metadata/resourceVersion")
@@ -373,11 +380,12 @@ pub async fn update(
         let mut new = match subresource {
             Some("status") => {
                 let mut merged = old.clone();
-                crate::object::set(
-                    &mut merged,
-                    "status",
-                    candidate.get("status").cloned().unwrap_or(Value::Null),
-                );
+                let mut candidate = candidate;
+                let status = candidate
+                    .as_object_mut()
+                    .and_then(|o| o.remove("status"))
+                    .unwrap_or(Value::Null);
+                crate::object::set(&mut merged, "status", status);
                 crate::resources::strategy_of(r).prepare_for_status_update(&old, &mut merged);
                 merged
             }
