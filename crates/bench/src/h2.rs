@@ -17,6 +17,10 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use kube::client::ConfigExt;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
+/// HTTP/2 connections a benchmark's clients share (client-go uses one per
+/// server; a few spread the server's TLS work over its threads).
+pub const CONNECTIONS: usize = 4;
+
 /// Connections to one API server; cheap to clone.
 #[derive(Clone)]
 pub struct H2 {

@@ -23,10 +23,6 @@ use crate::cluster::{cpu_seconds, create_namespace, request, rss_kib, sibling, s
 use crate::h2::H2;
 use crate::stats::print_table;
 
-/// HTTP/2 connections the pod creators share (client-go uses one per
-/// server; a few spread the server's TLS work over its threads).
-pub(crate) const H2_CONNECTIONS: usize = 4;
-
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// NODESxPODS cases.
@@ -207,7 +203,7 @@ async fn one(nodes: usize, pods: usize, creators: usize, mode: Mode) -> anyhow::
     let (server, client) = start_server(flags).await?;
     let server_pid = server.child.id().to_string();
     create_namespace(&client, "sched").await?;
-    let h2 = H2::connect(&server.kubeconfig, H2_CONNECTIONS).await?;
+    let h2 = H2::connect(&server.kubeconfig, crate::h2::CONNECTIONS).await?;
     create_all(&h2, "/api/v1/nodes", (0..nodes).map(node).collect(), 32).await?;
     eprintln!("{nodes} nodes created ({mode:?})");
 

@@ -482,7 +482,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     // Requests go as HTTP/2 streams, as client-go's (kubectl's) do:
     // kube-rs' HTTP/1.1 pool cost the load generator several times the CPU
     // it takes here, out of the two cores the cluster is measured on.
-    let h2 = H2::connect(&server.kubeconfig, crate::scheduler::H2_CONNECTIONS).await?;
+    let h2 = H2::connect(&server.kubeconfig, crate::h2::CONNECTIONS).await?;
     let collection = format!("/api/v1/namespaces/{NAMESPACE}/pods");
     let bodies: Vec<bytes::Bytes> = (0..args.pods)
         .map(|i| Ok(serde_json::to_vec(&pod_body(&format!("pod-{i}"))?)?.into()))

@@ -177,21 +177,15 @@ pub async fn create(
 ) -> ApiResult<Outcome> {
     let strategy = crate::resources::strategy_of(r);
     let served = (r.kind, r.version);
-    let (obj, name) = match body {
-        Body::Typed(mut typed) => {
-            let name = object::prepare_create(r, ns, &mut typed)?;
-            (
-                crate::resources::prepared_typed(r.kind, served, typed)?,
-                name,
-            )
-        }
-        Body::Sent(mut obj) => {
-            let name = object::prepare_create(r, ns, &mut obj)?;
-            (
-                crate::resources::normalize(r.group, r.kind, served, obj)?,
-                name,
-            )
-        }
+    let (mut tree, typed) = match body {
+        Body::Typed(tree) => (tree, true),
+        Body::Sent(tree) => (tree, false),
+    };
+    let name = object::prepare_create(r, ns, &mut tree)?;
+    let obj = if typed {
+        crate::resources::prepared_typed(r.kind, served, tree)?
+    } else {
+        crate::resources::normalize(r.group, r.kind, served, tree)?
     };
     check_valid(r, &name, strategy.validate_served(&obj))?;
     let mut obj = crate::registry::convert::to_stored(r, obj);
@@ -327,7 +321,7 @@ pub async fn update(
         }
         let candidate =
             crate::resources::normalize(r.group, r.kind, (r.kind, r.version), candidate)?;
-        let candidate = crate::registry::convert::to_stored(r, candidate);
+        let mut candidate = crate::registry::convert::to_stored(r, candidate);
         let given = object::name_of(&candidate).unwrap_or_default();
         if given != name {
             return Err(ApiError::bad_request(format!(
@@ -380,7 +374,6 @@ pub async fn update(
         let mut new = match subresource {
             Some("status") => {
                 let mut merged = old.clone();
-                let mut candidate = candidate;
                 let status = candidate
                     .as_object_mut()
                     .and_then(|o| o.remove("status"))
