@@ -1002,3 +1002,68 @@ async fn a_body_uid_that_differs_is_a_conflict() {
         Some(uid.as_str())
     );
 }
+
+/// Events are kept unparsed until read: ones written with nobody watching
+/// still list (with field selectors), replay to a watch from an older
+/// resourceVersion, and reach a live watch with a selector.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_written_unread_list_and_watch_like_any_resource() {
+    use k8s_openapi::api::core::v1::Event;
+    let server = TestServer::start().await;
+    let client = client(&server).await;
+    let events: Api<Event> = Api::namespaced(client.clone(), "default");
+    let event = |name: &str, reason: &str| -> Event {
+        serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": name},
+            "involvedObject": {"kind": "Pod", "namespace": "default", "name": "web"},
+            "reason": reason, "message": format!("{reason} it"), "type": "Normal",
+            "source": {"component": "kubelet"},
+        }))
+        .unwrap()
+    };
+    let pp = PostParams::default();
+    let first = events.create(&pp, &event("a", "Pulled")).await.unwrap();
+    events.create(&pp, &event("b", "Started")).await.unwrap();
+    let selected = events
+        .list(&ListParams::default().fields("reason=Started,involvedObject.name=web"))
+        .await
+        .unwrap();
+    let names: Vec<_> = selected
+        .iter()
+        .filter_map(|e| e.metadata.name.clone())
+        .collect();
+    assert_eq!(names, ["b"]);
+    assert!(selected.items[0].metadata.resource_version.is_some());
+    // From the first event's revision: the second, from history.
+    let from = first.metadata.resource_version.clone().unwrap();
+    let mut replay = events
+        .watch(&kube::api::WatchParams::default(), &from)
+        .await
+        .unwrap()
+        .boxed();
+    match tokio::time::timeout(Duration::from_secs(30), replay.next()).await {
+        Ok(Some(Ok(kube::core::WatchEvent::Added(e)))) => {
+            assert_eq!(e.metadata.name.as_deref(), Some("b"))
+        }
+        other => panic!("expected the second event replayed, got {other:?}"),
+    }
+    // Live, with a selector: only the matching one arrives.
+    let mut live = events
+        .watch(
+            &kube::api::WatchParams::default().fields("reason=Killing"),
+            &selected.metadata.resource_version.clone().unwrap(),
+        )
+        .await
+        .unwrap()
+        .boxed();
+    events.create(&pp, &event("c", "Created")).await.unwrap();
+    events.create(&pp, &event("d", "Killing")).await.unwrap();
+    match tokio::time::timeout(Duration::from_secs(30), live.next()).await {
+        Ok(Some(Ok(kube::core::WatchEvent::Added(e)))) => {
+            assert_eq!(e.metadata.name.as_deref(), Some("d"));
+            assert_eq!(e.reason.as_deref(), Some("Killing"));
+        }
+        other => panic!("expected the Killing event, got {other:?}"),
+    }
+}

@@ -46,7 +46,7 @@ async fn storage_classes(state: &AppState) -> ApiResult<Vec<Value>> {
     let cache = state.cache(r);
     if cache.wait_for(revision, CACHE_WAIT).await {
         if let Ok((_, items)) = cache.list(&prefix) {
-            return Ok(items.iter().map(|c| c.object()).collect());
+            return Ok(items.iter().filter_map(|c| c.object()).collect());
         }
     }
     let page = state

@@ -45,8 +45,9 @@ async fn namespace_admits(
     let key = object::key(ns_resource, None, ns);
     // The watch cache answers almost always; a namespace created a moment
     // ago may not be there yet, so a miss asks the store.
-    let lifecycle: Lifecycle = match state.cache(ns_resource).get(&key) {
-        Some(cached) => Lifecycle::of(&cached.json)?,
+    let cached = state.cache(ns_resource).get(&key);
+    let lifecycle: Lifecycle = match cached.as_ref().and_then(|c| c.json()) {
+        Some(json) => Lifecycle::of(json)?,
         None => match state.store.get(&key).await {
             Ok(kv) => Lifecycle::of(&kv.value)?,
             Err(skiff_store::Error::NotFound { .. }) => {

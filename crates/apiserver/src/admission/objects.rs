@@ -23,7 +23,7 @@ pub async fn list(state: &AppState, r: &Resource, ns: Option<&str>) -> ApiResult
     let cache = state.cache(r);
     if cache.wait_for(revision, CACHE_WAIT).await {
         if let Ok((_, items)) = cache.list(&prefix) {
-            return Ok(items.iter().map(|c| c.object()).collect());
+            return Ok(items.iter().filter_map(|c| c.object()).collect());
         }
     }
     list_store(state, &prefix).await
@@ -40,7 +40,7 @@ pub async fn list_cached(
 ) -> ApiResult<Vec<Value>> {
     let prefix = object::prefix(r, ns);
     if let Ok((_, items)) = state.cache(r).list(&prefix) {
-        return Ok(items.iter().map(|c| c.object()).collect());
+        return Ok(items.iter().filter_map(|c| c.object()).collect());
     }
     list_store(state, &prefix).await
 }

@@ -85,7 +85,10 @@ async fn reconcile(state: &AppState, owner: u64) -> bool {
     let Ok((_, items)) = state.cache(r).list(&object::prefix(r, None)) else {
         return false;
     };
-    let mut crds: Vec<(Value, i64)> = items.iter().map(|c| (c.object(), c.revision)).collect();
+    let mut crds: Vec<(Value, i64)> = items
+        .iter()
+        .filter_map(|c| Some((c.object()?, c.revision)))
+        .collect();
     crds.sort_by(|(a, _), (b, _)| {
         let key = |o: &Value| {
             (

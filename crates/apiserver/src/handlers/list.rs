@@ -127,9 +127,11 @@ pub(super) async fn list_from_cache(
     let (revision, mut items) = cache
         .list(&prefix)
         .map_err(|e| ApiError::unavailable(e.to_string()))?;
-    if !filter.is_everything() {
-        items.retain(|item| filter.matches(&item.selectable));
-    }
+    // Objects whose stored bytes do not parse are left out.
+    items.retain(|item| {
+        item.selectable()
+            .is_some_and(|s| filter.is_everything() || filter.matches(s))
+    });
     let limit = q
         .get("limit")
         .and_then(|l| l.parse::<usize>().ok())
@@ -148,7 +150,7 @@ pub(super) async fn list_from_cache(
         crate::object::set(&mut metadata, "continue", json!(token));
     }
     if out.table.is_some() || crate::registry::convert::needed(r) {
-        let objects = items.iter().map(|i| i.object()).collect();
+        let objects = items.iter().filter_map(|i| i.object()).collect();
         return Ok(json_response(
             StatusCode::OK,
             &out.list(r, objects, metadata),
@@ -161,16 +163,23 @@ pub(super) async fn list_from_cache(
         "metadata": metadata,
     });
     let head = serde_json::to_vec(&head).map_err(|e| ApiError::internal(e.to_string()))?;
-    let mut body =
-        Vec::with_capacity(items.iter().map(|i| i.json.len() + 1).sum::<usize>() + head.len() + 16);
+    let mut body = Vec::with_capacity(
+        items
+            .iter()
+            .filter_map(|i| i.json())
+            .map(|j| j.len() + 1)
+            .sum::<usize>()
+            + head.len()
+            + 16,
+    );
     // The head without its closing brace.
     body.extend_from_slice(head.strip_suffix(b"}").unwrap_or(&head));
     body.extend_from_slice(b",\"items\":[");
-    for (i, item) in items.iter().enumerate() {
+    for (i, json) in items.iter().filter_map(|i| i.json()).enumerate() {
         if i > 0 {
             body.push(b',');
         }
-        body.extend_from_slice(&item.json);
+        body.extend_from_slice(json);
     }
     body.extend_from_slice(b"]}");
     Ok((

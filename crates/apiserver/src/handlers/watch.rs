@@ -94,10 +94,11 @@ pub(super) async fn watch(
     let interest: Option<crate::watchcache::Interest> = (!filter.is_everything()).then(|| {
         let filter = filter.clone();
         Arc::new(move |e: &crate::watchcache::CachedEvent| {
-            filter.matches(&e.item.selectable)
+            e.item.selectable().is_some_and(|s| filter.matches(s))
                 || e.prev
                     .as_ref()
-                    .is_some_and(|p| filter.matches(&p.selectable))
+                    .and_then(|p| p.selectable())
+                    .is_some_and(|s| filter.matches(s))
         }) as crate::watchcache::Interest
     });
     // Streaming lists: the full current state first, whatever the
@@ -126,6 +127,7 @@ pub(super) async fn watch(
         if e.revision <= after {
             return None;
         }
+        // None for an object whose stored bytes do not parse: not sent.
         let line = |kind: EventKind| {
             // An object leaving the selector is reported as its previous
             // state, at the revision of the change (as upstream does).
@@ -135,24 +137,25 @@ pub(super) async fn watch(
                 return e.item.line(kind);
             }
             let object = match (&e.prev, leaving) {
-                (Some(prev), true) => with_revision(prev.object(), e.revision),
-                _ => e.item.object(),
+                (Some(prev), true) => with_revision(prev.object()?, e.revision),
+                _ => e.item.object()?,
             };
-            watch_line(
+            Some(watch_line(
                 crate::watchcache::kind_name(kind),
                 &out.object(resource, object),
-            )
+            ))
         };
         if filter.is_everything() {
-            return Some(line(e.kind));
+            return line(e.kind);
         }
         // With a selector, an object entering it is ADDED and one leaving
         // it is DELETED, as upstream's cacher reports them.
-        let now = filter.matches(&e.item.selectable);
+        let now = e.item.selectable().is_some_and(|s| filter.matches(s));
         let before = e
             .prev
             .as_ref()
-            .is_some_and(|p| filter.matches(&p.selectable));
+            .and_then(|p| p.selectable())
+            .is_some_and(|s| filter.matches(s));
         let kind = match (e.kind, before, now) {
             (EventKind::Modified, true, true) => EventKind::Modified,
             (EventKind::Modified, false, true) => EventKind::Added,
@@ -160,7 +163,7 @@ pub(super) async fn watch(
             (kind, _, true) if kind != EventKind::Modified => kind,
             _ => return None,
         };
-        Some(line(kind))
+        line(kind)
     };
     let to_line_live = to_line.clone();
     let bookmarks = is_true(q.get("allowWatchBookmarks"));

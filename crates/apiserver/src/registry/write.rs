@@ -278,8 +278,9 @@ pub async fn current_for_update(
     attempt: usize,
 ) -> ApiResult<(Value, i64, bool)> {
     if attempt == 0 {
-        if let Some(cached) = state.cache(r).get(&object::key(r, ns, name)) {
-            return Ok((cached.object(), cached.revision, true));
+        let cached = state.cache(r).get(&object::key(r, ns, name));
+        if let Some((object, revision)) = cached.and_then(|c| Some((c.object()?, c.revision))) {
+            return Ok((object, revision, true));
         }
     }
     let (obj, revision) = current(state, r, ns, name).await?;

@@ -14,7 +14,7 @@
 //! stream ends, the client re-watches), as upstream's cacher does.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 pub mod filter;
 pub mod watchers;
@@ -37,11 +37,29 @@ const WATCHER_QUEUE: usize = 10_000;
 /// The prefix every resource lives under.
 const REGISTRY: &str = "/registry/";
 
+/// Resources whose objects the cache keeps as stored and parses only when
+/// first read (listed, watched, or offered to a watcher). Upstream does not
+/// cache events at all (`DefaultWatchCacheSizes`: `events#0`): they are
+/// half of a busy cluster's writes and rarely read. Here they stay in the
+/// cache, so listing and watching them work as for any resource, but a
+/// write nobody reads costs no parsing.
+const PARSED_WHEN_READ: &[&str] = &["events"];
+
 /// One object as the cache holds it.
 #[derive(Debug)]
 pub struct Cached {
     pub key: String,
     pub revision: i64,
+    /// The kind of change that wrote this version.
+    line_kind: EventKind,
+    /// The bytes as stored, kept for an object parsed when first read.
+    stored: Option<Bytes>,
+    parsed: OnceLock<Option<Parsed>>,
+}
+
+/// What the cache serves of one object.
+#[derive(Debug)]
+pub struct Parsed {
     /// What selectors read (name, namespace, labels, selectable fields):
     /// the whole parsed tree of every object would cost several times
     /// the bytes below in memory.
@@ -52,52 +70,79 @@ pub struct Cached {
     /// The watch line of the change that wrote this version, around `json`
     /// (one buffer for both: every write is kept once, not twice).
     line: Bytes,
-    line_kind: EventKind,
 }
 
-impl Cached {
-    /// Wraps `json` (resourceVersion included) written by a `kind` change.
-    fn new(key: &str, revision: i64, selectable: Selectable, kind: EventKind, json: &[u8]) -> Self {
-        let mut line = line_start(kind, json.len() + LINE_END.len());
-        line.extend_from_slice(json);
-        Self::from_line(key, revision, selectable, kind, line)
-    }
-
+impl Parsed {
     /// `line` is [`line_start`] + the object + [`LINE_END`].
-    fn from_line(
-        key: &str,
-        revision: i64,
-        selectable: Selectable,
-        kind: EventKind,
-        mut line: Vec<u8>,
-    ) -> Self {
+    fn from_line(selectable: Selectable, kind: EventKind, mut line: Vec<u8>) -> Self {
         let start = line_start_len(kind);
         line.extend_from_slice(LINE_END);
         let line = Bytes::from(line);
-        Cached {
-            key: key.to_string(),
-            revision,
+        Parsed {
             selectable,
             json: line.slice(start..line.len() - LINE_END.len()),
             line,
-            line_kind: kind,
         }
+    }
+
+    /// Wraps `json` (resourceVersion included) written by a `kind` change.
+    fn new(selectable: Selectable, kind: EventKind, json: &[u8]) -> Self {
+        let mut line = line_start(kind, json.len() + LINE_END.len());
+        line.extend_from_slice(json);
+        Self::from_line(selectable, kind, line)
+    }
+}
+
+impl Cached {
+    fn parsed_now(key: &str, revision: i64, kind: EventKind, parsed: Parsed) -> Self {
+        Cached {
+            key: key.to_string(),
+            revision,
+            line_kind: kind,
+            stored: None,
+            parsed: OnceLock::from(Some(parsed)),
+        }
+    }
+
+    /// The object's served form, parsed from the stored bytes on first
+    /// use for a resource parsed when read; `None` when those bytes are
+    /// not a JSON object (the object is then left out of lists and
+    /// watches, as one that failed to parse when written is).
+    pub fn parsed(&self) -> Option<&Parsed> {
+        self.parsed
+            .get_or_init(|| {
+                let stored = self.stored.as_ref()?;
+                parse(&self.key, stored, self.revision, self.line_kind)
+            })
+            .as_ref()
+    }
+
+    /// What selectors read; `None` as for [`Cached::parsed`].
+    pub fn selectable(&self) -> Option<&Selectable> {
+        self.parsed().map(|p| &p.selectable)
+    }
+
+    /// The object serialized, resourceVersion included; `None` as for
+    /// [`Cached::parsed`].
+    pub fn json(&self) -> Option<&Bytes> {
+        self.parsed().map(|p| &p.json)
     }
 
     /// `{"type":KIND,"object":…}\n` for this version; shared, not copied,
     /// for the kind of change that wrote it.
-    pub fn line(&self, kind: EventKind) -> Bytes {
-        if kind == self.line_kind {
-            self.line.clone()
+    pub fn line(&self, kind: EventKind) -> Option<Bytes> {
+        let parsed = self.parsed()?;
+        Some(if kind == self.line_kind {
+            parsed.line.clone()
         } else {
-            watch_line(kind, &self.json)
-        }
+            watch_line(kind, &parsed.json)
+        })
     }
 
     /// The whole object (resourceVersion included), parsed from `json` for
-    /// the callers that need the tree.
-    pub fn object(&self) -> Value {
-        serde_json::from_slice(&self.json).unwrap_or(Value::Null)
+    /// the callers that need the tree; `None` as for [`Cached::parsed`].
+    pub fn object(&self) -> Option<Value> {
+        serde_json::from_slice(self.json()?).ok()
     }
 }
 
@@ -195,8 +240,28 @@ pub struct WatchCache {
     revision: watch::Sender<i64>,
 }
 
-/// The cache's form of a stored object written by a `kind` change.
-fn decode(key: &str, value: &[u8], revision: i64, kind: EventKind) -> Option<Arc<Cached>> {
+/// The cache's form of a stored object written by a `kind` change: parsed
+/// now, or kept as stored for a resource parsed when read. `None` when it
+/// must be parsed now and does not parse.
+fn cached(key: &str, value: &[u8], revision: i64, kind: EventKind) -> Option<Arc<Cached>> {
+    let storage = storage_of(key).unwrap_or_default();
+    if PARSED_WHEN_READ.contains(&storage) {
+        return Some(Arc::new(Cached {
+            key: key.to_string(),
+            revision,
+            line_kind: kind,
+            // A copy: a value may be a slice of a larger response buffer
+            // (etcd), which the cache must not keep alive.
+            stored: Some(Bytes::copy_from_slice(value)),
+            parsed: OnceLock::new(),
+        }));
+    }
+    let parsed = parse(key, value, revision, kind)?;
+    Some(Arc::new(Cached::parsed_now(key, revision, kind, parsed)))
+}
+
+/// Parses a stored object into what the cache serves of it.
+fn parse(key: &str, value: &[u8], revision: i64, kind: EventKind) -> Option<Parsed> {
     let storage = storage_of(key).unwrap_or_default();
     // The usual case reads the bytes without building the object's tree,
     // and reads its top level and metadata once for both uses.
@@ -208,18 +273,17 @@ fn decode(key: &str, value: &[u8], revision: i64, kind: EventKind) -> Option<Arc
             crate::watchcache::filter::selectable_view_fields(storage, &top, Some(&meta))?;
         Some((line, selectable))
     };
-    let cached = match fast() {
-        Some((line, selectable)) => Cached::from_line(key, revision, selectable, kind, line),
+    match fast() {
+        Some((line, selectable)) => Some(Parsed::from_line(selectable, kind, line)),
         None => {
             let object: Value = serde_json::from_slice(value)
                 .map_err(|e| tracing::warn!(key, error = %e, "stored object is not JSON"))
                 .ok()?;
             let selectable = crate::watchcache::filter::selectable_view(storage, &object);
             let json = serde_json::to_vec(&with_revision(object, revision)).ok()?;
-            Cached::new(key, revision, selectable, kind, &json)
+            Some(Parsed::new(selectable, kind, &json))
         }
-    };
-    Some(Arc::new(cached))
+    }
 }
 
 /// [`spliced`] reading `raw`'s top level and metadata itself (a write's
@@ -381,14 +445,15 @@ impl WatchCache {
     /// The cached object for a delete event that lost its value.
     fn deleted_fallback(&self, key: &str, revision: i64) -> Option<Arc<Cached>> {
         let old = self.read().objects.get(key).cloned()?;
-        let object = with_revision(old.object(), revision);
+        let selectable = old.selectable()?.clone();
+        let object = with_revision(old.object()?, revision);
         let json = serde_json::to_vec(&object).ok()?;
-        Some(Arc::new(Cached::new(
+        let parsed = Parsed::new(selectable, EventKind::Deleted, &json);
+        Some(Arc::new(Cached::parsed_now(
             key,
             revision,
-            old.selectable.clone(),
             EventKind::Deleted,
-            &json,
+            parsed,
         )))
     }
 
@@ -429,10 +494,17 @@ impl WatchCache {
             }
         }
         state.history.push_back(event.clone());
+        // Nobody to offer it to: an object parsed when read stays unparsed.
+        if state.watchers.is_empty() {
+            return;
+        }
+        let Some(selectable) = event.item.selectable() else {
+            return;
+        };
         let candidates = state.watchers.candidates(
             &event.item.key,
-            &event.item.selectable,
-            event.prev.as_deref().map(|p| &p.selectable),
+            selectable,
+            event.prev.as_deref().and_then(Cached::selectable),
         );
         drop(state);
         let mut gone = Vec::new();
@@ -602,7 +674,7 @@ impl Caches {
             let Some((name, _)) = self.for_key(&kv.key) else {
                 continue;
             };
-            if let Some(item) = decode(&kv.key, &kv.value, kv.mod_revision, EventKind::Added) {
+            if let Some(item) = cached(&kv.key, &kv.value, kv.mod_revision, EventKind::Added) {
                 loaded.entry(name).or_default().push(item);
             }
         }
@@ -639,7 +711,7 @@ impl Caches {
                 continue;
             };
             let item =
-                decode(&event.kv.key, &event.kv.value, event.revision, event.kind).or_else(|| {
+                cached(&event.kv.key, &event.kv.value, event.revision, event.kind).or_else(|| {
                     match event.kind {
                         // A delete whose last value is missing (etcd without
                         // prevKV after compaction): use what the cache holds.
@@ -680,6 +752,38 @@ mod tests {
     }
 
     #[test]
+    fn events_are_parsed_when_first_read() {
+        let raw = br#"{"apiVersion":"v1","kind":"Event","metadata":{"name":"e","namespace":"d"},"reason":"Started","involvedObject":{"kind":"Pod","name":"web"}}"#;
+        let cache = WatchCache::new();
+        cache.reset(Vec::new(), 1);
+        let first = cached("/registry/events/d/e", raw, 2, EventKind::Added).expect("kept");
+        cache.apply(EventKind::Added, 2, first.clone());
+        assert!(first.parsed.get().is_none(), "parsed with no reader");
+        // A watcher makes every later event parsed as it is offered.
+        let sub = cache
+            .subscribe("/registry/events/", Some(2), None, None)
+            .unwrap();
+        let second = cached("/registry/events/d/f", raw, 3, EventKind::Added).expect("kept");
+        cache.apply(EventKind::Added, 3, second.clone());
+        assert!(second.parsed.get().is_some());
+        drop(sub);
+        // A read parses the first; the served form carries the revision.
+        assert_eq!(first.selectable().unwrap().field("reason"), Some("Started"));
+        let served: Value = serde_json::from_slice(first.json().unwrap()).unwrap();
+        assert_eq!(served["metadata"]["resourceVersion"], "2");
+        assert!(first
+            .line(EventKind::Added)
+            .unwrap()
+            .starts_with(b"{\"type\":\"ADDED\""));
+        // Bytes that do not parse: kept, but nothing to serve; a kind
+        // parsed on write leaves them out of the cache at once.
+        let bad = cached("/registry/events/d/bad", b"not json", 4, EventKind::Added).unwrap();
+        assert!(bad.parsed().is_none() && bad.object().is_none());
+        assert!(bad.line(EventKind::Added).is_none() && bad.selectable().is_none());
+        assert!(cached("/registry/pods/d/bad", b"not json", 4, EventKind::Added).is_none());
+    }
+
+    #[test]
     fn served_bytes_carry_the_revision_and_match_the_tree() {
         let cases: &[&[u8]] = &[
             br#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","namespace":"d"},"spec":{"template":{"metadata":{"name":"inner"}}}}"#,
@@ -697,16 +801,21 @@ mod tests {
                 line.extend_from_slice(LINE_END);
                 assert!(line.capacity() - line.len() <= 1, "{}", line.capacity());
             }
-            let item = decode("/registry/x/a", raw, 42, EventKind::Modified).expect("decodes");
-            let served: Value = serde_json::from_slice(&item.json).expect("served JSON");
-            assert_eq!(served, item.object(), "{}", String::from_utf8_lossy(raw));
+            let item = cached("/registry/x/a", raw, 42, EventKind::Modified).expect("decodes");
+            let served: Value = serde_json::from_slice(item.json().unwrap()).expect("served JSON");
+            assert_eq!(
+                Some(served.clone()),
+                item.object(),
+                "{}",
+                String::from_utf8_lossy(raw)
+            );
             // The watch lines carry the same object, for any kind.
             for (kind, name) in [
                 (EventKind::Modified, "MODIFIED"),
                 (EventKind::Added, "ADDED"),
                 (EventKind::Deleted, "DELETED"),
             ] {
-                let line = item.line(kind);
+                let line = item.line(kind).unwrap();
                 assert!(line.ends_with(b"}\n"));
                 let event: Value = serde_json::from_slice(&line).expect("line is JSON");
                 assert_eq!(
@@ -716,8 +825,8 @@ mod tests {
             }
             let tree: Value = serde_json::from_slice(raw).unwrap();
             assert_eq!(
-                item.selectable,
-                crate::watchcache::filter::selectable_view("x", &tree),
+                item.selectable(),
+                Some(&crate::watchcache::filter::selectable_view("x", &tree)),
                 "{}",
                 String::from_utf8_lossy(raw)
             );
