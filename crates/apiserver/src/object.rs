@@ -130,6 +130,67 @@ pub fn with_revision(mut obj: Value, revision: i64) -> Value {
     obj
 }
 
+/// Where a stored object's resourceVersion goes when it is served: just
+/// inside its top-level `metadata` object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RevisionSlot {
+    at: usize,
+    /// Other metadata fields follow (the inserted field needs a comma).
+    more: bool,
+}
+
+/// `obj` serialized exactly as `serde_json::to_vec` writes it, with the
+/// slot of its resourceVersion (none without a metadata object, or with a
+/// resourceVersion already in it), so that answering a write splices the
+/// bytes it stored instead of parsing them again to find the metadata.
+pub fn encode_stored(obj: &Value) -> serde_json::Result<(Vec<u8>, Option<RevisionSlot>)> {
+    let Some(map) = obj.as_object() else {
+        return Ok((serde_json::to_vec(obj)?, None));
+    };
+    let mut out = Vec::with_capacity(512);
+    let mut slot = None;
+    out.push(b'{');
+    for (i, (key, value)) in map.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut out, key)?;
+        out.push(b':');
+        if key == "metadata" {
+            if let Some(meta) = value
+                .as_object()
+                .filter(|m| !m.contains_key("resourceVersion"))
+            {
+                slot = Some(RevisionSlot {
+                    at: out.len() + 1,
+                    more: !meta.is_empty(),
+                });
+            }
+        }
+        serde_json::to_writer(&mut out, value)?;
+    }
+    out.push(b'}');
+    Ok((out, slot))
+}
+
+/// `stored` (as [`encode_stored`] wrote it) with `"resourceVersion":"R"`
+/// at `slot`.
+pub fn with_revision_at(stored: &[u8], slot: RevisionSlot, revision: i64) -> Option<Vec<u8>> {
+    let (head, tail) = (stored.get(..slot.at)?, stored.get(slot.at..)?);
+    if head.last() != Some(&b'{') {
+        return None;
+    }
+    let insert = format!("\"resourceVersion\":\"{revision}\"");
+    let mut out = Vec::with_capacity(stored.len() + insert.len() + 1);
+    out.extend_from_slice(head);
+    out.extend_from_slice(insert.as_bytes());
+    if slot.more {
+        out.push(b',');
+    }
+    out.extend_from_slice(tail);
+    Some(out)
+}
+
 /// Is `name` a DNS-1123 subdomain (the rule most kinds use for names)?
 pub fn dns1123_subdomain_errors(name: &str) -> Vec<String> {
     skiff_api::validation::names::dns1123_subdomain(name)
@@ -256,6 +317,28 @@ fn random_suffix() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stored_bytes_are_serde_json_s_and_take_the_revision_in_place() {
+        let cases = [
+            json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e", "namespace": "d"},
+                   "message": "quote \" and \u{1F600}", "count": 1}),
+            json!({"kind": "X", "metadata": {}}),
+            json!({"metadata": {"name": "m", "labels": {"a\"b": "c"}}, "spec": {"metadata": {"x": 1}}}),
+            json!({"kind": "NoMetadata"}),
+            json!({"kind": "Pinned", "metadata": {"name": "p", "resourceVersion": "3"}}),
+        ];
+        for (i, obj) in cases.iter().enumerate() {
+            let (bytes, slot) = encode_stored(obj).unwrap();
+            assert_eq!(bytes, serde_json::to_vec(obj).unwrap(), "{obj}");
+            assert_eq!(slot.is_some(), i < 3, "{obj}");
+            if let Some(slot) = slot {
+                let served = with_revision_at(&bytes, slot, 42).unwrap();
+                let served: Value = serde_json::from_slice(&served).unwrap();
+                assert_eq!(served, with_revision(obj.clone(), 42));
+            }
+        }
+    }
 
     #[test]
     fn now_is_rfc3339_at_whole_seconds_in_utc() {

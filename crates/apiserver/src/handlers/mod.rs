@@ -390,9 +390,12 @@ pub(crate) fn written(r: &Resource, outcome: crate::registry::write::Outcome) ->
     // the served form: serializing the tree again was most of the cost of
     // answering a write.
     let spliced = match &outcome.stored {
-        Some((stored, revision)) if !crate::registry::convert::needed(r) => {
-            crate::watchcache::with_revision_spliced(Vec::new(), stored, *revision)
-        }
+        Some(stored) if !crate::registry::convert::needed(r) => match stored.slot {
+            Some(slot) => crate::object::with_revision_at(&stored.bytes, slot, stored.revision),
+            None => {
+                crate::watchcache::with_revision_spliced(Vec::new(), &stored.bytes, stored.revision)
+            }
+        },
         _ => None,
     };
     let mut response = match spliced {

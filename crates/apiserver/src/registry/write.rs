@@ -63,13 +63,28 @@ impl WriteOptions {
 pub struct Outcome {
     /// The object in stored form, resourceVersion included.
     pub object: Value,
-    /// The bytes stored for it (no resourceVersion) and its revision: the
-    /// answer is made from them instead of serializing `object` again.
-    /// None for a dry run.
-    pub stored: Option<(bytes::Bytes, i64)>,
+    /// What was stored for it; None for a dry run.
+    pub stored: Option<Stored>,
     pub status: StatusCode,
     /// `Warning: 299` header values.
     pub warnings: Vec<String>,
+}
+
+/// The bytes a write stored (no resourceVersion), its revision and where
+/// the resourceVersion goes: the answer is made from them instead of
+/// serializing the object again.
+#[derive(Debug)]
+pub struct Stored {
+    pub bytes: bytes::Bytes,
+    pub revision: i64,
+    pub slot: Option<object::RevisionSlot>,
+}
+
+/// Serializes `obj` for the store.
+fn encode(obj: &Value) -> ApiResult<(bytes::Bytes, Option<object::RevisionSlot>)> {
+    let (bytes, slot) =
+        object::encode_stored(obj).map_err(|e| ApiError::internal(e.to_string()))?;
+    Ok((bytes.into(), slot))
 }
 
 /// Field validation of a request body: a 400 under Strict, warnings under
@@ -224,15 +239,17 @@ pub async fn create(
         });
     }
     let key = object::key(r, ns.as_deref(), &name);
-    let value: bytes::Bytes = serde_json::to_vec(&obj)
-        .map_err(|e| ApiError::internal(e.to_string()))?
-        .into();
+    let (value, slot) = encode(&obj)?;
     let created = state.store.create(&key, value.clone()).await;
     reservation.finish(state, created.is_ok()).await;
     match created {
         Ok(kv) => Ok(Outcome {
             object: with_revision(obj, kv.mod_revision),
-            stored: Some((value, kv.mod_revision)),
+            stored: Some(Stored {
+                bytes: value,
+                revision: kv.mod_revision,
+                slot,
+            }),
             status: StatusCode::CREATED,
             warnings,
         }),
@@ -450,9 +467,7 @@ pub async fn update(
                 warnings,
             });
         }
-        let value: bytes::Bytes = serde_json::to_vec(&new)
-            .map_err(|e| ApiError::internal(e.to_string()))?
-            .into();
+        let (value, slot) = encode(&new)?;
         let stored = state.store.update(&key, value.clone(), revision).await;
         reservation.finish(state, stored.is_ok()).await;
         match stored {
@@ -461,7 +476,11 @@ pub async fn update(
                     .await?;
                 return Ok(Outcome {
                     object: with_revision(new, kv.mod_revision),
-                    stored: Some((value, kv.mod_revision)),
+                    stored: Some(Stored {
+                        bytes: value,
+                        revision: kv.mod_revision,
+                        slot,
+                    }),
                     status: StatusCode::OK,
                     warnings: std::mem::take(&mut warnings),
                 });
