@@ -304,6 +304,37 @@ pub async fn current_for_update(
     Ok((obj, revision, false))
 }
 
+/// Kinds whose status update may skip normalizing the fields it does not
+/// read: every top-level field of their types but metadata is optional,
+/// so the candidate without them goes through the type exactly when the
+/// whole one does.
+const STATUS_READS_LESS: &[(&str, &str)] = &[("", "Pod"), ("", "Node")];
+
+/// A status update's candidate in normal form, as far as the update reads
+/// it: its metadata (preconditions, name and namespace) and status. The
+/// other top-level fields the mutation left as they are in `base` (the
+/// stored object, already in normal form; the kubelet's
+/// `{"metadata":{"uid":…},"status":{…}}` patch leaves the whole spec so)
+/// are dropped instead of going through the type again. When one of
+/// them changed, the whole candidate is normalized, so a bad field is
+/// refused as before.
+fn normalize_for_status(r: &Resource, base: &Value, mut candidate: Value) -> ApiResult<Value> {
+    let served = (r.kind, r.version);
+    let read = |k: &str| matches!(k, "apiVersion" | "kind" | "metadata" | "status");
+    let untouched = STATUS_READS_LESS.contains(&(r.group, r.kind))
+        && !crate::registry::convert::needed(r)
+        && match (candidate.as_object(), base.as_object()) {
+            (Some(c), Some(b)) => c.iter().all(|(k, v)| read(k) || b.get(k) == Some(v)),
+            _ => false,
+        };
+    if untouched {
+        if let Some(fields) = candidate.as_object_mut() {
+            fields.retain(|k, _| read(k));
+        }
+    }
+    crate::resources::normalize(r.group, r.kind, served, candidate)
+}
+
 /// Updates one object: `mutate` gets the current object (served form,
 /// resourceVersion included) and returns the desired one. `subresource`
 /// "status" keeps everything but status; otherwise status is kept.
@@ -337,8 +368,11 @@ pub async fn update(
         {
             object::meta(&mut candidate).remove("resourceVersion");
         }
-        let candidate =
-            crate::resources::normalize(r.group, r.kind, (r.kind, r.version), candidate)?;
+        let candidate = if subresource == Some("status") {
+            normalize_for_status(r, base, candidate)?
+        } else {
+            crate::resources::normalize(r.group, r.kind, (r.kind, r.version), candidate)?
+        };
         let mut candidate = crate::registry::convert::to_stored(r, candidate);
         let given = object::name_of(&candidate).unwrap_or_default();
         if given != name {
@@ -496,4 +530,51 @@ pub async fn update(
         }
     }
     Err(ApiError::conflict(r.group, r.plural, name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_status_update_normalizes_only_what_it_reads_unless_more_changed() {
+        let pods = crate::resources::find("", "v1", "pods").unwrap();
+        let stored = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web", "namespace": "d", "uid": "u"},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
+        let base = crate::resources::normalize("", "Pod", ("Pod", "v1"), stored).unwrap();
+        // The kubelet's patch: spec as stored, status new (an unknown
+        // field dropped by the type, as the whole object's pass drops it).
+        let mut candidate = base.clone();
+        candidate["status"] = json!({"phase": "Running", "podIP": "10.0.0.2", "bogus": 1});
+        let whole = crate::resources::normalize("", "Pod", ("Pod", "v1"), candidate.clone());
+        let lean = normalize_for_status(pods, &base, candidate).unwrap();
+        assert_eq!(
+            lean.get("spec"),
+            None,
+            "spec is not put through the type again"
+        );
+        assert_eq!(lean["status"], whole.as_ref().unwrap()["status"]);
+        assert_eq!(lean["metadata"], whole.unwrap()["metadata"]);
+        // A spec the patch changed goes through the type: a bad one is
+        // refused as before, a good one kept.
+        let mut bad = base.clone();
+        bad["spec"]["containers"] = json!("not a list");
+        let full_err = crate::resources::normalize("", "Pod", ("Pod", "v1"), bad.clone());
+        let lean_err = normalize_for_status(pods, &base, bad);
+        assert_eq!(
+            full_err.unwrap_err().to_string(),
+            lean_err.unwrap_err().to_string()
+        );
+        let mut changed = base.clone();
+        changed["spec"]["containers"][0]["image"] = json!("nginx");
+        let lean = normalize_for_status(pods, &base, changed).unwrap();
+        assert_eq!(lean["spec"]["containers"][0]["image"], "nginx");
+        // Other kinds are normalized whole.
+        let cms = crate::resources::find("", "v1", "configmaps").unwrap();
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+            "data": {"k": "v"}});
+        let out = normalize_for_status(cms, &cm, cm.clone()).unwrap();
+        assert_eq!(out["data"], json!({"k": "v"}));
+    }
 }
