@@ -11,8 +11,9 @@
 //! [`MAX_QUEUED_EVENTS`] wait, new ones are dropped and counted in a
 //! warning. An event with the same pod, type, reason and message as one
 //! the sink wrote before is not created again: its `count` is incremented
-//! and `lastTimestamp` moved (a PUT of the remembered object), falling
-//! back to a new event if that one is gone. The sink remembers at most
+//! and `lastTimestamp` moved (a strategic-merge PATCH of the remembered
+//! event, as client-go's sink does), falling back to a new event if that
+//! one is gone. Only the name and count of a written event are kept. The sink remembers at most
 //! [`MAX_REMEMBERED`] keys.
 
 use std::collections::{HashMap, VecDeque};
@@ -22,7 +23,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::PostParams;
+use kube::api::{Patch, PatchParams, PostParams};
 use kube::Client;
 use tokio::sync::{mpsc, oneshot};
 
@@ -54,7 +55,7 @@ pub enum RecorderError {
         #[source]
         source: kube::Error,
     },
-    /// PUT of a repeated event failed.
+    /// PATCH of a repeated event failed.
     #[error("updating event {name}")]
     Update {
         /// The event's name.
@@ -104,16 +105,23 @@ enum Item {
     Flush(oneshot::Sender<()>),
 }
 
+/// What is kept of a written event: enough to count a repeat.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Written {
+    name: String,
+    count: i32,
+}
+
 /// The last event written per key, least recently used key first out.
 #[derive(Debug, Default)]
 struct Remembered {
-    events: HashMap<Key, Event>,
+    events: HashMap<Key, Written>,
     order: VecDeque<Key>,
 }
 
 impl Remembered {
     /// Remembers `ev` for `key` as the most recently used key.
-    fn remember(&mut self, key: Key, ev: Event) {
+    fn remember(&mut self, key: Key, ev: Written) {
         if self.events.insert(key.clone(), ev).is_some() {
             if let Some(at) = self.order.iter().position(|k| *k == key) {
                 self.order.remove(at);
@@ -367,33 +375,40 @@ fn take_batch(pending: &mut VecDeque<Item>) -> Vec<(Key, Event)> {
 }
 
 /// Writes `ev`, or counts it as a repeat of `prev`, the event last
-/// written for `key`; returns the event to remember.
+/// written for `key`; returns what to remember of it.
 async fn write(
     client: &Client,
-    prev: Option<Event>,
+    prev: Option<Written>,
     key: Key,
     mut ev: Event,
-) -> (Key, Result<Event>) {
+) -> (Key, Result<Written>) {
     let namespace = key.namespace.clone();
-    if let Some(mut repeat) = prev {
-        repeat.count = Some(repeat.count.unwrap_or(1).saturating_add(1));
-        repeat.last_timestamp = ev.last_timestamp.clone();
-        // Events may be updated unconditionally (no resourceVersion), as
-        // upstream allows for them.
-        repeat.metadata.resource_version = None;
-        let name = repeat.metadata.name.clone().unwrap_or_default();
-        match send(client, &namespace, Some(&name), &repeat).await {
-            Ok(()) => return (key, Ok(repeat)),
+    if let Some(prev) = prev {
+        let count = prev.count.saturating_add(1);
+        // client-go patches a repeat: its count, lastTimestamp and message.
+        let patch = serde_json::json!({
+            "count": count,
+            "lastTimestamp": ev.last_timestamp,
+            "message": ev.message,
+        });
+        match send_patch(client, &namespace, &prev.name, patch).await {
+            Ok(()) => {
+                let name = prev.name;
+                return (key, Ok(Written { name, count }));
+            }
             // Deleted by someone else: start a new event.
             Err(e) if is_not_found(&e) || is_conflict(&e) => {}
-            Err(source) => return (key, Err(RecorderError::Update { name, source })),
+            Err(source) => {
+                let name = prev.name;
+                return (key, Err(RecorderError::Update { name, source }));
+            }
         }
     }
     let mut tries = 0;
     loop {
         let name = ev.metadata.name.clone().unwrap_or_default();
-        match send(client, &namespace, None, &ev).await {
-            Ok(()) => return (key, Ok(ev)),
+        match send_create(client, &namespace, &ev).await {
+            Ok(()) => return (key, Ok(Written { name, count: 1 })),
             Err(e) if is_conflict(&e) && tries < 3 => {
                 tries += 1;
                 ev.metadata.name = Some(event_name(&key.name));
@@ -403,23 +418,31 @@ async fn write(
     }
 }
 
-/// POSTs `ev` (or PUTs it over `name`), without decoding the answer:
-/// the recorder keeps its own copy, and reading back every event would
-/// cost as much as writing it.
-async fn send(
+/// POSTs `ev` without decoding the answer: the recorder keeps what it
+/// needs, and reading back every event would cost as much as writing it.
+async fn send_create(
     client: &Client,
     namespace: &str,
-    name: Option<&str>,
     ev: &Event,
 ) -> std::result::Result<(), kube::Error> {
     let body = serde_json::to_vec(ev).map_err(kube::Error::SerdeError)?;
-    let request = kube::core::Request::new(format!("/api/v1/namespaces/{namespace}/events"));
-    let pp = PostParams::default();
-    let request = match name {
-        Some(name) => request.replace(name, &pp, body),
-        None => request.create(&pp, body),
-    }
-    .map_err(kube::Error::BuildRequest)?;
+    let request = kube::core::Request::new(format!("/api/v1/namespaces/{namespace}/events"))
+        .create(&PostParams::default(), body)
+        .map_err(kube::Error::BuildRequest)?;
+    client.request_text(request).await.map(|_| ())
+}
+
+/// Strategic-merge PATCHes the event `name` with `patch`, without decoding
+/// the answer.
+async fn send_patch(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    patch: serde_json::Value,
+) -> std::result::Result<(), kube::Error> {
+    let request = kube::core::Request::new(format!("/api/v1/namespaces/{namespace}/events"))
+        .patch(name, &PatchParams::default(), &Patch::Strategic(patch))
+        .map_err(kube::Error::BuildRequest)?;
     client.request_text(request).await.map(|_| ())
 }
 
