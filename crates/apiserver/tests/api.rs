@@ -638,6 +638,23 @@ async fn preconditions_deletecollection_terminating_and_timeouts() {
         .await
         .unwrap();
     assert!(later.metadata.resource_version.is_some());
+    // A watch from "0" starts at whatever the cache holds, which may not
+    // have applied the delete yet: wait until it has.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let any = pods.list(&ListParams::default().at("0")).await.unwrap();
+        if any
+            .iter()
+            .all(|p| p.metadata.name.as_deref() != Some("later"))
+        {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the cache kept the deleted pod"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 
     // timeoutSeconds ends a quiet watch.
     let started = std::time::Instant::now();

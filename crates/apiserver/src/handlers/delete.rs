@@ -23,11 +23,8 @@ pub(super) async fn delete(
     name: &str,
     opts: &DeleteOptions,
 ) -> ApiResult<Response> {
-    let obj = crate::registry::delete::delete_one(state, r, ns, name, opts).await?;
-    Ok(json_response(
-        StatusCode::OK,
-        &crate::registry::convert::to_served(r, obj),
-    ))
+    let outcome = crate::registry::delete::delete_one(state, r, ns, name, opts).await?;
+    Ok(super::written(r, outcome))
 }
 
 pub(super) async fn delete_collection(
@@ -54,7 +51,7 @@ pub(super) async fn delete_collection(
             .and_then(Value::as_str)
             .map(String::from);
         match crate::registry::delete::delete_one(state, r, obj_ns.as_deref(), &name, opts).await {
-            Ok(obj) => items.push(obj),
+            Ok(outcome) => items.push(outcome.object),
             Err(e) if e.code == StatusCode::NOT_FOUND => {}
             Err(e) => return Err(e),
         }

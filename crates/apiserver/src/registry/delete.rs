@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 use skiff_store::ListOptions;
 
 use crate::object::{self, with_revision};
+use crate::registry::write::{Outcome, Stored};
 use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult, Cause};
 use crate::AppState;
@@ -148,7 +149,7 @@ pub async fn delete_one(
     ns: Option<&str>,
     name: &str,
     opts: &DeleteOptions,
-) -> ApiResult<Value> {
+) -> ApiResult<Outcome> {
     let key = object::key(r, ns, name);
     // Retry on conflicts with concurrent writers; every attempt re-reads.
     loop {
@@ -170,9 +171,11 @@ pub async fn delete_one(
                 )));
             }
             if opts.dry_run {
-                return Ok(with_revision(obj, kv.mod_revision));
+                return Ok(answer(with_revision(obj, kv.mod_revision), None));
             }
-            return delete_namespace(state, r, name, obj, kv.mod_revision).await;
+            return delete_namespace(state, r, name, obj, kv.mod_revision)
+                .await
+                .map(|obj| answer(obj, None));
         }
 
         let mut fins = finalizers(&obj);
@@ -193,13 +196,19 @@ pub async fn delete_one(
             0
         };
         if opts.dry_run {
-            return Ok(with_revision(obj, kv.mod_revision));
+            return Ok(answer(with_revision(obj, kv.mod_revision), None));
         }
         if fins.is_empty() && grace == 0 {
             return match state.store.delete(&key, Some(kv.mod_revision)).await {
                 Ok(d) => {
                     crate::allocators::services::on_deleted(state, r, &obj).await;
-                    Ok(with_revision(obj, d.revision))
+                    // Answered with the bytes it had, at the delete's revision.
+                    let stored = Stored {
+                        bytes: kv.value.clone(),
+                        revision: d.revision,
+                        slot: None,
+                    };
+                    Ok(answer(with_revision(obj, d.revision), Some(stored)))
                 }
                 Err(skiff_store::Error::Conflict { .. }) => continue,
                 Err(skiff_store::Error::NotFound { .. }) => {
@@ -213,7 +222,12 @@ pub async fn delete_one(
             .pointer("/metadata/deletionGracePeriodSeconds")
             .and_then(Value::as_i64);
         if existing.is_some_and(|g| g <= grace) && finalizers(&obj) == fins {
-            return Ok(with_revision(obj, kv.mod_revision));
+            let stored = Stored {
+                bytes: kv.value.clone(),
+                revision: kv.mod_revision,
+                slot: None,
+            };
+            return Ok(answer(with_revision(obj, kv.mod_revision), Some(stored)));
         }
         let when = chrono::TimeDelta::try_seconds(grace)
             .and_then(|d| chrono::Utc::now().checked_add_signed(d))
@@ -227,16 +241,35 @@ pub async fn delete_one(
         if !fins.is_empty() {
             meta.insert("finalizers".into(), json!(fins));
         }
-        let value = serde_json::to_vec(&obj).map_err(|e| ApiError::internal(e.to_string()))?;
+        let (value, slot) = crate::registry::write::encode(&obj)?;
         match state
             .store
-            .update(&key, value.into(), kv.mod_revision)
+            .update(&key, value.clone(), kv.mod_revision)
             .await
         {
-            Ok(kv) => return Ok(with_revision(obj, kv.mod_revision)),
+            Ok(kv) => {
+                let stored = Stored {
+                    bytes: value,
+                    revision: kv.mod_revision,
+                    slot,
+                };
+                return Ok(answer(with_revision(obj, kv.mod_revision), Some(stored)));
+            }
             Err(skiff_store::Error::Conflict { .. }) => continue,
             Err(e) => return Err(e.into()),
         }
+    }
+}
+
+/// A deletion's answer: the object as deleted or marked (stored form,
+/// resourceVersion included) and, when it was written or read as bytes,
+/// those bytes to answer from.
+fn answer(object: Value, stored: Option<Stored>) -> Outcome {
+    Outcome {
+        object,
+        stored,
+        status: axum::http::StatusCode::OK,
+        warnings: Vec::new(),
     }
 }
 

@@ -81,7 +81,7 @@ pub struct Stored {
 }
 
 /// Serializes `obj` for the store.
-fn encode(obj: &Value) -> ApiResult<(bytes::Bytes, Option<object::RevisionSlot>)> {
+pub(crate) fn encode(obj: &Value) -> ApiResult<(bytes::Bytes, Option<object::RevisionSlot>)> {
     let (bytes, slot) =
         object::encode_stored(obj).map_err(|e| ApiError::internal(e.to_string()))?;
     Ok((bytes.into(), slot))
