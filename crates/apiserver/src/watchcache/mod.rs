@@ -241,11 +241,18 @@ pub struct WatchCache {
 }
 
 /// The cache's form of a stored object written by a `kind` change: parsed
-/// now, or kept as stored for a resource parsed when read. `None` when it
-/// must be parsed now and does not parse.
+/// now, or kept as stored for a resource parsed when read (bytes that then
+/// do not parse replace the cached version, and the object drops out of
+/// lists; a read object keeps both forms). `None` when it must be parsed
+/// now and does not parse, and for a delete that lost its value (etcd
+/// without prevKV after compaction), which the caller rebuilds from the
+/// cached version.
 fn cached(key: &str, value: &[u8], revision: i64, kind: EventKind) -> Option<Arc<Cached>> {
     let storage = storage_of(key).unwrap_or_default();
     if PARSED_WHEN_READ.contains(&storage) {
+        if kind == EventKind::Deleted && value.is_empty() {
+            return None;
+        }
         return Some(Arc::new(Cached {
             key: key.to_string(),
             revision,
@@ -476,6 +483,11 @@ impl WatchCache {
     /// after it is released. Events stay in order per watcher because one
     /// task applies them all.
     fn apply(&self, kind: EventKind, revision: i64, item: Arc<Cached>) {
+        // An object parsed when read is parsed here, outside the lock, once
+        // someone may be offered it.
+        if !self.read().watchers.is_empty() {
+            let _ = item.parsed();
+        }
         let mut state = self.write();
         let prev = match kind {
             EventKind::Deleted => state.objects.remove(&item.key),
@@ -781,6 +793,15 @@ mod tests {
         assert!(bad.parsed().is_none() && bad.object().is_none());
         assert!(bad.line(EventKind::Added).is_none() && bad.selectable().is_none());
         assert!(cached("/registry/pods/d/bad", b"not json", 4, EventKind::Added).is_none());
+        // A delete without its value is rebuilt from the cached version.
+        assert!(cached("/registry/events/d/e", b"", 5, EventKind::Deleted).is_none());
+        let rebuilt = cache
+            .deleted_fallback("/registry/events/d/e", 5)
+            .expect("rebuilt");
+        assert_eq!(
+            rebuilt.selectable().unwrap().field("reason"),
+            Some("Started")
+        );
     }
 
     #[test]
