@@ -288,12 +288,16 @@ impl Cluster {
 
     pub fn wait_node_ready(&self) {
         let node = format!("node/{}", self.node());
-        wait_for("the node to register", Duration::from_secs(60), || {
-            self.kubectl_output(&["get", &node])
-                .status
-                .success()
-                .then_some(())
-        });
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !self.kubectl_output(&["get", &node]).status.success() {
+            // The server's log says why (containerd, CNI, registration).
+            assert!(
+                Instant::now() < deadline,
+                "timed out after 60s waiting for the node to register; server log:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
         self.wait(&node, "condition=Ready", 60);
     }
 
