@@ -134,9 +134,10 @@ pub fn with_revision(mut obj: Value, revision: i64) -> Value {
 /// inside its top-level `metadata` object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RevisionSlot {
-    at: usize,
+    /// Just after the `{` of `metadata`.
+    pub(crate) at: usize,
     /// Other metadata fields follow (the inserted field needs a comma).
-    more: bool,
+    pub(crate) more: bool,
 }
 
 /// `obj` serialized exactly as `serde_json::to_vec` writes it, with the
@@ -176,12 +177,25 @@ pub fn encode_stored(obj: &Value) -> serde_json::Result<(Vec<u8>, Option<Revisio
 /// `stored` (as [`encode_stored`] wrote it) with `"resourceVersion":"R"`
 /// at `slot`.
 pub fn with_revision_at(stored: &[u8], slot: RevisionSlot, revision: i64) -> Option<Vec<u8>> {
+    splice_revision(Vec::new(), stored, slot, revision, 0)
+}
+
+/// `out` followed by `stored` with `"resourceVersion":"R"` at `slot`,
+/// with room for exactly `more_room` bytes after it (a buffer the watch
+/// cache keeps whole is not over-allocated).
+pub fn splice_revision(
+    mut out: Vec<u8>,
+    stored: &[u8],
+    slot: RevisionSlot,
+    revision: i64,
+    more_room: usize,
+) -> Option<Vec<u8>> {
     let (head, tail) = (stored.get(..slot.at)?, stored.get(slot.at..)?);
     if head.last() != Some(&b'{') {
         return None;
     }
     let insert = format!("\"resourceVersion\":\"{revision}\"");
-    let mut out = Vec::with_capacity(stored.len() + insert.len() + 1);
+    out.reserve_exact(stored.len() + insert.len() + usize::from(slot.more) + more_room);
     out.extend_from_slice(head);
     out.extend_from_slice(insert.as_bytes());
     if slot.more {

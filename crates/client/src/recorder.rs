@@ -13,8 +13,8 @@
 //! the sink wrote before is not created again: its `count` is incremented
 //! and `lastTimestamp` moved (a strategic-merge PATCH of the remembered
 //! event, as client-go's sink does), falling back to a new event if that
-//! one is gone. Only the name and count of a written event are kept. The sink remembers at most
-//! [`MAX_REMEMBERED`] keys.
+//! one is gone. Only the name and count of a written event are kept, for
+//! at most [`MAX_REMEMBERED`] keys.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -120,9 +120,9 @@ struct Remembered {
 }
 
 impl Remembered {
-    /// Remembers `ev` for `key` as the most recently used key.
-    fn remember(&mut self, key: Key, ev: Written) {
-        if self.events.insert(key.clone(), ev).is_some() {
+    /// Remembers `written` for `key` as the most recently used key.
+    fn remember(&mut self, key: Key, written: Written) {
+        if self.events.insert(key.clone(), written).is_some() {
             if let Some(at) = self.order.iter().position(|k| *k == key) {
                 self.order.remove(at);
             }

@@ -203,11 +203,7 @@ pub async fn delete_one(
                 Ok(d) => {
                     crate::allocators::services::on_deleted(state, r, &obj).await;
                     // Answered with the bytes it had, at the delete's revision.
-                    let stored = Stored {
-                        bytes: kv.value.clone(),
-                        revision: d.revision,
-                        slot: None,
-                    };
+                    let stored = Stored::read(kv.value.clone(), d.revision);
                     Ok(answer(with_revision(obj, d.revision), Some(stored)))
                 }
                 Err(skiff_store::Error::Conflict { .. }) => continue,
@@ -222,11 +218,7 @@ pub async fn delete_one(
             .pointer("/metadata/deletionGracePeriodSeconds")
             .and_then(Value::as_i64);
         if existing.is_some_and(|g| g <= grace) && finalizers(&obj) == fins {
-            let stored = Stored {
-                bytes: kv.value.clone(),
-                revision: kv.mod_revision,
-                slot: None,
-            };
+            let stored = Stored::read(kv.value.clone(), kv.mod_revision);
             return Ok(answer(with_revision(obj, kv.mod_revision), Some(stored)));
         }
         let when = chrono::TimeDelta::try_seconds(grace)

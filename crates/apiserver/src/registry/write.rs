@@ -80,6 +80,18 @@ pub struct Stored {
     pub slot: Option<object::RevisionSlot>,
 }
 
+impl Stored {
+    /// Bytes read from the store, answered at `revision` (the slot is found
+    /// by parsing them).
+    pub fn read(bytes: bytes::Bytes, revision: i64) -> Self {
+        Stored {
+            bytes,
+            revision,
+            slot: None,
+        }
+    }
+}
+
 /// Serializes `obj` for the store.
 pub(crate) fn encode(obj: &Value) -> ApiResult<(bytes::Bytes, Option<object::RevisionSlot>)> {
     let (bytes, slot) =

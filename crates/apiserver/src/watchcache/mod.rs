@@ -309,7 +309,7 @@ pub(crate) fn with_revision_spliced(out: Vec<u8>, raw: &[u8], revision: i64) -> 
 /// resourceVersion already stored, escaped keys); the caller then parses
 /// and serializes.
 fn spliced(
-    mut out: Vec<u8>,
+    out: Vec<u8>,
     raw: &[u8],
     top: &RawFields,
     meta: &RawFields,
@@ -321,21 +321,11 @@ fn spliced(
     }
     // The raw value borrows from `raw`: its offset there.
     let start = (text.as_ptr() as usize).checked_sub(raw.as_ptr() as usize)?;
-    if raw.get(start) != Some(&b'{') {
-        return None;
-    }
-    let insert = format!("\"resourceVersion\":\"{revision}\"");
-    // Exactly what is written (the comma may be spared): the buffer is
-    // kept whole by the cache.
-    out.reserve_exact(raw.len() + insert.len() + 1 + LINE_END.len());
-    let (head, tail) = (raw.get(..=start)?, raw.get(start + 1..)?);
-    out.extend_from_slice(head);
-    out.extend_from_slice(insert.as_bytes());
-    if !meta.is_empty() {
-        out.push(b',');
-    }
-    out.extend_from_slice(tail);
-    Some(out)
+    let slot = crate::object::RevisionSlot {
+        at: start + 1,
+        more: !meta.is_empty(),
+    };
+    crate::object::splice_revision(out, raw, slot, revision, LINE_END.len())
 }
 
 /// A watch served from the cache: the events to send first, then a queue.
@@ -485,7 +475,7 @@ impl WatchCache {
     fn apply(&self, kind: EventKind, revision: i64, item: Arc<Cached>) {
         // An object parsed when read is parsed here, outside the lock, once
         // someone may be offered it.
-        if !self.read().watchers.is_empty() {
+        if item.stored.is_some() && !self.read().watchers.is_empty() {
             let _ = item.parsed();
         }
         let mut state = self.write();

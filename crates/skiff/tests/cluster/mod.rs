@@ -103,7 +103,17 @@ pub fn free_port() -> u16 {
 }
 
 /// Polls `f` every 100 ms until it gives a value, failing after `timeout`.
-pub fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+pub fn wait_for<T>(what: &str, timeout: Duration, f: impl FnMut() -> Option<T>) -> T {
+    wait_for_explained(what, timeout, f, String::new)
+}
+
+/// [`wait_for`], failing with what `explain` says then (a log).
+pub fn wait_for_explained<T>(
+    what: &str,
+    timeout: Duration,
+    mut f: impl FnMut() -> Option<T>,
+    explain: impl Fn() -> String,
+) -> T {
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(v) = f() {
@@ -111,7 +121,8 @@ pub fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<
         }
         assert!(
             Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
+            "timed out after {timeout:?} waiting for {what}{}",
+            explain()
         );
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -288,16 +299,18 @@ impl Cluster {
 
     pub fn wait_node_ready(&self) {
         let node = format!("node/{}", self.node());
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !self.kubectl_output(&["get", &node]).status.success() {
-            // The server's log says why (containerd, CNI, registration).
-            assert!(
-                Instant::now() < deadline,
-                "timed out after 60s waiting for the node to register; server log:\n{}",
-                self.log_text()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        // The server's log says why (containerd, CNI, registration).
+        wait_for_explained(
+            "the node to register",
+            Duration::from_secs(60),
+            || {
+                self.kubectl_output(&["get", &node])
+                    .status
+                    .success()
+                    .then_some(())
+            },
+            || format!("; server log:\n{}", self.log_text()),
+        );
         self.wait(&node, "condition=Ready", 60);
     }
 
