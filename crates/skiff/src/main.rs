@@ -11,10 +11,9 @@ mod sim;
 
 use clap::Parser;
 
-/// mimalloc: with glibc malloc the scheduler benchmark took half again as
-/// much CPU (5.1 against 3.2-3.5 CPU-s).
+/// jemalloc: see the workspace manifest for what it was measured against.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> anyhow::Result<()> {
     let cli = cli::Cli::parse();
