@@ -152,6 +152,9 @@ pub struct AppState {
     /// This server's id among the servers of the process, for the custom
     /// resources its CRD controller serves (`crd::replace`).
     pub crd_owner: u64,
+    /// What admission plugins decoded of the objects they read, per
+    /// version.
+    pub admission: Arc<admission::memo::Memos>,
 }
 
 impl AppState {
@@ -172,6 +175,7 @@ impl AppState {
             local_agents: agents::LocalAgents::default(),
             allocators: Arc::default(),
             crd_owner: crd::new_owner(),
+            admission: Arc::default(),
         }
     }
 

@@ -18,6 +18,7 @@ mod default_ingress_class;
 mod default_storage_class;
 mod default_toleration_seconds;
 mod limit_ranger;
+pub mod memo;
 mod namespace_lifecycle;
 pub mod objects;
 mod priority;

@@ -46,10 +46,11 @@ async fn namespace_admits(
     // The watch cache answers almost always; a namespace created a moment
     // ago may not be there yet, so a miss asks the store.
     let cached = state.cache(ns_resource).get(&key);
-    let lifecycle: Lifecycle = match cached.as_ref().and_then(|c| c.json()) {
-        Some(json) => Lifecycle::of(json)?,
+    let memo = &state.admission.namespaces;
+    let lifecycle = match cached.as_ref().and_then(|c| Some((c.revision, c.json()?))) {
+        Some((revision, json)) => memo.get_or_decode(&key, revision, || Lifecycle::of(json))?,
         None => match state.store.get(&key).await {
-            Ok(kv) => Lifecycle::of(&kv.value)?,
+            Ok(kv) => memo.get_or_decode(&key, kv.mod_revision, || Lifecycle::of(&kv.value))?,
             Err(skiff_store::Error::NotFound { .. }) => {
                 return Err(ApiError::not_found("", "namespaces", ns))
             }
@@ -71,20 +72,20 @@ async fn namespace_admits(
 
 /// The two fields of a Namespace this plugin reads, decoded without the
 /// rest (it runs on every create of a namespaced object).
-#[derive(Deserialize, Default)]
+#[derive(Debug, Deserialize, Default)]
 #[serde(default)]
-struct Lifecycle {
+pub(super) struct Lifecycle {
     metadata: LifecycleMeta,
     status: LifecycleStatus,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Debug, Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
 struct LifecycleMeta {
     deletion_timestamp: Option<serde::de::IgnoredAny>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Debug, Deserialize, Default)]
 #[serde(default)]
 struct LifecycleStatus {
     phase: Option<Value>,

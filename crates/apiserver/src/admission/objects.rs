@@ -81,6 +81,60 @@ pub async fn list_of(
     }
 }
 
+/// One object's version as stored (`resourceVersion` not necessarily set).
+#[derive(Debug, Clone)]
+pub struct Version {
+    pub key: String,
+    pub revision: i64,
+    pub json: bytes::Bytes,
+}
+
+/// The versions of every object of the resource served at
+/// `group`/`version`/`plural` in `ns` (all namespaces for none) as the
+/// watch cache has them now, for a plugin that decodes them through a
+/// [`super::memo::Memo`]; from the store while the cache is not ready.
+pub async fn versions_of(
+    state: &AppState,
+    group: &str,
+    version: &str,
+    plural: &str,
+    ns: Option<&str>,
+) -> ApiResult<Vec<Version>> {
+    let Some(r) = crate::resources::find(group, version, plural) else {
+        return Ok(Vec::new());
+    };
+    let prefix = object::prefix(r, ns);
+    if let Ok((_, items)) = state.cache(r).list(&prefix) {
+        return Ok(items
+            .iter()
+            .filter_map(|c| {
+                Some(Version {
+                    key: c.key.clone(),
+                    revision: c.revision,
+                    json: c.json()?.clone(),
+                })
+            })
+            .collect());
+    }
+    let mut out = Vec::new();
+    let mut opts = skiff_store::ListOptions::default();
+    loop {
+        let page = state.store.list(&prefix, opts.clone()).await?;
+        out.extend(page.items.into_iter().map(|kv| Version {
+            key: kv.key,
+            revision: kv.mod_revision,
+            json: kv.value,
+        }));
+        match page.continue_token {
+            Some(token) => {
+                opts.continue_token = Some(token);
+                opts.revision = Some(page.revision);
+            }
+            None => return Ok(out),
+        }
+    }
+}
+
 /// `<plural> "<name>" is forbidden: <detail>`, as admission.NewForbidden.
 pub fn forbidden(r: &Resource, name: &str, detail: &str) -> ApiError {
     ApiError::forbidden(format!(

@@ -5,12 +5,14 @@
 //! one PriorityClass may be the global default. Upstream's
 //! plugin/pkg/admission/priority.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::objects::{forbidden, list_of};
+use super::objects::{forbidden, versions_of};
 use super::{Attributes, Operation, Plugin};
-use crate::status::ApiResult;
+use crate::status::{ApiError, ApiResult};
 
 #[derive(Debug)]
 pub struct Priority;
@@ -27,29 +29,62 @@ fn is_classes(attrs: &Attributes<'_>) -> bool {
         && attrs.subresource.is_none()
 }
 
-fn name(obj: &Value) -> &str {
-    obj.pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("")
+/// What this plugin reads of a PriorityClass.
+#[derive(Debug)]
+pub(super) struct Class {
+    name: String,
+    value: i64,
+    global_default: bool,
+    preemption_policy: Option<String>,
 }
 
-fn global_default(classes: &[Value]) -> Option<&Value> {
+impl Class {
+    fn of(json: &[u8]) -> ApiResult<Self> {
+        let pc: Value = serde_json::from_slice(json)
+            .map_err(|e| ApiError::internal(format!("stored object is not JSON: {e}")))?;
+        Ok(Class {
+            name: pc
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned(),
+            value: pc.get("value").and_then(Value::as_i64).unwrap_or(0),
+            global_default: pc.get("globalDefault").and_then(Value::as_bool) == Some(true),
+            preemption_policy: pc
+                .get("preemptionPolicy")
+                .and_then(Value::as_str)
+                .map(String::from),
+        })
+    }
+}
+
+fn global_default(classes: &[Arc<Class>]) -> Option<&Class> {
     // Upstream takes the lowest value when several are marked.
     classes
         .iter()
-        .filter(|c| c.get("globalDefault").and_then(Value::as_bool) == Some(true))
-        .min_by_key(|c| c.get("value").and_then(Value::as_i64).unwrap_or(0))
+        .filter(|c| c.global_default)
+        .min_by_key(|c| c.value)
+        .map(|c| &**c)
 }
 
-async fn classes(attrs: &Attributes<'_>) -> ApiResult<Vec<Value>> {
-    list_of(
+/// Every PriorityClass, each decoded once per version (one whose bytes
+/// do not parse is left out, as lists leave it out).
+async fn classes(attrs: &Attributes<'_>) -> ApiResult<Vec<Arc<Class>>> {
+    let memo = &attrs.state.admission.priority_classes;
+    Ok(versions_of(
         attrs.state,
         "scheduling.k8s.io",
         "v1",
         "priorityclasses",
         None,
     )
-    .await
+    .await?
+    .iter()
+    .filter_map(|v| {
+        memo.get_or_decode(&v.key, v.revision, || Class::of(&v.json))
+            .ok()
+    })
+    .collect())
 }
 
 #[async_trait]
@@ -84,24 +119,14 @@ impl Plugin for Priority {
         let (priority, policy) = if class_name.is_empty() {
             match global_default(&all) {
                 Some(pc) => {
-                    spec.insert("priorityClassName".into(), json!(name(pc)));
-                    (
-                        pc.get("value").and_then(Value::as_i64).unwrap_or(0),
-                        pc.get("preemptionPolicy")
-                            .and_then(Value::as_str)
-                            .map(String::from),
-                    )
+                    spec.insert("priorityClassName".into(), json!(pc.name));
+                    (pc.value, pc.preemption_policy.clone())
                 }
                 None => (0, Some("PreemptLowerPriority".to_string())),
             }
         } else {
-            match all.iter().find(|c| name(c) == class_name) {
-                Some(pc) => (
-                    pc.get("value").and_then(Value::as_i64).unwrap_or(0),
-                    pc.get("preemptionPolicy")
-                        .and_then(Value::as_str)
-                        .map(String::from),
-                ),
+            match all.iter().find(|c| c.name == class_name) {
+                Some(pc) => (pc.value, pc.preemption_policy.clone()),
                 None => {
                     return Err(forbidden(
                         attrs.resource,
@@ -142,8 +167,7 @@ impl Plugin for Priority {
         }
         let all = classes(attrs).await?;
         let other = all.iter().find(|c| {
-            c.get("globalDefault").and_then(Value::as_bool) == Some(true)
-                && (attrs.operation == Operation::Create || name(c) != attrs.name)
+            c.global_default && (attrs.operation == Operation::Create || c.name != attrs.name)
         });
         if let Some(other) = other {
             return Err(forbidden(
@@ -151,7 +175,7 @@ impl Plugin for Priority {
                 attrs.name,
                 &format!(
                     "PriorityClass {} is already marked as default. Only one default can exist",
-                    name(other)
+                    other.name
                 ),
             ));
         }
