@@ -27,6 +27,9 @@ CREATE TABLE IF NOT EXISTS meta (
 ) WITHOUT ROWID;
 ";
 
+/// Bytes per database page for a new store (SQLite's default is 4096).
+pub(super) const PAGE_SIZE: u32 = 16_384;
+
 /// Names of the rows in `meta`.
 pub(super) const META_CURRENT: &str = "current_rev";
 /// Logical compaction point: reads before it answer Compacted.
@@ -44,6 +47,13 @@ pub(super) fn open_writer(path: &Path) -> rusqlite::Result<Connection> {
             | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    // Set before the first table exists (an existing file keeps its
+    // size). SQLite writes each WAL frame with two pwrite calls, one page
+    // per frame: against 4 KiB pages, a pod (3-5 KiB) no longer spills
+    // into an overflow page and a commit dirties fewer pages, and in
+    // `skiff-bench sim` the pod phase made half as many pwrite calls
+    // (175,319 -> 86,816).
+    conn.execute_batch(&format!("PRAGMA page_size = {PAGE_SIZE}"))?;
     let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(rusqlite::Error::InvalidQuery);
@@ -107,4 +117,47 @@ pub(super) fn set_meta(conn: &Connection, name: &str, value: i64) -> rusqlite::R
     )?
     .execute(rusqlite::params![name, value])?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page_size(conn: &Connection) -> u32 {
+        conn.query_row("PRAGMA page_size", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn a_new_store_has_the_larger_pages() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        let conn = open_writer(&path).unwrap();
+        assert_eq!(page_size(&conn), PAGE_SIZE);
+        drop(conn);
+        assert_eq!(page_size(&open_reader(&path).unwrap()), PAGE_SIZE);
+    }
+
+    #[test]
+    fn a_store_made_with_small_pages_keeps_them_and_its_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch("PRAGMA page_size = 4096; PRAGMA journal_mode = WAL;")
+            .unwrap();
+        old.execute_batch(SCHEMA).unwrap();
+        old.execute(
+            "INSERT INTO log (rev, key, create_rev, prev_rev, deleted, value)
+             VALUES (1, x'2f61', 1, 0, 0, x'7b7d')",
+            [],
+        )
+        .unwrap();
+        drop(old);
+        let conn = open_writer(&path).unwrap();
+        assert_eq!(page_size(&conn), 4096);
+        let rows: i64 = conn
+            .query_row("SELECT count(*) FROM log", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(rows, 1);
+    }
 }
