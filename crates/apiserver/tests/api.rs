@@ -563,6 +563,28 @@ async fn preconditions_deletecollection_terminating_and_timeouts() {
         .replace_status("closing", &PostParams::default(), &ns)
         .await
         .unwrap();
+    // The plugin reads namespaces from the watch cache (as upstream's
+    // reads its informer), which may not have applied the status update
+    // just acknowledged: wait until the cache shows it.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let seen = namespaces
+            .list(&ListParams::default().at("0"))
+            .await
+            .unwrap();
+        let phase = seen
+            .iter()
+            .find(|n| n.metadata.name.as_deref() == Some("closing"))
+            .and_then(|n| n.status.as_ref()?.phase.clone());
+        if phase.as_deref() == Some("Terminating") {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the cache never showed the namespace terminating"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let closing: Api<Pod> = Api::namespaced(client.clone(), "closing");
     let e = api_error(
         closing
