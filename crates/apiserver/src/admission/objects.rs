@@ -46,16 +46,23 @@ pub async fn list_cached(
 }
 
 async fn list_store(state: &AppState, prefix: &str) -> ApiResult<Vec<Value>> {
+    store_items(state, prefix)
+        .await?
+        .iter()
+        .map(|kv| {
+            serde_json::from_slice(&kv.value)
+                .map_err(|e| ApiError::internal(format!("stored object is not JSON: {e}")))
+        })
+        .collect()
+}
+
+/// Every stored key under `prefix`, page by page at one revision.
+async fn store_items(state: &AppState, prefix: &str) -> ApiResult<Vec<skiff_store::KeyValue>> {
     let mut out = Vec::new();
     let mut opts = skiff_store::ListOptions::default();
     loop {
         let page = state.store.list(prefix, opts.clone()).await?;
-        for kv in &page.items {
-            out.push(
-                serde_json::from_slice(&kv.value)
-                    .map_err(|e| ApiError::internal(format!("stored object is not JSON: {e}")))?,
-            );
-        }
+        out.extend(page.items);
         match page.continue_token {
             Some(token) => {
                 opts.continue_token = Some(token);
@@ -116,23 +123,15 @@ pub async fn versions_of(
             })
             .collect());
     }
-    let mut out = Vec::new();
-    let mut opts = skiff_store::ListOptions::default();
-    loop {
-        let page = state.store.list(&prefix, opts.clone()).await?;
-        out.extend(page.items.into_iter().map(|kv| Version {
+    Ok(store_items(state, &prefix)
+        .await?
+        .into_iter()
+        .map(|kv| Version {
             key: kv.key,
             revision: kv.mod_revision,
             json: kv.value,
-        }));
-        match page.continue_token {
-            Some(token) => {
-                opts.continue_token = Some(token);
-                opts.revision = Some(page.revision);
-            }
-            None => return Ok(out),
-        }
-    }
+        })
+        .collect())
 }
 
 /// `<plural> "<name>" is forbidden: <detail>`, as admission.NewForbidden.
