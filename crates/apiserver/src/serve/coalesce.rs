@@ -10,6 +10,12 @@
 //! their responses first, and one record carries them all. A lone
 //! request waits for nothing but that turn.
 //!
+//! Only HTTP/2 connections coalesce ([`Coalesce::new`] is told which):
+//! hyper's HTTP/2 always shuts its stream down cleanly, while an HTTP/1.1
+//! connection can be upgraded (exec, attach, port-forward) into code that
+//! may drop the stream right after a write, such as the WebSocket close
+//! reply; held bytes would be lost then.
+//!
 //! This module owns only the buffering; it never holds data past a
 //! second flush, a shutdown, or [`LIMIT`] bytes.
 
@@ -26,6 +32,8 @@ pub const LIMIT: usize = 256 * 1024;
 /// each batch yields once (see the module doc).
 #[derive(Debug)]
 pub struct Coalesce<T> {
+    /// Off: every call goes straight to the stream.
+    on: bool,
     inner: T,
     buf: Vec<u8>,
     /// How much of `buf` the stream has taken.
@@ -35,8 +43,10 @@ pub struct Coalesce<T> {
 }
 
 impl<T> Coalesce<T> {
-    pub fn new(inner: T) -> Self {
+    /// Wraps `inner`, coalescing only when `on` (an HTTP/2 connection).
+    pub fn new(inner: T, on: bool) -> Self {
         Coalesce {
+            on,
             inner,
             buf: Vec::new(),
             sent: 0,
@@ -90,7 +100,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Coalesce<T> {
         data: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        if !ready!(this.reserve(cx, data.len()))? {
+        if !this.on || !ready!(this.reserve(cx, data.len()))? {
             return Pin::new(&mut this.inner).poll_write(cx, data);
         }
         this.buf.extend_from_slice(data);
@@ -104,7 +114,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Coalesce<T> {
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let len = bufs.iter().map(|b| b.len()).sum();
-        if !ready!(this.reserve(cx, len))? {
+        if !this.on || !ready!(this.reserve(cx, len))? {
             return Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
         }
         for b in bufs {
@@ -114,7 +124,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Coalesce<T> {
     }
 
     fn is_write_vectored(&self) -> bool {
-        true
+        self.on || self.inner.is_write_vectored()
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -146,7 +156,7 @@ mod tests {
     #[tokio::test]
     async fn writes_wait_for_a_flush_then_go_together() {
         let (a, mut b) = tokio::io::duplex(LIMIT * 4);
-        let mut a = Coalesce::new(a);
+        let mut a = Coalesce::new(a, true);
         a.write_all(b"one ").await.unwrap();
         a.write_all(b"two").await.unwrap();
         let mut got = [0u8; 16];
@@ -160,7 +170,7 @@ mod tests {
     #[tokio::test]
     async fn a_flush_yields_once_then_completes() {
         let (a, _b) = tokio::io::duplex(1024);
-        let mut a = Coalesce::new(a);
+        let mut a = Coalesce::new(a, true);
         a.write_all(b"x").await.unwrap();
         let waker = futures::task::noop_waker();
         let mut cx = Context::from_waker(&waker);
@@ -179,7 +189,7 @@ mod tests {
     #[tokio::test]
     async fn more_than_the_limit_goes_on_without_a_flush() {
         let (a, mut b) = tokio::io::duplex(LIMIT * 4);
-        let mut a = Coalesce::new(a);
+        let mut a = Coalesce::new(a, true);
         let big = vec![7u8; LIMIT + 1];
         a.write_all(&big[..LIMIT / 2]).await.unwrap();
         a.write_all(&big).await.unwrap();
@@ -189,9 +199,20 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn off_writes_go_straight_through() {
+        let (a, mut b) = tokio::io::duplex(1024);
+        let mut a = Coalesce::new(a, false);
+        a.write_all(b"now").await.unwrap();
+        drop(a);
+        let mut got = Vec::new();
+        b.read_to_end(&mut got).await.unwrap();
+        assert_eq!(got, b"now");
+    }
+
+    #[tokio::test]
     async fn shutdown_sends_what_is_buffered() {
         let (a, mut b) = tokio::io::duplex(1024);
-        let mut a = Coalesce::new(a);
+        let mut a = Coalesce::new(a, true);
         a.write_all(b"last").await.unwrap();
         a.shutdown().await.unwrap();
         let mut got = Vec::new();

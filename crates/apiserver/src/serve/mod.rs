@@ -149,9 +149,11 @@ pub async fn serve(
                 .http1()
                 .timer(hyper_util::rt::TokioTimer::new())
                 .header_read_timeout(timeouts.header_read);
-            // Responses finished together go out together: `skiff-bench
-            // sim`'s pod phase made half the writev calls (70,623 -> 36,023).
-            let io = TokioIo::new(coalesce::Coalesce::new(tls));
+            // HTTP/2 responses finished together go out together:
+            // `skiff-bench sim`'s pod phase made half the writev calls
+            // (70,623 -> 36,023). Not HTTP/1.1 (see `coalesce`).
+            let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+            let io = TokioIo::new(coalesce::Coalesce::new(tls, h2));
             let conn = builder.serve_connection_with_upgrades(io, service);
             tokio::select! {
                 result = conn => if let Err(e) = result {
