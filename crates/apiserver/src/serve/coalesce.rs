@@ -153,6 +153,14 @@ mod tests {
     use super::*;
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
+    /// `fut`, failing the test instead of hanging if it never finishes
+    /// (a write held back wrongly would leave a read waiting forever).
+    async fn within<F: std::future::Future>(fut: F) -> F::Output {
+        tokio::time::timeout(std::time::Duration::from_secs(10), fut)
+            .await
+            .expect("the bytes never arrived")
+    }
+
     #[tokio::test]
     async fn writes_wait_for_a_flush_then_go_together() {
         let (a, mut b) = tokio::io::duplex(LIMIT * 4);
@@ -163,7 +171,7 @@ mod tests {
         // Nothing has reached the other end before the flush.
         assert!(futures::FutureExt::now_or_never(b.read(&mut got)).is_none());
         a.flush().await.unwrap();
-        let n = b.read(&mut got).await.unwrap();
+        let n = within(b.read(&mut got)).await.unwrap();
         assert_eq!(&got[..n], b"one two");
     }
 
@@ -194,7 +202,7 @@ mod tests {
         a.write_all(&big[..LIMIT / 2]).await.unwrap();
         a.write_all(&big).await.unwrap();
         let mut got = vec![0u8; LIMIT / 2];
-        b.read_exact(&mut got).await.unwrap();
+        within(b.read_exact(&mut got)).await.unwrap();
         assert!(got.iter().all(|&x| x == 7));
     }
 
@@ -205,7 +213,7 @@ mod tests {
         a.write_all(b"now").await.unwrap();
         drop(a);
         let mut got = Vec::new();
-        b.read_to_end(&mut got).await.unwrap();
+        within(b.read_to_end(&mut got)).await.unwrap();
         assert_eq!(got, b"now");
     }
 
@@ -216,7 +224,7 @@ mod tests {
         a.write_all(b"last").await.unwrap();
         a.shutdown().await.unwrap();
         let mut got = Vec::new();
-        b.read_to_end(&mut got).await.unwrap();
+        within(b.read_to_end(&mut got)).await.unwrap();
         assert_eq!(got, b"last");
     }
 }

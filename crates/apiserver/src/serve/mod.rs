@@ -1,8 +1,8 @@
 //! The HTTPS listener: rustls with optional client certificates verified
 //! against the cluster CA, HTTP/1.1 and HTTP/2, and the connection's
-//! certificate identity handed to the router as a [`PeerUser`]. Responses
-//! are written through [`coalesce`], so the responses finished in one
-//! turn of the runtime share a TLS record and a system call.
+//! certificate identity handed to the router as a [`PeerUser`]. HTTP/2
+//! responses are written through [`coalesce`], so the responses finished
+//! in one turn of the runtime share a TLS record and a system call.
 
 use std::sync::Arc;
 
