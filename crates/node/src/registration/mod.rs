@@ -247,13 +247,22 @@ impl Registration {
             return Ok(());
         };
         publish(&self.pod_cidr, pod_cidr_of(&node));
-        let renewer = lease::Renewer::new(
+        let mut renewer = lease::Renewer::new(
             self.client.clone(),
             &config.node_name,
             config.lease_duration_seconds,
             node.metadata.uid.as_deref(),
         );
         if !config.start_jitter.is_zero() {
+            // The Lease is had (got or created) at once, as the kubelet's
+            // lease controller does when it starts; only the renewals
+            // wait for their spread slot. A failure here is retried there.
+            tokio::select! {
+                _ = shutdown.cancelled() => return Ok(()),
+                result = renewer.sync() => if let Err(e) = result {
+                    tracing::warn!(error = %heartbeat::error_chain(&e), "failed to get or create the node lease, will retry");
+                },
+            }
             tokio::select! {
                 _ = shutdown.cancelled() => return Ok(()),
                 _ = tokio::time::sleep(config.start_jitter) => {}
