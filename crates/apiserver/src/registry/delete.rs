@@ -151,29 +151,55 @@ pub async fn delete_one(
     opts: &DeleteOptions,
 ) -> ApiResult<Outcome> {
     let key = object::key(r, ns, name);
-    // Retry on conflicts with concurrent writers; every attempt re-reads.
+    let is_namespace = r.group.is_empty() && r.plural == "namespaces";
+    // The first attempt starts from the watch cache's copy, as upstream's
+    // GuaranteedUpdate does with its cached existing object: every write
+    // below is a compare-and-swap at that copy's revision, so a stale copy
+    // costs a conflict, a failed precondition or a no-op, and each of
+    // those tries again from the store. Retries on conflicts with
+    // concurrent writers re-read the store.
+    let mut from_cache = !is_namespace && !opts.dry_run;
     loop {
-        let kv = match state.store.get(&key).await {
-            Ok(kv) => kv,
-            Err(skiff_store::Error::NotFound { .. }) => {
-                return Err(ApiError::not_found(r.group, r.plural, name))
-            }
-            Err(e) => return Err(e.into()),
+        let cached = if std::mem::take(&mut from_cache) {
+            cached_current(state, r, &key)
+        } else {
+            None
         };
-        let mut obj: Value = serde_json::from_slice(&kv.value)
-            .map_err(|e| ApiError::internal(format!("stored object is not JSON: {e}")))?;
-        check_preconditions(r, name, &obj, kv.mod_revision, opts)?;
+        let is_cached = cached.is_some();
+        let (mut obj, revision, bytes) = match cached {
+            Some((obj, revision)) => (obj, revision, None),
+            None => {
+                let kv = match state.store.get(&key).await {
+                    Ok(kv) => kv,
+                    Err(skiff_store::Error::NotFound { .. }) => {
+                        return Err(ApiError::not_found(r.group, r.plural, name))
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+                let obj: Value = serde_json::from_slice(&kv.value)
+                    .map_err(|e| ApiError::internal(format!("stored object is not JSON: {e}")))?;
+                (obj, kv.mod_revision, Some(kv.value))
+            }
+        };
+        if let Err(e) = check_preconditions(r, name, &obj, revision, opts) {
+            if is_cached {
+                continue;
+            }
+            return Err(e);
+        }
+        // What to answer with: the bytes read, when they were.
+        let read_at = |revision: i64| bytes.clone().map(|b| Stored::read(b, revision));
 
-        if r.group.is_empty() && r.plural == "namespaces" {
+        if is_namespace {
             if ["default", "kube-system", "kube-public"].contains(&name) {
                 return Err(ApiError::forbidden(format!(
                     "namespaces \"{name}\" is forbidden: this namespace may not be deleted"
                 )));
             }
             if opts.dry_run {
-                return Ok(answer(with_revision(obj, kv.mod_revision), None));
+                return Ok(answer(with_revision(obj, revision), None));
             }
-            return delete_namespace(state, r, name, obj, kv.mod_revision)
+            return delete_namespace(state, r, name, obj, revision)
                 .await
                 .map(|obj| answer(obj, None));
         }
@@ -196,15 +222,15 @@ pub async fn delete_one(
             0
         };
         if opts.dry_run {
-            return Ok(answer(with_revision(obj, kv.mod_revision), None));
+            return Ok(answer(with_revision(obj, revision), None));
         }
         if fins.is_empty() && grace == 0 {
-            return match state.store.delete(&key, Some(kv.mod_revision)).await {
+            return match state.store.delete(&key, Some(revision)).await {
                 Ok(d) => {
                     crate::allocators::services::on_deleted(state, r, &obj).await;
                     // Answered with the bytes it had, at the delete's revision.
-                    let stored = Stored::read(kv.value.clone(), d.revision);
-                    Ok(answer(with_revision(obj, d.revision), Some(stored)))
+                    let stored = read_at(d.revision);
+                    Ok(answer(with_revision(obj, d.revision), stored))
                 }
                 Err(skiff_store::Error::Conflict { .. }) => continue,
                 Err(skiff_store::Error::NotFound { .. }) => {
@@ -218,8 +244,12 @@ pub async fn delete_one(
             .pointer("/metadata/deletionGracePeriodSeconds")
             .and_then(Value::as_i64);
         if existing.is_some_and(|g| g <= grace) && finalizers(&obj) == fins {
-            let stored = Stored::read(kv.value.clone(), kv.mod_revision);
-            return Ok(answer(with_revision(obj, kv.mod_revision), Some(stored)));
+            if is_cached {
+                // Nothing to write: answer what the store holds.
+                continue;
+            }
+            let stored = read_at(revision);
+            return Ok(answer(with_revision(obj, revision), stored));
         }
         let when = chrono::TimeDelta::try_seconds(grace)
             .and_then(|d| chrono::Utc::now().checked_add_signed(d))
@@ -234,11 +264,7 @@ pub async fn delete_one(
             meta.insert("finalizers".into(), json!(fins));
         }
         let (value, slot) = crate::registry::write::encode(&obj)?;
-        match state
-            .store
-            .update(&key, value.clone(), kv.mod_revision)
-            .await
-        {
+        match state.store.update(&key, value.clone(), revision).await {
             Ok(kv) => {
                 let stored = Stored {
                     bytes: value,
@@ -247,10 +273,23 @@ pub async fn delete_one(
                 };
                 return Ok(answer(with_revision(obj, kv.mod_revision), Some(stored)));
             }
-            Err(skiff_store::Error::Conflict { .. }) => continue,
+            // Gone meanwhile (or a cached copy of one already gone): the
+            // store's read words the 404.
+            Err(skiff_store::Error::Conflict { .. } | skiff_store::Error::NotFound { .. }) => {
+                continue
+            }
             Err(e) => return Err(e.into()),
         }
     }
+}
+
+/// The watch cache's copy of `key` in stored form (no resourceVersion)
+/// and its revision; `None` when the cache has none that parses.
+fn cached_current(state: &AppState, r: &Resource, key: &str) -> Option<(Value, i64)> {
+    let cached = state.cache(r).get(key)?;
+    let mut obj = cached.object()?;
+    object::meta(&mut obj).remove("resourceVersion");
+    Some((obj, cached.revision))
 }
 
 /// A deletion's answer: the object as deleted or marked (stored form,
@@ -391,5 +430,120 @@ pub async fn finish_if_done(
         }
         Err(skiff_store::Error::NotFound { .. } | skiff_store::Error::Conflict { .. }) => Ok(false),
         Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+    use skiff_store::sqlite::{Config, SqliteStore};
+    use skiff_store::Store;
+
+    use super::*;
+
+    fn pod(labels: Value) -> bytes::Bytes {
+        let pod = json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "default", "uid": "u1", "labels": labels},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "busybox"}]},
+            "status": {"phase": "Running"},
+        });
+        serde_json::to_vec(&pod).expect("json").into()
+    }
+
+    /// A server state over a fresh SQLite store whose watch cache is fed
+    /// only by hand, so a test can hold it behind the store.
+    fn state(dir: &tempfile::TempDir) -> (AppState, Arc<SqliteStore>) {
+        let store =
+            Arc::new(SqliteStore::open(dir.path().join("db"), Config::default()).expect("store"));
+        let state = AppState::new(
+            store.clone(),
+            "https://127.0.0.1:6443".into(),
+            std::time::Duration::from_secs(60),
+        );
+        (state, store)
+    }
+
+    #[tokio::test]
+    async fn a_stale_cached_copy_is_tried_again_from_the_store() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (state, store) = state(&dir);
+        let r = crate::resources::find("", "v1", "pods").expect("pods");
+        let key = object::key(r, Some("default"), "p");
+        let first = store
+            .create(&key, pod(json!({"v": "1"})))
+            .await
+            .expect("create");
+        state
+            .cache(r)
+            .apply_for_test(&key, &pod(json!({"v": "1"})), first.mod_revision);
+        // The store moves on; the cache does not see it.
+        let second = store
+            .update(&key, pod(json!({"v": "2"})), first.mod_revision)
+            .await
+            .expect("update");
+
+        // A precondition on the store's version holds, though the cached
+        // copy is older.
+        let opts = DeleteOptions {
+            precondition_resource_version: Some(second.mod_revision.to_string()),
+            ..DeleteOptions::default()
+        };
+        let out = delete_one(&state, r, Some("default"), "p", &opts)
+            .await
+            .expect("a precondition on the current version holds");
+        // The mark is written on the store's version, not the cached one.
+        assert_eq!(out.object.pointer("/metadata/labels/v"), Some(&json!("2")));
+        assert!(out.object.pointer("/metadata/deletionTimestamp").is_some());
+        let stored: Value =
+            serde_json::from_slice(&store.get(&key).await.expect("get").value).expect("json");
+        assert_eq!(stored.pointer("/metadata/labels/v"), Some(&json!("2")));
+        assert_eq!(
+            stored.pointer("/metadata/deletionGracePeriodSeconds"),
+            Some(&json!(30))
+        );
+
+        // A precondition that fails against the store too is a conflict.
+        let opts = DeleteOptions {
+            precondition_uid: Some("another".into()),
+            ..DeleteOptions::default()
+        };
+        let err = delete_one(&state, r, Some("default"), "p", &opts)
+            .await
+            .expect_err("wrong uid");
+        assert_eq!(err.code, axum::http::StatusCode::CONFLICT);
+    }
+
+    #[tokio::test]
+    async fn a_cached_copy_of_an_object_gone_from_the_store_is_not_found() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (state, store) = state(&dir);
+        let r = crate::resources::find("", "v1", "pods").expect("pods");
+        let key = object::key(r, Some("default"), "p");
+        let created = store.create(&key, pod(json!({}))).await.expect("create");
+        state
+            .cache(r)
+            .apply_for_test(&key, &pod(json!({})), created.mod_revision);
+        store
+            .delete(&key, Some(created.mod_revision))
+            .await
+            .expect("delete");
+        for grace in [None, Some(0)] {
+            let opts = DeleteOptions {
+                grace_period_seconds: grace,
+                ..DeleteOptions::default()
+            };
+            let err = delete_one(&state, r, Some("default"), "p", &opts)
+                .await
+                .expect_err("gone");
+            assert_eq!(
+                err.code,
+                axum::http::StatusCode::NOT_FOUND,
+                "grace {grace:?}"
+            );
+        }
     }
 }

@@ -533,6 +533,15 @@ impl WatchCache {
         }
     }
 
+    /// Applies `value` (stored bytes) at `revision` as the store's watch
+    /// would: lets a test hold a cache behind the store.
+    #[cfg(test)]
+    pub(crate) fn apply_for_test(&self, key: &str, value: &[u8], revision: i64) {
+        if let Some(item) = cached(key, value, revision, EventKind::Modified) {
+            self.apply(EventKind::Modified, revision, item);
+        }
+    }
+
     /// How many watchers the cache feeds.
     pub fn watcher_count(&self) -> usize {
         self.read().watchers.len()
