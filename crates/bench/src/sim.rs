@@ -8,8 +8,8 @@
 //! clients are HTTP/2 streams, as client-go's are. Prints
 //! the figures beside kwok's CI limits and our targets, with the server's
 //! and the sim's CPU and peak RSS, its memory per simulated node and per
-//! simulated pod, the write rate the pod watch observed
-//! and the events/s delivered to the benchmark's watches. Owns nothing
+//! simulated pod, the API server's write rate (store revisions per phase,
+//! and the pod writes the pod watch observed) and the events/s delivered to the benchmark's watches. Owns nothing
 //! else: it stops the processes it starts and removes their directories.
 //! `SKIFF_BENCH_SERVER_LOG=FILE` and `SKIFF_BENCH_SIM_LOG=FILE` keep the
 //! server's and the sim's warnings.
@@ -383,6 +383,22 @@ struct Phase {
     cpu: Cpu,
     /// (watch, events, events/s, busiest second)
     fanout: Vec<(&'static str, u64, f64, u64)>,
+    /// Every write the store took during the phase, of any resource
+    /// (pods, bindings, status patches, Events, Leases, Nodes): the
+    /// difference of the store revisions at its ends.
+    writes: i64,
+}
+
+/// The store's current revision: a consistent list's resourceVersion (each
+/// write the store takes advances it by one).
+async fn revision(client: &kube::Client) -> anyhow::Result<i64> {
+    let api = Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone());
+    let list = api
+        .list_metadata(&kube::api::ListParams::default().limit(1))
+        .await?;
+    let rv = list.metadata.resource_version.unwrap_or_default();
+    rv.parse()
+        .map_err(|e| anyhow::anyhow!("resourceVersion {rv:?} is not a revision: {e}"))
 }
 
 fn secs(d: Option<Duration>, reached: &str) -> String {
@@ -435,6 +451,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         None => std::fs::File::create(dir.path().join("sim.log"))?,
     };
     let c0 = cpu(server_pid, 0);
+    let r0 = revision(&client).await?;
     let (n0, p0) = (nodes.mark(), pods.mark());
     let child = Command::new(&skiff)
         .arg("sim")
@@ -457,6 +474,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let took = ok.then(|| n0.at.elapsed());
     let (n1, p1) = (nodes.mark(), pods.mark());
     let c1 = cpu(server_pid, sim_pid);
+    let r1 = revision(&client).await?;
     let rss_nodes = rss_kib(sim_pid);
     let ready = nodes.lock().matched;
     let mut phases = vec![Phase {
@@ -475,6 +493,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .into_iter()
         .map(|(w, (n, r, p))| (w, n, r, p))
         .collect(),
+        writes: r1 - r0,
     }];
     eprintln!("nodes: {ready}/{want} Ready in {}", secs(took, ""));
 
@@ -515,6 +534,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let (bound_in, took) = tokio::join!(bound_in, running_in);
     let (n1, p1) = (nodes.mark(), pods.mark());
     let c2 = cpu(server_pid, sim_pid);
+    let r2 = revision(&client).await?;
     let rss_pods = rss_kib(sim_pid);
     let running = pods.lock().matched;
     let pod_rate = pods.rate(epoch, p0, p1);
@@ -531,6 +551,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             .into_iter()
             .map(|(w, (n, r, p))| (w, n, r, p))
             .collect(),
+        writes: r2 - r1,
     });
     eprintln!(
         "pods: created in {:.2} s, all bound in {}, {running}/{want} Running in {}",
@@ -560,6 +581,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let took = ok.then(|| p0.at.elapsed());
     let (n1, p1) = (nodes.mark(), pods.mark());
     let c3 = cpu(server_pid, sim_pid);
+    let r3 = revision(&client).await?;
     let left = pods.lock().objects.len();
     phases.push(Phase {
         name: "pods deleted (from first delete)",
@@ -577,6 +599,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .into_iter()
         .map(|(w, (n, r, p))| (w, n, r, p))
         .collect(),
+        writes: r3 - r2,
     });
     eprintln!(
         "delete: requests done in {:.2} s, all gone in {}",
@@ -696,11 +719,31 @@ fn report(
         rss_pods.saturating_sub(rss_nodes) as f64 / args.pods.max(1) as f64,
     );
 
+    let rows: Vec<Vec<String>> = phases
+        .iter()
+        .map(|p| {
+            let secs = p.took.map_or(0.0, |d| d.as_secs_f64());
+            vec![
+                p.name.to_string(),
+                p.writes.to_string(),
+                if secs > 0.0 {
+                    format!("{:.0}", p.writes as f64 / secs)
+                } else {
+                    "-".to_string()
+                },
+            ]
+        })
+        .collect();
+    print_grid(
+        "API server writes (store revisions taken in the phase: pods, bindings, status patches, \
+         Events, Leases, Nodes; the server has no /metrics request counters)",
+        &["phase", "writes", "writes/s"],
+        &rows,
+    );
     let (writes, rate, peak) = pod_rate;
     println!(
-        "\nAPI writes during the pod phase (pod watch events = creates + binds + status patches; \
-         the server has no /metrics request counters): {writes} writes, {rate:.0} writes/s mean, \
-         {peak} in the busiest second ({:.1} per pod)",
+        "\nof which pod writes in the pod phase (pod watch events = creates + binds + status \
+         patches): {writes}, {rate:.0}/s mean, {peak} in the busiest second ({:.1} per pod)",
         writes as f64 / args.pods.max(1) as f64
     );
     let mut rows = Vec::new();

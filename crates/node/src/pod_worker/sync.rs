@@ -1146,33 +1146,44 @@ mod tests {
         .unwrap()
     }
 
-    fn setup() -> (Arc<FakeRuntime>, Arc<Recorded>, Arc<FakeApi>, PodWorker) {
+    /// The worker's log and volume directories live in the returned
+    /// `TempDir`, removed when the test drops it.
+    fn setup() -> (
+        Arc<FakeRuntime>,
+        Arc<Recorded>,
+        Arc<FakeApi>,
+        PodWorker,
+        tempfile::TempDir,
+    ) {
         let runtime = Arc::new(FakeRuntime::new());
         let events = Arc::new(Recorded::default());
         let api = Arc::new(FakeApi::default());
-        let dir = std::env::temp_dir().join(format!("skiff-worker-test-{}", uuid::Uuid::new_v4()));
+        let tmp = tempfile::Builder::new()
+            .prefix("skiff-worker-test-")
+            .tempdir()
+            .expect("a temporary directory");
         let ctx = Arc::new(Context {
             runtime: runtime.clone(),
             events: events.clone(),
             api: api.clone(),
             node_ip: "192.168.0.2".into(),
-            log_root: dir,
+            log_root: tmp.path().join("logs"),
             network_ready: Arc::new(std::sync::atomic::AtomicBool::new(true)),
             objects: Arc::new(NoObjects),
             node_name: "n1".into(),
             node_cpu_milli: 2000,
             node_memory: 1 << 30,
-            volumes_root: std::env::temp_dir().join("skiff-worker-test-volumes"),
+            volumes_root: tmp.path().join("volumes"),
             cgroups: None,
             cluster_dns: Vec::new(),
         });
         let worker = PodWorker::new(ctx, "u1".into());
-        (runtime, events, api, worker)
+        (runtime, events, api, worker, tmp)
     }
 
     #[tokio::test]
     async fn a_pod_starts_and_reports_running() {
-        let (runtime, events, api, mut worker) = setup();
+        let (runtime, events, api, mut worker, _tmp) = setup();
         runtime.add_image("busybox:1", 100);
         let p = pod("Always");
         assert!(matches!(worker.sync(Some(&p)).await, Outcome::Continue(_)));
@@ -1188,7 +1199,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_crash_restarts_at_once_then_backs_off() {
-        let (runtime, events, api, mut worker) = setup();
+        let (runtime, events, api, mut worker, _tmp) = setup();
         runtime.add_image("busybox:1", 100);
         let p = pod("Always");
         worker.sync(Some(&p)).await;
@@ -1219,7 +1230,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_missing_image_is_err_image_pull() {
-        let (_runtime, events, api, mut worker) = setup();
+        let (_runtime, events, api, mut worker, _tmp) = setup();
         let p = pod("Always");
         worker.sync(Some(&p)).await;
         assert_eq!(
@@ -1255,7 +1266,7 @@ mod tests {
 
     #[tokio::test]
     async fn deletion_stops_removes_and_deletes_the_object() {
-        let (runtime, events, api, mut worker) = setup();
+        let (runtime, events, api, mut worker, _tmp) = setup();
         runtime.add_image("busybox:1", 100);
         let mut p = pod("Always");
         worker.sync(Some(&p)).await;
@@ -1275,7 +1286,7 @@ mod tests {
 
     #[tokio::test]
     async fn never_keeps_the_finished_pod() {
-        let (runtime, _events, api, mut worker) = setup();
+        let (runtime, _events, api, mut worker, _tmp) = setup();
         runtime.add_image("busybox:1", 100);
         let p = pod("Never");
         worker.sync(Some(&p)).await;
