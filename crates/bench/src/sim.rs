@@ -5,12 +5,14 @@
 //! all N Nodes Ready from the sim's start; P pods (created by 32 clients,
 //! placed by our scheduler) from the first create to all Running; and
 //! their deletion (32 clients, default grace) until all are gone; the
-//! clients are HTTP/2 streams, as client-go's are. Prints
-//! the figures beside kwok's CI limits and our targets, with the server's
-//! and the sim's CPU and peak RSS, its memory per simulated node and per
-//! simulated pod, the API server's write rate (store revisions per phase,
-//! and the pod writes the pod watch observed) and the events/s delivered to the benchmark's watches. Owns nothing
-//! else: it stops the processes it starts and removes their directories.
+//! clients are HTTP/2 streams, as client-go's are. Prints the figures
+//! beside kwok's CI limits and our targets, with the server's and the
+//! sim's CPU and peak RSS, its memory per simulated node and per simulated
+//! pod, the API server's write rate (store revisions per phase, and the
+//! pod writes the pod watch observed), the events/s delivered to the
+//! benchmark's watches, and the host's speed before and after the run.
+//! Owns nothing else: it stops the processes it starts and removes their
+//! directories.
 //! `SKIFF_BENCH_SERVER_LOG=FILE` and `SKIFF_BENCH_SIM_LOG=FILE` keep the
 //! server's and the sim's warnings.
 
@@ -410,6 +412,7 @@ fn secs(d: Option<Duration>, reached: &str) -> String {
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
     let timeout = Duration::from_secs(args.timeout);
+    let speed_before = crate::stats::host_speed();
     let (server, client) =
         cluster::start_server(&["--disable-agent", "--cluster-cidr", CLUSTER_CIDR]).await?;
     let server_pid = server.child.id();
@@ -614,6 +617,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     drop(sim);
     drop(client);
     drop(server);
+    let speed = (speed_before, crate::stats::host_speed());
 
     report(
         &args,
@@ -624,6 +628,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         server_hwm,
         sim_hwm,
         (rss_nodes, rss_pods),
+        speed,
     );
     Ok(())
 }
@@ -638,6 +643,7 @@ fn report(
     server_hwm: u64,
     sim_hwm: u64,
     (rss_nodes, rss_pods): (u64, u64),
+    (speed_before, speed_after): (Duration, Duration),
 ) {
     let rows: Vec<Vec<String>> = phases
         .iter()
@@ -762,5 +768,13 @@ fn report(
         "watch fan-out: events delivered to the benchmark's watches (the server does not expose its watcher count)",
         &["phase", "watch", "events", "events/s", "busiest second"],
         &rows,
+    );
+    // The same work takes a third longer in this machine's slow spells;
+    // compare the times of two runs only when these are close.
+    println!(
+        "\nhost speed (2,000 serialize + parse passes over a pod, one thread; lower is faster): \
+         {} before the run, {} after",
+        crate::stats::ms(speed_before),
+        crate::stats::ms(speed_after),
     );
 }

@@ -93,3 +93,36 @@ pub fn print_grid(title: &str, headers: &[&str], rows: &[Vec<String>]) {
         println!("{}", line(row.iter().map(String::as_str).collect()));
     }
 }
+
+/// How fast this machine runs control-plane work right now: the median of
+/// five rounds of 2,000 serialize + parse passes over a pod-sized JSON
+/// object, on the calling thread. The machines these benchmarks run on
+/// swing by a third within an hour; a run's absolute times compare with
+/// another run's only when their figures here are close.
+pub fn host_speed() -> Duration {
+    let pod = serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "calibrate", "namespace": "default", "uid": "6b1f9c1e-0d3c-4c51-9f5e-0d0f5a2d2a11",
+                     "labels": {"app": "calibrate", "tier": "bench"}, "resourceVersion": "123456"},
+        "spec": {"nodeName": "sim-node-1", "restartPolicy": "Always",
+                 "containers": [{"name": "c", "image": "busybox", "command": ["sleep", "3600"],
+                                 "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]},
+        "status": {"phase": "Running", "podIP": "10.0.1.2", "hostIP": "192.168.0.2",
+                   "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+                   "containerStatuses": [{"name": "c", "ready": true, "restartCount": 0, "image": "busybox",
+                                          "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}]},
+    });
+    let mut rounds: Vec<Duration> = (0..5)
+        .map(|_| {
+            let start = std::time::Instant::now();
+            for _ in 0..2000 {
+                let bytes = serde_json::to_vec(std::hint::black_box(&pod)).unwrap_or_default();
+                let back: serde_json::Value =
+                    serde_json::from_slice(std::hint::black_box(&bytes)).unwrap_or_default();
+                std::hint::black_box(back);
+            }
+            start.elapsed()
+        })
+        .collect();
+    percentile(&mut rounds, 50.0)
+}
