@@ -217,6 +217,8 @@ pub fn prepare_create(
     obj: &mut Value,
 ) -> ApiResult<String> {
     check_type(resource, obj)?;
+    // Before any of its fields is read or filled in.
+    crate::decode::typed::check_metadata(obj, (resource.kind, resource.version))?;
     let kind = resource.kind;
     let meta = meta(obj);
     if resource.namespaced {

@@ -104,14 +104,7 @@ fn prune(served: &Served, obj: &mut Value) -> Vec<String> {
 /// types as ObjectMeta.
 pub fn normalize(served: &Served, obj: Value, at: (&str, &str)) -> ApiResult<Value> {
     let mut obj = obj;
-    if let Some(meta) = obj.get("metadata") {
-        if !meta.is_null() {
-            crate::decode::typed::decode_as::<
-                k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-            >(meta)
-            .map_err(|detail| crate::decode::typed::cannot_handle(at, &detail))?;
-        }
-    }
+    crate::decode::typed::check_metadata(&obj, at)?;
     prune(served, &mut obj);
     if let Some(schema) = &served.schema {
         schema.default(&mut obj);

@@ -57,6 +57,40 @@ pub fn cannot_handle((kind, version): (&str, &str), detail: &str) -> ApiError {
     ))
 }
 
+/// The part of every object that is an ObjectMeta: decoding an object as
+/// this checks its metadata's types whatever the rest of it is.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct WithMetadata {
+    // Not an Option: the schema the error's wording is worked out from
+    // then names ObjectMeta directly.
+    #[allow(dead_code)] // read only to check its types
+    #[serde(default)]
+    metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+}
+
+/// Refuses an object whose `metadata` does not decode as ObjectMeta (a
+/// number where `name` belongs, a list for `labels`), in Go's words
+/// (`json: cannot unmarshal number into Go struct field
+/// ObjectMeta.metadata.name of type string`), before anything reads or
+/// fills in its fields: every kind's metadata is typed, custom resources'
+/// and kinds decoded as trees included.
+pub fn check_metadata(obj: &Value, served: (&str, &str)) -> ApiResult<()> {
+    match obj.get("metadata") {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::Object(_)) => decode_as::<WithMetadata>(obj)
+            .map(drop)
+            .map_err(|detail| cannot_handle(served, &detail)),
+        Some(other) => Err(cannot_handle(
+            served,
+            &format!(
+                "json: cannot unmarshal {} into Go struct field {}.metadata of type v1.ObjectMeta",
+                skiff_api::patch::go_type(other),
+                served.0
+            ),
+        )),
+    }
+}
+
 /// Refuses objects nested deeper than [`MAX_DEPTH`].
 pub fn check_depth(obj: &Value, served: (&str, &str)) -> ApiResult<()> {
     if depth_exceeds(obj, MAX_DEPTH) {

@@ -117,6 +117,11 @@ async fn buffered(req: Request) -> Result<Request, Response> {
                 .into_response());
         }
     }
+    if waits_for_continue_over_limit(&req) {
+        // The client has sent nothing yet and will send nothing until told
+        // to: answering first spares it (and us) the body.
+        return Err(too_large().into_response());
+    }
     let (parts, body) = req.into_parts();
     let deadline = parts
         .extensions
@@ -126,6 +131,22 @@ async fn buffered(req: Request) -> Result<Request, Response> {
         .await
         .map_err(IntoResponse::into_response)?;
     Ok(Request::from_parts(parts, Body::from(bytes)))
+}
+
+/// Whether `req` is an HTTP/1.1 request waiting for `100 Continue` before
+/// it sends a body its Content-Length says is over [`MAX_BODY`].
+fn waits_for_continue_over_limit(req: &Request) -> bool {
+    let header_is = |name: header::HeaderName, want: &dyn Fn(&str) -> bool| {
+        req.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(want)
+    };
+    req.version() < axum::http::Version::HTTP_2
+        && header_is(header::EXPECT, &|v| v.eq_ignore_ascii_case("100-continue"))
+        && header_is(header::CONTENT_LENGTH, &|v| {
+            v.trim().parse::<u64>().is_ok_and(|n| n > MAX_BODY as u64)
+        })
 }
 
 /// The body whatever its media type (PATCH names its own).
@@ -139,14 +160,56 @@ async fn read_raw_body(req: Request) -> ApiResult<Bytes> {
 
 /// A body of at most [`MAX_BODY`] bytes, within `deadline`.
 async fn read_limited(body: Body, deadline: Option<Duration>) -> ApiResult<Bytes> {
-    let read = axum::body::to_bytes(body, MAX_BODY);
-    let read = match deadline {
+    let read = collect_limited(body, MAX_BODY, MAX_DRAIN);
+    match deadline {
         Some(d) => tokio::time::timeout(d, read)
             .await
             .map_err(|_| ApiError::request_timeout("the request body was not received in time"))?,
         None => read.await,
-    };
-    read.map_err(|_| ApiError::too_large("Request entity too large: limit is 3145728"))
+    }
+}
+
+/// How much of a body over the limit is read and thrown away so that the
+/// 413 reaches the client (see [`collect_limited`]).
+const MAX_DRAIN: usize = 64 * 1024 * 1024;
+
+/// The 413 of a body over [`MAX_BODY`], in upstream's words.
+fn too_large() -> ApiError {
+    ApiError::too_large("Request entity too large: limit is 3145728")
+}
+
+/// Collects `body` if it has at most `limit` bytes. A longer body is a
+/// 413, but the rest of it is read (and dropped) first, up to `drain`
+/// bytes: an HTTP/2 stream answered before its request body ended is
+/// reset by hyper, and the client then sees a framing error instead of
+/// the Status (HTTP/1.1 closes the connection after the answer either
+/// way). A body that fails in transit is a 400.
+async fn collect_limited(body: Body, limit: usize, drain: usize) -> ApiResult<Bytes> {
+    use futures::StreamExt;
+    let mut stream = body.into_data_stream();
+    // Chunks as they came: one chunk (the usual case) is not copied.
+    let mut chunks: Vec<Bytes> = Vec::new();
+    let mut seen = 0usize;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| ApiError::bad_request(format!("error reading body: {e}")))?;
+        seen = seen.saturating_add(chunk.len());
+        if seen > limit {
+            chunks.clear();
+            if seen > limit.saturating_add(drain) {
+                break;
+            }
+            continue;
+        }
+        chunks.push(chunk);
+    }
+    if seen > limit {
+        return Err(too_large());
+    }
+    Ok(match chunks.len() {
+        0 => Bytes::new(),
+        1 => chunks.pop().unwrap_or_default(),
+        _ => chunks.concat().into(),
+    })
 }
 
 /// The media types of object bodies (create, update, binding, delete).

@@ -61,6 +61,13 @@ pub(super) async fn patch(
             skiff_api::patch::PatchError::UnsupportedMediaType,
         ));
     }
+    // An apply body may be YAML, whose plain scalars the scan would
+    // misread; JSON (what kubectl sends) starts with a brace.
+    let json = patch_type != PatchType::Apply
+        || body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    if let Some(detail) = json.then(|| crate::decode::numbers::out_of_range(body)).flatten() {
+        return Err(ApiError::bad_request(detail));
+    }
     if patch_type == PatchType::Apply {
         return crate::handlers::apply::server_side_apply(state, r, ns, name, body, opts).await;
     }

@@ -19,6 +19,7 @@ pub(super) async fn update(
     body: &[u8],
     opts: &WriteOptions,
 ) -> ApiResult<Response> {
+    crate::registry::write::check_numbers(r, body)?;
     let obj = object::decode(body)?;
     let warnings = crate::registry::write::check_fields(r, body, &obj, opts)?;
     let mut outcome =

@@ -140,6 +140,7 @@ pub enum Body {
 /// both), and malformed JSON; those take the general path, which words
 /// the error as before.
 pub fn check_create_body(r: &Resource, raw: &[u8], opts: &WriteOptions) -> ApiResult<Checked> {
+    check_numbers(r, raw)?;
     let unknown = opts.validation != FieldValidation::Ignore;
     if let Some(one) = crate::resources::decode_one_pass(r.group, r.kind, raw, unknown) {
         return Ok(Checked {
@@ -152,6 +153,19 @@ pub fn check_create_body(r: &Resource, raw: &[u8], opts: &WriteOptions) -> ApiRe
         warnings: check_fields(r, raw, &obj, opts)?,
         body: Body::Sent(obj),
     })
+}
+
+/// Refuses an object body holding a number no float64 holds, wherever it
+/// stands (see `decode::numbers`): the typed decoders skip unknown fields
+/// without reading them.
+pub fn check_numbers(r: &Resource, raw: &[u8]) -> ApiResult<()> {
+    match crate::decode::numbers::out_of_range(raw) {
+        Some(detail) => Err(crate::decode::typed::cannot_handle(
+            (r.kind, r.version),
+            &detail,
+        )),
+        None => Ok(()),
+    }
 }
 
 /// What field validation's findings come to under `opts`: a 400 under
