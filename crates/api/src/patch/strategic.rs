@@ -45,6 +45,11 @@ fn merge_map(mut original: Object, mut patch: Object, schema: Schema) -> Result<
     let mut deletions = Vec::new();
     for (key, value) in patch {
         if key.starts_with(DELETE_PRIMITIVE_PREFIX) {
+            if !(value.is_array() || value.is_null()) {
+                return Err(bad(format!(
+                    "invalid patch format of primitive list: {key} must be a list, got {value}"
+                )));
+            }
             deletions.push((field_of(&key, DELETE_PRIMITIVE_PREFIX)?.to_owned(), value));
         } else {
             merge_field(&mut original, key, value, schema, false)?;
@@ -343,6 +348,16 @@ fn apply_set_element_order(
             Some(Value::Array(list)) => Some(list),
             Some(other) => return Err(not_a_list(&field, &other)),
         };
+        if merge_key.is_none() {
+            // Without a merge key only primitives can be ordered.
+            let nested = |v: &Value| v.is_object() || v.is_array();
+            let listed = current.iter().chain(patch_list.iter()).flatten();
+            if order.iter().any(nested) || listed.clone().any(nested) {
+                return Err(bad(format!(
+                    "invalid patch format of setElementOrder list: {directive} orders {field}, whose elements are not merged by a key"
+                )));
+            }
+        }
         validate_order(patch_list.as_deref(), &order, merge_key, &field)?;
         let server_len = current.as_ref().map_or(0, Vec::len);
         let merged = match (current, patch_list) {

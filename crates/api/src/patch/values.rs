@@ -39,6 +39,11 @@ pub(super) fn check_keys(
 ) -> Result<()> {
     match value {
         Value::Object(map) => {
+            if let Some(directive) = map.get(DIRECTIVE) {
+                if !matches!(directive.as_str(), Some("replace" | "delete")) {
+                    return Err(unknown_directive(directive, map));
+                }
+            }
             for (key, value) in map {
                 let (strategy, schema) = lookup(schema, key);
                 check_keys(value, strategy, schema, key)?;
@@ -46,10 +51,24 @@ pub(super) fn check_keys(
         }
         Value::Array(list) => {
             for item in list.iter().filter_map(Value::as_object) {
-                if let Strategy::Merge(Some(key)) = strategy {
-                    if let Some(value) = item.get(key) {
-                        check_key_type(item, key, value, field)?;
+                match strategy {
+                    Strategy::Merge(Some(key)) => match item.get(key) {
+                        Some(value) => check_key_type(item, key, value, field)?,
+                        // A delete names what it deletes by the key.
+                        None if item.get(DIRECTIVE).and_then(Value::as_str) == Some("delete") => {
+                            return Err(no_merge_key_map(item, key));
+                        }
+                        None => {}
+                    },
+                    // Only elements of a list merged by key take a
+                    // directive; upstream keeps `$patch` elsewhere as a
+                    // field its type does not have, and refuses it.
+                    _ if item.contains_key(DIRECTIVE) => {
+                        return Err(bad(format!(
+                            "strict decoding error: unknown field \"{field}[].{DIRECTIVE}\": {field} is not a list merged by key, so its elements take no {DIRECTIVE} directive"
+                        )));
                     }
+                    _ => {}
                 }
                 for (key, value) in item {
                     let (strategy, schema) = lookup(schema, key);

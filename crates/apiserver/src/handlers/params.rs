@@ -93,17 +93,30 @@ pub fn check(q: &HashMap<String, String>, headers: &HeaderMap) -> ApiResult<()> 
     check_accept(headers)
 }
 
-/// 406 unless `Accept` allows JSON, YAML, protobuf or anything.
-fn check_accept(headers: &HeaderMap) -> ApiResult<()> {
-    let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
-        return Ok(());
+/// What the first clause of `Accept` that we can answer asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wanted {
+    /// The object (or list) itself.
+    Object,
+    /// A meta.k8s.io Table of it.
+    Table,
+}
+
+/// The first clause of `accept` we can answer, in the client's order
+/// (kubectl: `application/json;as=Table;v=v1;g=meta.k8s.io,
+/// application/json`): a media type we write, and, when it names a
+/// conversion (`as=`), one we serve: Table and PartialObjectMetadata(List)
+/// of meta.k8s.io v1 or v1beta1 (partial metadata is answered with the
+/// whole object, as before). `None` if no clause qualifies (406). No
+/// header, or an empty one, is the object.
+pub fn negotiate(accept: Option<&str>) -> Option<Wanted> {
+    let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
+        return Some(Wanted::Object);
     };
-    if accept.trim().is_empty() {
-        return Ok(());
-    }
-    let ok = accept.split(',').any(|part| {
-        let media = part.split(';').next().unwrap_or("").trim();
-        matches!(
+    accept.split(',').find_map(|part| {
+        let mut fields = part.split(';').map(str::trim);
+        let media = fields.next().unwrap_or("");
+        if !matches!(
             media,
             "*/*"
                 | "application/*"
@@ -112,9 +125,37 @@ fn check_accept(headers: &HeaderMap) -> ApiResult<()> {
                 | "application/vnd.kubernetes.protobuf"
                 | "application/json-patch+json"
                 | "application/merge-patch+json"
-        )
-    });
-    if ok {
+        ) {
+            return None;
+        }
+        let (mut conversion, mut group, mut version) = (None, None, None);
+        for field in fields {
+            match field.split_once('=').map(|(k, v)| (k.trim(), v.trim())) {
+                Some(("as", v)) => conversion = Some(v),
+                Some(("g", v)) => group = Some(v),
+                Some(("v", v)) => version = Some(v),
+                _ => {}
+            }
+        }
+        let served_meta =
+            group == Some("meta.k8s.io") && matches!(version, Some("v1") | Some("v1beta1"));
+        match conversion {
+            None => Some(Wanted::Object),
+            Some("Table") if served_meta => Some(Wanted::Table),
+            Some("PartialObjectMetadata" | "PartialObjectMetadataList") if served_meta => {
+                Some(Wanted::Object)
+            }
+            Some(_) => None,
+        }
+    })
+}
+
+/// 406 unless `Accept` has a clause we can answer (see [`negotiate`]):
+/// JSON, YAML, protobuf or anything, and a Table only of a version we
+/// serve.
+fn check_accept(headers: &HeaderMap) -> ApiResult<()> {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    if negotiate(accept).is_some() {
         return Ok(());
     }
     let mut e = ApiError::bad_request(format!(
@@ -193,5 +234,42 @@ mod tests {
                 .unwrap(),
         );
         assert!(check(&q(&[]), &table).is_ok());
+    }
+
+    #[test]
+    fn a_table_of_a_version_not_served_is_not_acceptable() {
+        let cases = [
+            ("application/json;as=Table;v=v1;g=meta.k8s.io", Some(Wanted::Table)),
+            ("application/json;as=Table;v=v1beta1;g=meta.k8s.io", Some(Wanted::Table)),
+            ("application/json;as=Table;v=v2;g=meta.k8s.io", None),
+            ("application/json;as=Table;v=v1;g=example.com", None),
+            ("application/json;as=Table;g=meta.k8s.io", None),
+            ("application/json;as=Bogus;v=v1;g=meta.k8s.io", None),
+            (
+                "application/json;as=Table;v=v2;g=meta.k8s.io,application/json",
+                Some(Wanted::Object),
+            ),
+            (
+                "application/json;as=Table;v=v2;g=meta.k8s.io, application/json;as=Table;v=v1;g=meta.k8s.io",
+                Some(Wanted::Table),
+            ),
+            (
+                "application/json, application/json;as=Table;v=v1;g=meta.k8s.io",
+                Some(Wanted::Object),
+            ),
+            (
+                "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io",
+                Some(Wanted::Object),
+            ),
+            ("*/*", Some(Wanted::Object)),
+            ("", Some(Wanted::Object)),
+        ];
+        for (accept, want) in cases {
+            assert_eq!(negotiate(Some(accept)), want, "{accept}");
+            let mut h = HeaderMap::new();
+            h.insert(header::ACCEPT, accept.parse().unwrap());
+            let code = check(&q(&[]), &h).err().map(|e| e.code);
+            assert_eq!(code.is_none(), want.is_some(), "{accept}");
+        }
     }
 }

@@ -6,17 +6,11 @@
 use axum::http::{header, HeaderMap};
 use serde_json::{json, Value};
 
-/// Does the client want Tables?
+/// Does the client want Tables? Only when the first clause of `Accept`
+/// we can answer asks for one (see `params::negotiate`).
 pub fn wanted(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|accept| {
-            accept.split(',').any(|part| {
-                let params: Vec<&str> = part.split(';').map(str::trim).collect();
-                params.contains(&"as=Table") && params.contains(&"g=meta.k8s.io")
-            })
-        })
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    crate::handlers::params::negotiate(accept) == Some(crate::handlers::params::Wanted::Table)
 }
 
 /// How much of each object a row carries (`includeObject`).

@@ -25,6 +25,52 @@ use crate::AppState;
 /// The longest grace period accepted (about 31 years).
 pub const MAX_GRACE_SECONDS: i64 = 1 << 30;
 
+/// The kinds upstream's options scheme (meta/internalversion) knows
+/// besides DeleteOptions: a body naming one of them decodes, but is not
+/// DeleteOptions.
+const OTHER_OPTIONS: &[&str] = &[
+    "ListOptions",
+    "GetOptions",
+    "CreateOptions",
+    "UpdateOptions",
+    "PatchOptions",
+    "TableOptions",
+    "PartialObjectMetadata",
+    "PartialObjectMetadataList",
+    "Table",
+    "Status",
+    "WatchEvent",
+];
+
+/// Refuses a DELETE body that names another kind than DeleteOptions (a
+/// Pod sent as the body, say), as upstream's decoder does, before
+/// anything is deleted. A body without a kind is DeleteOptions.
+fn check_options_kind(body: &Value) -> ApiResult<()> {
+    let kind = match body.get("kind") {
+        None | Some(Value::Null) => return Ok(()),
+        Some(Value::String(k)) if k.is_empty() || k == "DeleteOptions" => return Ok(()),
+        Some(Value::String(k)) => k.as_str(),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go struct field .kind of type string",
+                skiff_api::patch::go_type(other)
+            )))
+        }
+    };
+    if OTHER_OPTIONS.contains(&kind) {
+        return Err(ApiError::bad_request(
+            "decoded object cannot be converted to DeleteOptions",
+        ));
+    }
+    let version = match body.get("apiVersion").and_then(Value::as_str) {
+        Some(v) if !v.is_empty() => v,
+        _ => "meta.k8s.io/v1",
+    };
+    Err(ApiError::bad_request(format!(
+        "no kind \"{kind}\" is registered for version \"{version}\" in scheme \"k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme/register.go:28\""
+    )))
+}
+
 /// The parts of metav1.DeleteOptions we act on.
 #[derive(Debug, Default, Clone)]
 pub struct DeleteOptions {
@@ -52,6 +98,7 @@ impl DeleteOptions {
             let v: Value = serde_json::from_slice(body).map_err(|e| {
                 ApiError::bad_request(format!("json: cannot decode DeleteOptions: {e}"))
             })?;
+            check_options_kind(&v)?;
             let typed: k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions =
                 crate::decode::typed::decode_as(&v).map_err(ApiError::bad_request)?;
             opts.grace_period_seconds = typed.grace_period_seconds;

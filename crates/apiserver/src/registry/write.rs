@@ -400,6 +400,13 @@ pub async fn update(
             crate::resources::normalize(r.group, r.kind, (r.kind, r.version), candidate)?
         };
         let mut candidate = crate::registry::convert::to_stored(r, candidate);
+        if !r.namespaced {
+            // A cluster-scoped object has no namespace: one set by an
+            // update or patch is dropped, as upstream's BeforeUpdate does.
+            if let Some(meta) = candidate.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.remove("namespace");
+            }
+        }
         let given = object::name_of(&candidate).unwrap_or_default();
         if given != name {
             return Err(ApiError::bad_request(format!(
