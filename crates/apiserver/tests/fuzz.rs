@@ -1083,3 +1083,460 @@ async fn quantities_with_exponents_at_the_i32_limits_are_refused_or_stored() {
         .await;
     }
 }
+
+/// The collection URL of `r` in namespace `fuzz` (cluster-scoped: none).
+fn collection_of(r: &skiff_apiserver::resources::Resource) -> String {
+    let base = if r.group.is_empty() {
+        format!("/api/{}", r.version)
+    } else {
+        format!("/apis/{}/{}", r.group, r.version)
+    };
+    if r.namespaced {
+        format!("{base}/namespaces/fuzz/{}", r.plural)
+    } else {
+        format!("{base}/{}", r.plural)
+    }
+}
+
+/// Every served kind, whatever else its body carries, refuses a metadata
+/// field of the wrong JSON type (`metadata.name` included, also beside a
+/// `generateName`) and a number beyond float64 anywhere in the body, with
+/// upstream's 400, and creates nothing. The kinds with a valid object in
+/// [`bases`] are also updated and patched with those bodies, which change
+/// nothing.
+#[tokio::test]
+async fn every_kind_refuses_mistyped_metadata_and_numbers_beyond_float64() {
+    let server = support::TestServer::start_loopback().await;
+    let app = server.loopback.clone().expect("loopback");
+    let ns = Case {
+        method: "POST",
+        uri: "/api/v1/namespaces".into(),
+        content_type: "application/json",
+        body: br#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"fuzz"}}"#.to_vec(),
+    };
+    assert_eq!(send(&app, &ns).await.0, 201);
+    // (metadata, what Go's decoder says after "cannot unmarshal ").
+    let metadata = [
+        (
+            json!({"name": 5}),
+            "number into Go struct field ObjectMeta.metadata.name of type string",
+        ),
+        (
+            json!({"name": {"a": 1}, "generateName": "g-"}),
+            "object into Go struct field ObjectMeta.metadata.name of type string",
+        ),
+        (
+            json!({"generateName": true}),
+            "bool into Go struct field ObjectMeta.metadata.generateName of type string",
+        ),
+        (
+            json!({"name": "m", "namespace": ["fuzz"]}),
+            "array into Go struct field ObjectMeta.metadata.namespace of type string",
+        ),
+        (
+            json!({"name": "m", "uid": 7}),
+            "number into Go struct field ObjectMeta.metadata.uid of type string",
+        ),
+        (
+            json!({"name": "m", "resourceVersion": false}),
+            "bool into Go struct field ObjectMeta.metadata.resourceVersion of type string",
+        ),
+        (
+            json!({"name": "m", "labels": ["a"]}),
+            "array into Go struct field ObjectMeta.metadata.labels of type map[string]string",
+        ),
+        (
+            json!({"name": "m", "finalizers": "a"}),
+            "string into Go struct field ObjectMeta.metadata.finalizers of type []string",
+        ),
+    ];
+    let mut checked = Vec::new();
+    for r in skiff_apiserver::resources::RESOURCES.iter() {
+        let collection = collection_of(r);
+        let list_before = get(&app, &collection).await;
+        if list_before.0 != 200 {
+            continue; // not listed (reviews): no store to change
+        }
+        let served = format!(
+            "{} in version \"{}\" cannot be handled as a {}: json: cannot unmarshal",
+            r.kind, r.version, r.kind
+        );
+        let mut bodies: Vec<(Value, String)> = metadata
+            .iter()
+            .map(|(m, why)| {
+                (
+                    json!({"apiVersion": r.group_version(), "kind": r.kind, "metadata": m}),
+                    format!("{served} {why}"),
+                )
+            })
+            .collect();
+        bodies.push((
+            json!({"apiVersion": r.group_version(), "kind": r.kind, "metadata": "m"}),
+            format!(
+                "{served} string into Go struct field {}.metadata of type v1.ObjectMeta",
+                r.kind
+            ),
+        ));
+        let mut refused = 0;
+        for (body, want) in &bodies {
+            let case = Case {
+                method: "POST",
+                uri: collection.clone(),
+                content_type: "application/json",
+                body: serde_json::to_vec(body).unwrap(),
+            };
+            let (code, answer) = send(&app, &case).await;
+            if code == 405 {
+                break; // not created through this URL (componentstatuses)
+            }
+            let status: Value = serde_json::from_slice(&answer).unwrap_or_default();
+            assert_eq!(
+                (code, status["message"].as_str().unwrap_or_default()),
+                (400, want.as_str()),
+                "POST {collection} {body}"
+            );
+            refused += 1;
+        }
+        // A number beyond float64 in a field the type does not have.
+        let huge = format!(
+            r#"{{"apiVersion":"{}","kind":"{}","metadata":{{"name":"huge"}},"zz":{{"a":[1e400]}}}}"#,
+            r.group_version(),
+            r.kind
+        );
+        let case = Case {
+            method: "POST",
+            uri: collection.clone(),
+            content_type: "application/json",
+            body: huge.into_bytes(),
+        };
+        let (code, answer) = send(&app, &case).await;
+        if code != 405 {
+            let status: Value = serde_json::from_slice(&answer).unwrap_or_default();
+            assert_eq!(
+                (code, status["message"].as_str().unwrap_or_default()),
+                (
+                    400,
+                    format!("{served} number 1e400 into Go value of type float64").as_str()
+                ),
+                "POST {collection} with 1e400"
+            );
+        }
+        assert_eq!(
+            get(&app, &collection).await,
+            list_before,
+            "{collection}: a refused create changed the collection"
+        );
+        if refused > 0 {
+            checked.push(r.plural);
+        }
+    }
+    assert!(
+        checked.len() > 40,
+        "only {} kinds checked: {checked:?}",
+        checked.len()
+    );
+
+    // Updates and patches of existing objects change nothing either.
+    for (collection, base) in bases() {
+        let create = Case {
+            method: "POST",
+            uri: collection.to_string(),
+            content_type: "application/json",
+            body: serde_json::to_vec(&base).unwrap(),
+        };
+        assert_eq!(send(&app, &create).await.0, 201, "{collection}");
+        let item = format!(
+            "{collection}/{}",
+            base["metadata"]["name"].as_str().unwrap()
+        );
+        let before = get(&app, &item).await;
+        let mut named = base.clone();
+        named["metadata"]["name"] = json!(5);
+        let mut huge = serde_json::to_string(&base).unwrap();
+        huge.insert_str(huge.len() - 1, r#","zz":-1e999"#);
+        let cases = [
+            (
+                "PUT",
+                "application/json",
+                serde_json::to_vec(&named).unwrap(),
+            ),
+            ("PUT", "application/json", huge.clone().into_bytes()),
+            (
+                "PATCH",
+                "application/merge-patch+json",
+                br#"{"metadata":{"labels":{"a":1}}}"#.to_vec(),
+            ),
+            (
+                "PATCH",
+                "application/merge-patch+json",
+                br#"{"metadata":{"annotations":{"a":"b"}},"zz":1e400}"#.to_vec(),
+            ),
+            (
+                "PATCH",
+                "application/strategic-merge-patch+json",
+                br#"{"metadata":{"name":[1]}}"#.to_vec(),
+            ),
+            (
+                "PATCH",
+                "application/json-patch+json",
+                br#"[{"op":"add","path":"/metadata/annotations","value":{"a":1e400}}]"#.to_vec(),
+            ),
+        ];
+        for (method, content_type, body) in cases {
+            let case = Case {
+                method,
+                uri: item.clone(),
+                content_type,
+                body: body.clone(),
+            };
+            let (code, answer) = send(&app, &case).await;
+            // A kind upstream serves without patch strategies: 415.
+            let smp = content_type == "application/strategic-merge-patch+json";
+            assert!(
+                code == 400 || (smp && code == 415),
+                "{method} {item} {}: {}",
+                String::from_utf8_lossy(&body),
+                String::from_utf8_lossy(&answer)
+            );
+            assert_eq!(
+                without_status(&get(&app, &item).await),
+                without_status(&before),
+                "{method} {item} changed it"
+            );
+        }
+    }
+}
+
+/// An answer's object without what controllers write beside the test
+/// (status, and so resourceVersion): a CustomResourceDefinition is
+/// established while the test runs.
+fn without_status((code, body): &(u16, Vec<u8>)) -> (u16, Value) {
+    let mut obj: Value = serde_json::from_slice(body).unwrap_or_default();
+    if let Some(o) = obj.as_object_mut() {
+        o.remove("status");
+    }
+    if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("resourceVersion");
+    }
+    (*code, obj)
+}
+
+/// A request upstream refuses before doing anything is refused here too
+/// and changes nothing: strategic-merge directives of the wrong shape, a
+/// DELETE whose body is another kind, an `Accept` naming only a Table
+/// version not served; and a patch that puts a cluster-scoped object in
+/// a namespace has the namespace dropped, as upstream's BeforeUpdate does.
+#[tokio::test]
+async fn requests_upstream_refuses_change_nothing() {
+    let server = support::TestServer::start_loopback().await;
+    let app = server.loopback.clone().expect("loopback");
+    let post = |uri: &str, body: Value| Case {
+        method: "POST",
+        uri: uri.into(),
+        content_type: "application/json",
+        body: serde_json::to_vec(&body).unwrap(),
+    };
+    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+        "spec": {"podCIDR": "10.9.0.0/24", "podCIDRs": ["10.9.0.0/24"],
+                 "taints": [{"key": "a", "effect": "NoSchedule"}, {"key": "b", "effect": "NoExecute"}]}});
+    assert_eq!(send(&app, &post("/api/v1/nodes", node)).await.0, 201);
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "c", "finalizers": ["example.com/x"]}, "data": {"a": "b"}});
+    assert_eq!(
+        send(&app, &post("/api/v1/namespaces/default/configmaps", cm))
+            .await
+            .0,
+        201
+    );
+    let smp = "application/strategic-merge-patch+json";
+    let refused: Vec<(&str, &str, &str, Value, &str)> = vec![
+        (
+            "PATCH",
+            "/api/v1/nodes/n1",
+            smp,
+            json!({"spec": {"$deleteFromPrimitiveList/podCIDRs": "10.9.0.0/24"}}),
+            "invalid patch format of primitive list",
+        ),
+        (
+            "PATCH",
+            "/api/v1/nodes/n1",
+            smp,
+            json!({"spec": {"$setElementOrder/taints": "a"}}),
+            "invalid patch format of setElementOrder list",
+        ),
+        (
+            "PATCH",
+            "/api/v1/nodes/n1",
+            smp,
+            json!({"spec": {"$setElementOrder/taints": [{"key": "b"}, {"key": "a"}]}}),
+            "invalid patch format of setElementOrder list",
+        ),
+        (
+            "PATCH",
+            "/api/v1/nodes/n1",
+            smp,
+            json!({"spec": {"taints": [{"$patch": "delete", "effect": "NoSchedule"}]}}),
+            "is not a list merged by key",
+        ),
+        (
+            "PATCH",
+            "/api/v1/nodes/n1",
+            smp,
+            json!({"spec": {"taints": [{"$patch": "delete", "key": "a"}]}}),
+            "is not a list merged by key",
+        ),
+        (
+            "PATCH",
+            "/api/v1/namespaces/default/configmaps/c",
+            smp,
+            json!({"metadata": {"$deleteFromPrimitiveList/finalizers": {"x": 1}}}),
+            "invalid patch format of primitive list",
+        ),
+        (
+            "DELETE",
+            "/api/v1/namespaces/default/configmaps/c",
+            "application/json",
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "c"}}),
+            "no kind \"Pod\" is registered for version \"v1\"",
+        ),
+        (
+            "DELETE",
+            "/api/v1/namespaces/default/configmaps/c",
+            "application/json",
+            json!({"apiVersion": "meta.k8s.io/v1", "kind": "ListOptions"}),
+            "decoded object cannot be converted to DeleteOptions",
+        ),
+        (
+            "DELETE",
+            "/api/v1/nodes/n1",
+            "application/json",
+            json!({"apiVersion": "v1", "kind": "Node", "gracePeriodSeconds": 0}),
+            "no kind \"Node\" is registered",
+        ),
+    ];
+    for (method, uri, content_type, body, want) in refused {
+        let before = get(&app, uri).await;
+        let case = Case {
+            method,
+            uri: uri.into(),
+            content_type,
+            body: serde_json::to_vec(&body).unwrap(),
+        };
+        let (code, answer) = send(&app, &case).await;
+        let status: Value = serde_json::from_slice(&answer).unwrap_or_default();
+        assert_eq!(code, 400, "{method} {uri} {body}: {status}");
+        assert_eq!(status["reason"], "BadRequest", "{status}");
+        assert!(
+            status["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains(want),
+            "{method} {uri} {body}: {status}"
+        );
+        assert_eq!(
+            get(&app, uri).await,
+            before,
+            "{method} {uri} {body} changed it"
+        );
+    }
+    // A well-formed delete-by-key still works on a list merged by key.
+    let patch = Case {
+        method: "PATCH",
+        uri: "/api/v1/namespaces/default/configmaps/c".into(),
+        content_type: smp,
+        body: br#"{"metadata":{"$deleteFromPrimitiveList/finalizers":["example.com/x"]}}"#.to_vec(),
+    };
+    let (code, answer) = send(&app, &patch).await;
+    assert_eq!(code, 200, "{}", String::from_utf8_lossy(&answer));
+    let patched: Value = serde_json::from_slice(&answer).unwrap();
+    let left = patched["metadata"]["finalizers"].as_array().cloned();
+    assert!(left.unwrap_or_default().is_empty(), "{patched}");
+
+    // Accept: only a Table version we do not serve is 406; with a
+    // fallback the object comes back; a served Table version is a Table.
+    let accepts = [
+        ("application/json;as=Table;v=v2;g=meta.k8s.io", 406, None),
+        ("application/json;as=Table;v=v1;g=example.com", 406, None),
+        (
+            "application/json;as=Table;v=v2;g=meta.k8s.io,application/json",
+            200,
+            Some("ConfigMap"),
+        ),
+        (
+            "application/json;as=Table;v=v1;g=meta.k8s.io",
+            200,
+            Some("Table"),
+        ),
+        (
+            "application/json;as=Table;v=v1beta1;g=meta.k8s.io",
+            200,
+            Some("Table"),
+        ),
+    ];
+    for (accept, want_code, want_kind) in accepts {
+        for uri in [
+            "/api/v1/namespaces/default/configmaps/c",
+            "/api/v1/namespaces/default/configmaps",
+        ] {
+            let req = http::Request::builder()
+                .uri(uri)
+                .header("accept", accept)
+                .body(Body::empty())
+                .unwrap();
+            let resp = app.clone().oneshot(req).await.unwrap();
+            let code = resp.status().as_u16();
+            let body = axum::body::to_bytes(resp.into_body(), usize::MAX)
+                .await
+                .unwrap();
+            let answer: Value = serde_json::from_slice(&body).unwrap_or_default();
+            assert_eq!(code, want_code, "{uri} Accept {accept}: {answer}");
+            match want_kind {
+                None => assert_eq!(answer["reason"], "NotAcceptable", "{answer}"),
+                Some("ConfigMap") => assert!(
+                    matches!(answer["kind"].as_str(), Some("ConfigMap" | "ConfigMapList")),
+                    "{answer}"
+                ),
+                Some(kind) => assert_eq!(answer["kind"], kind, "{uri} Accept {accept}"),
+            }
+        }
+    }
+
+    // A cluster-scoped object does not move into a namespace: the
+    // namespace a patch or update gives it is dropped.
+    for (content_type, body) in [
+        (
+            "application/merge-patch+json",
+            json!({"metadata": {"namespace": "default"}}),
+        ),
+        (
+            "application/json-patch+json",
+            json!([{"op": "add", "path": "/metadata/namespace", "value": "default"}]),
+        ),
+    ] {
+        let case = Case {
+            method: "PATCH",
+            uri: "/api/v1/nodes/n1".into(),
+            content_type,
+            body: serde_json::to_vec(&body).unwrap(),
+        };
+        let (code, answer) = send(&app, &case).await;
+        assert_eq!(code, 200, "{}", String::from_utf8_lossy(&answer));
+        let (_, now) = get(&app, "/api/v1/nodes/n1").await;
+        let now: Value = serde_json::from_slice(&now).unwrap();
+        assert!(now["metadata"].get("namespace").is_none(), "{now}");
+    }
+    let (_, now) = get(&app, "/api/v1/nodes/n1").await;
+    let mut node: Value = serde_json::from_slice(&now).unwrap();
+    node["metadata"]["namespace"] = json!("kube-system");
+    let put = Case {
+        method: "PUT",
+        uri: "/api/v1/nodes/n1".into(),
+        content_type: "application/json",
+        body: serde_json::to_vec(&node).unwrap(),
+    };
+    let (code, answer) = send(&app, &put).await;
+    assert_eq!(code, 200, "{}", String::from_utf8_lossy(&answer));
+    let (_, now) = get(&app, "/api/v1/nodes/n1").await;
+    let now: Value = serde_json::from_slice(&now).unwrap();
+    assert!(now["metadata"].get("namespace").is_none(), "{now}");
+}

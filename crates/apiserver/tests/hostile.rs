@@ -242,3 +242,62 @@ async fn status_bodies_are_upstreams_bytes() {
         "{got}"
     );
 }
+
+/// A body over the limit (a 4 MiB ConfigMap) gets upstream's 413 Status
+/// over HTTP/2 as over HTTP/1.1 (with and without `Expect:
+/// 100-continue`), not a reset stream or a broken pipe, and creates
+/// nothing.
+#[tokio::test]
+async fn bodies_over_the_limit_get_their_413_over_http2_and_http1() {
+    let server = TestServer::start().await;
+    let pki = server.dir.path().join("pki");
+    let body = server.dir.path().join("big.json");
+    let big = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "big"}, "data": {"x": "y".repeat(4 * 1024 * 1024)}});
+    std::fs::write(&body, serde_json::to_vec(&big).unwrap()).unwrap();
+    let url = format!("{}/api/v1/namespaces/default/configmaps", server.url);
+    for protocol in [
+        &["--http2"][..],
+        &["--http1.1"],
+        &["--http1.1", "-H", "Expect:"],
+    ] {
+        let out = tokio::process::Command::new("curl")
+            .args(["-sS", "-w", "\n%{http_code}", "-X", "POST"])
+            .args(protocol)
+            .arg("--cacert")
+            .arg(pki.join("ca.crt"))
+            .arg("--cert")
+            .arg(pki.join("admin.crt"))
+            .arg("--key")
+            .arg(pki.join("admin.key"))
+            .args(["-H", "Content-Type: application/json", "--data-binary"])
+            .arg(format!("@{}", body.display()))
+            .arg(&url)
+            .output()
+            .await
+            .expect("run curl");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let (answer, code) = stdout.rsplit_once('\n').unwrap_or_default();
+        assert_eq!(
+            code,
+            "413",
+            "{protocol:?}: curl exit {:?}: {}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let status: serde_json::Value = serde_json::from_str(answer).unwrap_or_default();
+        assert_eq!(status["kind"], "Status", "{protocol:?}: {answer}");
+        assert_eq!(status["reason"], "RequestEntityTooLarge", "{protocol:?}");
+        assert_eq!(
+            status["message"], "Request entity too large: limit is 3145728",
+            "{protocol:?}"
+        );
+    }
+    let got = exchange(
+        &server,
+        "GET /api/v1/namespaces/default/configmaps/big HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        b"",
+    )
+    .await;
+    assert!(got.starts_with("HTTP/1.1 404"), "{got}");
+}
