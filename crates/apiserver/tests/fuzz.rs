@@ -442,6 +442,26 @@ fn mutate(rng: &mut StdRng, mut obj: Value) -> Value {
         if path.is_empty() {
             continue;
         }
+        if rng.random_bool(0.1) {
+            // A patch directive of any shape beside a field (strategic
+            // merge patches read them; other bodies must not trip on them).
+            if let Some(Value::Object(m)) = get_mut(&mut obj, &path) {
+                let field = m.keys().next().cloned().unwrap_or_default();
+                let key = match rng.random_range(0..4) {
+                    0 => "$patch".to_string(),
+                    1 => "$retainKeys".to_string(),
+                    2 => format!("$setElementOrder/{field}"),
+                    _ => format!("$deleteFromPrimitiveList/{field}"),
+                };
+                let value = match rng.random_range(0..3) {
+                    0 => json!("delete"),
+                    1 => json!([{"$patch": "delete"}, {"name": 1}]),
+                    _ => junk(rng),
+                };
+                m.insert(key, value);
+                continue;
+            }
+        }
         if rng.random_bool(0.15) {
             let (last, parent) = path.split_last().unwrap();
             if let (Some(Value::Object(m)), Value::String(k)) = (get_mut(&mut obj, parent), last) {
