@@ -8,7 +8,8 @@
 //! removes the pods' `cni-*` network namespaces and veths, the iptables
 //! rules the CNI plugins made for the node's network, unmounts what is
 //! mounted under the data dir, deletes the CNI bridge and the CNI cache
-//! entries of the node's network, and removes the data dir.
+//! entries of the node's network, runc's state and the shims' sockets of
+//! its containers (in /run/containerd), and removes the data dir.
 //!
 //! What belongs to this node is told by what the node recorded, never by
 //! a name pattern alone: its cgroup root (`cgroup-root` in the data dir),
@@ -55,23 +56,30 @@ pub fn run(args: ResetArgs) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
+    // The sandboxes and containers gone, whose runtime state outside the
+    // data dir may be left (a killed shim leaves its socket).
+    let mut removed = BTreeSet::new();
     for dir in containerd_dirs(&data_dir) {
         // Whatever containerd cannot remove, the sweep below does.
-        if let Err(e) = runtime.block_on(remove_pods(&dir)) {
+        if let Err(e) = runtime.block_on(remove_pods(&dir, &mut removed)) {
             eprintln!("cannot remove the pods through containerd: {e:#}");
         }
         stop_containerd(&dir);
     }
+    remove_runtime_state(&data_dir, &removed);
     kill_shims(&data_dir);
     let cache = CniCache::read(&args.bridge_name);
     let mut netns = cache.netns.clone();
     let mut ended = 0;
     for cgroups in node_cgroups(&data_dir) {
         let pids = cgroups.node_pids();
+        let containers = cgroups.container_ids();
         netns.extend(netns_of(&pids));
         let left = cgroups.end_node(END_TIMEOUT);
         ended += pids.len().saturating_sub(left.len());
-        if !left.is_empty() {
+        if left.is_empty() {
+            remove_runtime_state(&data_dir, &containers);
+        } else {
             eprintln!(
                 "processes {left:?} in the node's cgroup {} did not die in {END_TIMEOUT:?}",
                 cgroups.root
@@ -110,6 +118,26 @@ fn node_cgroups(data_dir: &Path) -> Vec<PodCgroups> {
             root: root.trim().to_string(),
         })
         .collect()
+}
+
+/// What containerd keeps outside the data dir for the node's containers
+/// (`ids`, all dead by now) and removes only when it deletes them: runc's
+/// state and the shims' sockets.
+fn remove_runtime_state(data_dir: &Path, ids: &BTreeSet<String>) {
+    use skiff_node::runtime::containerd::{shim_socket, RUNC_STATE_DIR};
+    let sockets = [
+        data_dir
+            .join("node")
+            .join("containerd")
+            .join("containerd.sock"),
+        data_dir.join("containerd").join("containerd.sock"),
+    ];
+    for id in ids {
+        let _ = std::fs::remove_dir_all(Path::new(RUNC_STATE_DIR).join(id));
+        for socket in &sockets {
+            let _ = std::fs::remove_file(shim_socket(socket, "k8s.io", id));
+        }
+    }
 }
 
 /// The pinned `cni-*` network namespaces that `pids` are in.
@@ -331,8 +359,9 @@ fn remaining(table: &str, needle: &str) -> usize {
 }
 
 /// Starts the node's containerd if it is not running, then stops and
-/// removes every sandbox (which takes its containers and IPs with it).
-async fn remove_pods(dir: &Path) -> anyhow::Result<()> {
+/// removes every sandbox (which takes its containers and IPs with it);
+/// adds the IDs of those it removed to `removed`.
+async fn remove_pods(dir: &Path, removed: &mut BTreeSet<String>) -> anyhow::Result<()> {
     let socket = dir.join("containerd.sock");
     let mut cri = CriRuntime::new(socket.clone())?;
     let mut started = None;
@@ -360,14 +389,19 @@ async fn remove_pods(dir: &Path) -> anyhow::Result<()> {
     let sandboxes = cri.list_pod_sandboxes().await?;
     for c in cri.list_containers().await? {
         let _ = cri.stop_container(&c.id, 0).await;
-        let _ = cri.remove_container(&c.id).await;
+        if cri.remove_container(&c.id).await.is_ok() {
+            removed.insert(c.id);
+        }
     }
     for s in &sandboxes {
         if let Err(e) = cri.stop_pod_sandbox(&s.id).await {
             eprintln!("cannot stop sandbox {}: {e}", s.id);
         }
-        if let Err(e) = cri.remove_pod_sandbox(&s.id).await {
-            eprintln!("cannot remove sandbox {}: {e}", s.id);
+        match cri.remove_pod_sandbox(&s.id).await {
+            Ok(()) => {
+                removed.insert(s.id.clone());
+            }
+            Err(e) => eprintln!("cannot remove sandbox {}: {e}", s.id),
         }
     }
     eprintln!("removed {} pod sandboxes", sandboxes.len());

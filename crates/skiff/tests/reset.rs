@@ -4,8 +4,8 @@
 //! default `KillMode=control-group` (SIGKILL to all of the unit's cgroup):
 //! the server, its containerd and the shims die, the pods' processes (in
 //! their own cgroups under `skiff/NODE`) outlive them. `skiff reset` must
-//! then leave no process, cgroup, network namespace, veth or mount of the
-//! node behind.
+//! then leave no process, cgroup, network namespace, veth, mount, runc
+//! state or shim socket of the node behind.
 
 mod cluster;
 
@@ -16,6 +16,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use cluster::{wait_for, Cluster, Options, SKIFF};
+use skiff_node::runtime::containerd::{shim_socket, RUNC_STATE_DIR};
 
 /// A cgroup of the v2 hierarchy (the unified one of a hybrid host) that
 /// stands for a systemd unit's.
@@ -190,10 +191,41 @@ fn shims(data_dir: &Path) -> Vec<i32> {
         .collect()
 }
 
+/// The names of `dir`'s descendants that are container IDs: runc names a
+/// container's cgroup after it.
+fn collect_ids(dir: &Path, ids: &mut BTreeSet<String>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.len() == 64 && name.bytes().all(|b| b.is_ascii_hexdigit()) {
+                ids.insert(name);
+            }
+            collect_ids(&e.path(), ids);
+        }
+    }
+}
+
+/// What containerd keeps outside the data dir for containers `ids` of
+/// the node whose containerd listens on `socket`: runc's state dirs and
+/// the shims' sockets.
+fn runtime_state(socket: &Path, ids: &BTreeSet<String>) -> Vec<PathBuf> {
+    ids.iter()
+        .flat_map(|id| {
+            [
+                Path::new(RUNC_STATE_DIR).join(id),
+                shim_socket(socket, "k8s.io", id),
+            ]
+        })
+        .filter(|p| p.exists())
+        .collect()
+}
+
 /// What the node's pods had while they ran.
 #[derive(Debug)]
 struct Pods {
     pids: BTreeSet<i32>,
+    /// runc's state and the shims' sockets, in /run/containerd.
+    runtime_state: Vec<PathBuf>,
     cgroups: Vec<PathBuf>,
     netns: BTreeSet<PathBuf>,
     veths: BTreeSet<String>,
@@ -227,6 +259,17 @@ fn run_a_pod_and_kill_the_unit(unit: &UnitCgroup) -> (Cluster, Pods) {
         collect_pids(dir, &mut pids);
     }
     assert!(pids.len() >= 2, "pause and sleep run: {pids:?}");
+    let mut ids = BTreeSet::new();
+    for dir in &cgroups {
+        collect_ids(dir, &mut ids);
+    }
+    let runtime_state = runtime_state(&c.data_dir.join("node/containerd/containerd.sock"), &ids);
+    // The sandbox's and the container's runc state, the sandbox's shim.
+    assert_eq!(
+        runtime_state.len(),
+        3,
+        "runc state and shim socket of {ids:?}: {runtime_state:?}"
+    );
     let netns = netns_of(&pids);
     assert!(!netns.is_empty(), "the pod's network namespace is pinned");
     let veths: BTreeSet<String> = std::fs::read_dir(format!("/sys/class/net/{}/brif", c.bridge))
@@ -258,6 +301,7 @@ fn run_a_pod_and_kill_the_unit(unit: &UnitCgroup) -> (Cluster, Pods) {
         c,
         Pods {
             pids,
+            runtime_state,
             cgroups,
             netns,
             veths,
@@ -284,6 +328,11 @@ fn assert_nothing_left(c: &Cluster, pods: &Pods, said: &str) {
     assert!(
         alive.is_empty(),
         "pod processes {alive:?} outlived reset; it said: {said}"
+    );
+    let state: Vec<&PathBuf> = pods.runtime_state.iter().filter(|p| p.exists()).collect();
+    assert!(
+        state.is_empty(),
+        "containerd's {state:?} outlived reset; it said: {said}"
     );
     let cgroups: Vec<&PathBuf> = pods.cgroups.iter().filter(|d| d.exists()).collect();
     assert!(

@@ -9,6 +9,7 @@
 //! the cgroup filesystem (v1 per-controller hierarchies or v2 unified)
 //! and never touches a cgroup it did not create.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -257,6 +258,16 @@ impl PodCgroups {
         pids
     }
 
+    /// The IDs of the containers (sandboxes too) that have a cgroup in the
+    /// node's tree: runc names each container's cgroup after its ID.
+    pub fn container_ids(&self) -> BTreeSet<String> {
+        let mut ids = BTreeSet::new();
+        for dir in self.node_dirs() {
+            collect_ids(&dir, &mut ids);
+        }
+        ids
+    }
+
     /// Ends every process in the node's cgroup tree, as systemd stops a
     /// unit: `cgroup.kill` where the v2 hierarchy has it, and SIGKILL to
     /// each PID in `cgroup.procs` (v1, or kernels before 5.14), again
@@ -312,6 +323,21 @@ fn collect_pids(dir: &Path, pids: &mut Vec<i32>) {
         for e in entries.flatten() {
             if e.file_type().is_ok_and(|t| t.is_dir()) {
                 collect_pids(&e.path(), pids);
+            }
+        }
+    }
+}
+
+/// The names of `dir`'s descendants that are container IDs (64 hex digits).
+fn collect_ids(dir: &Path, ids: &mut BTreeSet<String>) {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name.len() == 64 && name.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    ids.insert(name);
+                }
+                collect_ids(&e.path(), ids);
             }
         }
     }
@@ -432,6 +458,16 @@ mod tests {
         for root in ["skiff/n1", "/skiff/n1/"] {
             assert_eq!(cg(root).node_pids(), [12, 34], "{root}");
         }
+        let id = "ab".repeat(32);
+        std::fs::create_dir_all(fs.path().join("memory/skiff/n1/kubepods/podu1").join(&id))
+            .unwrap();
+        assert_eq!(
+            cg("skiff/n1")
+                .container_ids()
+                .into_iter()
+                .collect::<Vec<_>>(),
+            [id]
+        );
         // A hierarchy's root, or a parent of other nodes' trees, is never
         // the node's.
         for root in ["", "/", "skiff", "skiff/../skiff", "skiff//n1", "./skiff"] {
