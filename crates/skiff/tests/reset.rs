@@ -176,6 +176,26 @@ fn mounts_under(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// The iptables rules the CNI plugins made for `network` (their comment
+/// names it).
+fn cni_rules(network: &str) -> Vec<String> {
+    let needle = format!(r#"name: \"{network}\" id: \""#);
+    let mut rules = vec![];
+    for table in ["nat", "filter"] {
+        let out = Command::new("iptables-save")
+            .args(["-t", table])
+            .output()
+            .unwrap();
+        rules.extend(
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter(|l| l.contains(&needle))
+                .map(str::to_string),
+        );
+    }
+    rules
+}
+
 /// The shims of the node's containerd.
 fn shims(data_dir: &Path) -> Vec<i32> {
     let needle = data_dir.display().to_string();
@@ -240,15 +260,28 @@ fn run_a_pod_and_kill_the_unit(unit: &UnitCgroup) -> (Cluster, Pods) {
         cgroup: Some(unit.0.clone()),
         ..Options::default()
     });
-    c.kubectl(&[
-        "run",
-        "survivor",
-        "--image=busybox",
-        "--image-pull-policy=IfNotPresent",
-        "--",
-        "sleep",
-        "3600",
-    ]);
+    // A memory emptyDir: a tmpfs under the data dir.
+    c.apply(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata:
+  name: survivor
+spec:
+  containers:
+  - name: survivor
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "3600"]
+    volumeMounts:
+    - name: scratch
+      mountPath: /scratch
+  volumes:
+  - name: scratch
+    emptyDir:
+      medium: Memory
+"#,
+    );
     c.wait("pod/survivor", "condition=Ready", 60);
     assert_eq!(c.pod_field("survivor", "{.status.phase}"), "Running");
 
@@ -278,7 +311,15 @@ fn run_a_pod_and_kill_the_unit(unit: &UnitCgroup) -> (Cluster, Pods) {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     assert!(!veths.is_empty(), "the pod's veth is on the bridge");
-    assert!(!mounts_under(&c.data_dir).is_empty(), "the pod has mounts");
+    let mounts = mounts_under(&c.data_dir);
+    assert!(
+        mounts.iter().any(|m| m.ends_with("/scratch")),
+        "the pod's tmpfs emptyDir is mounted under the data dir: {mounts:?}"
+    );
+    assert!(
+        !cni_rules(&c.bridge).is_empty(),
+        "the bridge plugin masquerades the pod"
+    );
     assert!(!shims(&c.data_dir).is_empty(), "the pod has a shim");
 
     // As systemctl stop with KillMode=control-group: the main process's
@@ -361,6 +402,11 @@ fn assert_nothing_left(c: &Cluster, pods: &Pods, said: &str) {
     assert!(
         mounts.is_empty(),
         "mounts {mounts:?} outlived reset; it said: {said}"
+    );
+    let rules = cni_rules(&c.bridge);
+    assert!(
+        rules.is_empty(),
+        "iptables rules {rules:?} outlived reset; it said: {said}"
     );
     assert!(!c.data_dir.exists(), "the data dir outlived reset");
 }
