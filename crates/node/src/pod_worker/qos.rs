@@ -9,7 +9,9 @@
 //! the cgroup filesystem (v1 per-controller hierarchies or v2 unified)
 //! and never touches a cgroup it did not create.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 
@@ -139,7 +141,14 @@ const V1_ALL: &[&str] = &[
     "rdma",
     "misc",
     "systemd",
+    // The v2 hierarchy of a hybrid host (cgroup v1 controllers with
+    // /sys/fs/cgroup/unified): runc makes every container's cgroup there too.
+    "unified",
 ];
+
+/// How often [`PodCgroups::end_node`] looks again while processes are
+/// still leaving.
+const END_POLL: Duration = Duration::from_millis(20);
 
 impl PodCgroups {
     fn unified(&self) -> bool {
@@ -215,13 +224,120 @@ impl PodCgroups {
         }
     }
 
+    /// Whether `root` names a cgroup below the hierarchy roots that the
+    /// node owns (`skiff/NODE`), never a hierarchy's root or a parent of
+    /// other nodes' cgroups: [`Self::end_node`] kills what is in it.
+    fn root_is_a_node(&self) -> bool {
+        let root = self.root.trim_matches('/');
+        root.contains('/')
+            && root
+                .split('/')
+                .all(|c| !c.is_empty() && c != "." && c != "..")
+    }
+
+    /// The node's cgroup in every hierarchy that has one.
+    fn node_dirs(&self) -> Vec<PathBuf> {
+        if !self.root_is_a_node() {
+            return vec![];
+        }
+        self.dirs(self.root.trim_matches('/'), V1_ALL)
+            .into_iter()
+            .filter(|d| d.is_dir())
+            .collect()
+    }
+
+    /// Every process in the node's cgroup tree (the pods' processes, and
+    /// whatever else was left there), from every hierarchy.
+    pub fn node_pids(&self) -> Vec<i32> {
+        let mut pids = vec![];
+        for dir in self.node_dirs() {
+            collect_pids(&dir, &mut pids);
+        }
+        pids.sort_unstable();
+        pids.dedup();
+        pids
+    }
+
+    /// The IDs of the containers (sandboxes too) that have a cgroup in the
+    /// node's tree: runc names each container's cgroup after its ID.
+    pub fn container_ids(&self) -> BTreeSet<String> {
+        let mut ids = BTreeSet::new();
+        for dir in self.node_dirs() {
+            collect_ids(&dir, &mut ids);
+        }
+        ids
+    }
+
+    /// Ends every process in the node's cgroup tree, as systemd stops a
+    /// unit: `cgroup.kill` where the v2 hierarchy has it, and SIGKILL to
+    /// each PID in `cgroup.procs` (v1, or kernels before 5.14), again
+    /// until the tree is empty or `timeout` has passed; then removes the
+    /// tree bottom-up. For `skiff reset`, when the pods outlived their
+    /// shims and containerd no longer knows them. Returns the processes
+    /// still there at the deadline (their cgroups stay).
+    pub fn end_node(&self, timeout: Duration) -> Vec<i32> {
+        let deadline = Instant::now() + timeout;
+        let left = loop {
+            let pids = self.node_pids();
+            if pids.is_empty() || Instant::now() >= deadline {
+                break pids;
+            }
+            for dir in self.node_dirs() {
+                let kill = dir.join("cgroup.kill");
+                if kill.exists() {
+                    let _ = std::fs::write(&kill, "1");
+                }
+            }
+            for pid in &pids {
+                if let Some(pid) = rustix::process::Pid::from_raw(*pid) {
+                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                }
+            }
+            std::thread::sleep(END_POLL);
+        };
+        self.remove_node();
+        left
+    }
+
     /// Removes the node's cgroups that hold nothing (at reset).
     pub fn remove_node(&self) {
+        if !self.root_is_a_node() {
+            return;
+        }
         for dir in self.dirs(self.root.trim_matches('/'), V1_ALL) {
             remove_tree(&dir);
             // `skiff/`, once no node of this machine uses it.
             if let Some(parent) = dir.parent() {
                 let _ = std::fs::remove_dir(parent);
+            }
+        }
+    }
+}
+
+/// The PIDs in `dir`'s `cgroup.procs` and its descendants'.
+fn collect_pids(dir: &Path, pids: &mut Vec<i32>) {
+    if let Ok(procs) = std::fs::read_to_string(dir.join("cgroup.procs")) {
+        pids.extend(procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()));
+    }
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                collect_pids(&e.path(), pids);
+            }
+        }
+    }
+}
+
+/// The names of `dir`'s descendants that are container IDs (64 hex digits).
+fn collect_ids(dir: &Path, ids: &mut BTreeSet<String>) {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name.len() == 64 && name.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    ids.insert(name);
+                }
+                collect_ids(&e.path(), ids);
             }
         }
     }
@@ -325,5 +441,37 @@ mod tests {
         assert!(!mem.exists());
         cg.remove_node();
         assert!(!fs.path().join("cpu/skiff").join("n1").exists());
+    }
+
+    #[test]
+    fn only_a_node_cgroup_tree_is_swept() {
+        let fs = tempfile::tempdir().unwrap();
+        let ctr = fs.path().join("pids/skiff/n1/kubepods/podu1/c1");
+        std::fs::create_dir_all(&ctr).unwrap();
+        std::fs::write(ctr.join("cgroup.procs"), "34\n12\n").unwrap();
+        std::fs::write(fs.path().join("pids/skiff/n1/cgroup.procs"), "").unwrap();
+        std::fs::write(fs.path().join("pids/cgroup.procs"), "1\n").unwrap();
+        let cg = |root: &str| PodCgroups {
+            fs: fs.path().to_path_buf(),
+            root: root.into(),
+        };
+        for root in ["skiff/n1", "/skiff/n1/"] {
+            assert_eq!(cg(root).node_pids(), [12, 34], "{root}");
+        }
+        let id = "ab".repeat(32);
+        std::fs::create_dir_all(fs.path().join("memory/skiff/n1/kubepods/podu1").join(&id))
+            .unwrap();
+        assert_eq!(
+            cg("skiff/n1")
+                .container_ids()
+                .into_iter()
+                .collect::<Vec<_>>(),
+            [id]
+        );
+        // A hierarchy's root, or a parent of other nodes' trees, is never
+        // the node's.
+        for root in ["", "/", "skiff", "skiff/../skiff", "skiff//n1", "./skiff"] {
+            assert!(cg(root).node_pids().is_empty(), "{root}");
+        }
     }
 }

@@ -161,6 +161,26 @@ oom_score = 0
     }
 }
 
+/// What containerd 1.6 keeps outside its root and state dirs (it cannot be
+/// moved): runc's state of each container, under the CRI namespace.
+pub const RUNC_STATE_DIR: &str = "/run/containerd/runc/k8s.io";
+
+/// The shims' sockets (also fixed).
+pub const SHIM_SOCKET_DIR: &str = "/run/containerd/s";
+
+/// The socket of the shim that containerd at `containerd_socket` started
+/// for `id` (a sandbox: its containers share its shim) in `namespace`, as
+/// containerd's `shim.SocketAddress` names it: the SHA-256 of
+/// `<address>/<namespace>/<id>`. For `skiff reset`, when the shim was
+/// killed and containerd cannot remove it.
+pub fn shim_socket(containerd_socket: &Path, namespace: &str, id: &str) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt as _;
+    let key = containerd_socket.join(namespace).join(id);
+    let digest = ring::digest::digest(&ring::digest::SHA256, key.as_os_str().as_bytes());
+    let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    Path::new(SHIM_SOCKET_DIR).join(hex)
+}
+
 /// A containerd the agent started and watches.
 #[derive(Debug)]
 pub struct Containerd {

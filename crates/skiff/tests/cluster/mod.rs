@@ -79,6 +79,11 @@ pub struct Options {
     /// Do not wait for the node to be Ready.
     pub no_wait: bool,
     pub extra: Vec<String>,
+    /// Start the server as systemd starts a unit's main process: in its own
+    /// process group and in this (cgroup v2) cgroup, which its children
+    /// (containerd, the shims) inherit; the test can then stop it as
+    /// `systemctl stop` does with `KillMode=control-group`.
+    pub cgroup: Option<PathBuf>,
 }
 
 /// A running cluster.
@@ -185,6 +190,22 @@ impl Cluster {
         }
         if self.options.disable_agent {
             cmd.arg("--disable-agent");
+        }
+        if let Some(cgroup) = &self.options.cgroup {
+            // sh joins the cgroup, then becomes the server (same PID).
+            let mut wrapped = Command::new("sh");
+            wrapped
+                .arg("-c")
+                .arg(r#"echo $$ > "$0/cgroup.procs" && exec "$@""#)
+                .arg(cgroup)
+                .arg(SKIFF)
+                .args(cmd.get_args())
+                .envs(cmd.get_envs().filter_map(|(k, v)| Some((k, v?))))
+                .stdin(Stdio::null())
+                .stderr(Stdio::piped());
+            // Its own process group (PGID = its PID), as a unit's.
+            std::os::unix::process::CommandExt::process_group(&mut wrapped, 0);
+            cmd = wrapped;
         }
         let mut child = cmd.spawn().unwrap();
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
