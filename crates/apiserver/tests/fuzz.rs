@@ -1256,8 +1256,13 @@ async fn every_kind_refuses_mistyped_metadata_and_numbers_beyond_float64() {
         checked.len()
     );
 
-    // Updates and patches of existing objects change nothing either.
+    // Updates and patches of existing objects change nothing either
+    // (namespaced kinds: custom resources and APIServices are registered
+    // process-wide, and the other tests of this file create the same).
     for (collection, base) in bases() {
+        if !collection.contains("/namespaces/") {
+            continue;
+        }
         let create = Case {
             method: "POST",
             uri: collection.to_string(),
