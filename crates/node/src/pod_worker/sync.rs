@@ -38,6 +38,11 @@ fn active_deadline(pod: &Pod) -> Option<Timestamp> {
         .ok()
 }
 
+/// How soon a pod whose sync failed is synced again: upstream's pod
+/// workers requeue a failed sync after the kubelet's `backOffPeriod`
+/// (`pod_workers.go` `completeWork`), 10 s.
+const SYNC_ERROR_RETRY: Duration = Duration::from_secs(10);
+
 /// How soon a container whose ConfigMap or Secret is missing is tried again.
 const CONFIG_RETRY: Duration = Duration::from_secs(5);
 
@@ -696,7 +701,13 @@ impl PodWorker {
                     if matches!(w.reason.as_str(), "ErrImagePull" | "ImagePullBackOff") {
                         let key =
                             format!("{}/{}", self.uid, c.image.as_deref().unwrap_or_default());
+                        // Back when the pull back-off ends (to pull), and
+                        // at the latest after the pod worker's back-off
+                        // (upstream requeues a failed sync after 10 s), so
+                        // a longer pull back-off is seen as ImagePullBackOff
+                        // and not as the last pull's ErrImagePull throughout.
                         next = earliest(next, self.pulls.until(&key));
+                        next = earliest(next, Some(now + SYNC_ERROR_RETRY));
                     }
                     self.waiting.insert(c.name.clone(), w);
                     continue;
@@ -1262,6 +1273,46 @@ mod tests {
         assert!(w.message.unwrap().starts_with(
             "Back-off pulling image \"busybox:1\": ErrImagePull: rpc error: code = NotFound"
         ));
+    }
+
+    /// After a second failed pull (a 20 s back-off) the worker comes back
+    /// after the pod worker's 10 s, inside the back-off, and reports
+    /// ImagePullBackOff then; it does not sleep until the next pull.
+    #[tokio::test]
+    async fn a_longer_pull_back_off_is_reported_before_the_next_pull() {
+        let (_runtime, _events, api, mut worker, _tmp) = setup();
+        let p = pod("Always");
+        let key = "u1/busybox:1";
+        // A first failure, 11 s ago: its 10 s back-off is over.
+        let now = Instant::now();
+        let earlier = now
+            .checked_sub(Duration::from_secs(11))
+            .expect("an instant 11 s ago");
+        worker.pulls.backoff.next(key, earlier);
+        let Outcome::Continue(Some(next)) = worker.sync(Some(&p)).await else {
+            panic!("no next sync after a failed pull");
+        };
+        let reason = |api: &FakeApi| {
+            let status = api.statuses.lock().unwrap().last().cloned().unwrap();
+            status.container_statuses.unwrap()[0]
+                .state
+                .clone()
+                .unwrap()
+                .waiting
+                .unwrap()
+                .reason
+                .unwrap()
+        };
+        assert_eq!(reason(&api), "ErrImagePull", "it pulled again");
+        let until = worker.pulls.until(key).expect("backing off");
+        assert!(until >= now + Duration::from_secs(20), "a 20 s back-off");
+        assert!(
+            next < until && next <= Instant::now() + SYNC_ERROR_RETRY,
+            "the next sync is inside the back-off, after at most {SYNC_ERROR_RETRY:?}"
+        );
+        // That sync: still backing off.
+        worker.sync(Some(&p)).await;
+        assert_eq!(reason(&api), "ImagePullBackOff");
     }
 
     #[tokio::test]
