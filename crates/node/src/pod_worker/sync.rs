@@ -310,15 +310,26 @@ impl PodWorker {
         self
     }
 
-    /// Starts and stops probe tasks for the pod's running containers.
-    fn sync_probes(&mut self, pod: &Pod, rt: &PodRuntime) {
-        let pod_ip = self.pod_ip(pod, rt);
-        let running: Vec<_> = pod
-            .spec
+    /// The pod's containers the prober watches: the main ones and the
+    /// sidecars (restartable init containers), as upstream's prober
+    /// manager adds both.
+    fn probed_specs(pod: &Pod) -> impl Iterator<Item = &k8s_openapi::api::core::v1::Container> {
+        pod.spec
             .as_ref()
             .map(|s| s.containers.as_slice())
             .unwrap_or(&[])
             .iter()
+            .chain(
+                super::actions::init_containers(pod)
+                    .iter()
+                    .filter(|c| super::actions::is_sidecar(c)),
+            )
+    }
+
+    /// Starts and stops probe tasks for the pod's running containers.
+    fn sync_probes(&mut self, pod: &Pod, rt: &PodRuntime) {
+        let pod_ip = self.pod_ip(pod, rt);
+        let running: Vec<_> = Self::probed_specs(pod)
             .filter_map(|c| {
                 let l = rt.latest(&c.name).filter(|l| l.state == State::Running)?;
                 Some((
@@ -453,18 +464,19 @@ impl PodWorker {
 
     async fn run_actions(&mut self, pod: &Pod, rt: &PodRuntime) -> Option<Instant> {
         let now = Instant::now();
-        let failed: std::collections::HashMap<String, &'static str> = pod
-            .spec
-            .as_ref()
-            .map(|s| s.containers.as_slice())
-            .unwrap_or(&[])
-            .iter()
-            .filter_map(|c| {
-                let l = rt.latest(&c.name).filter(|l| l.state == State::Running)?;
-                Some((l.id.clone(), self.prober.failed(c, &l.id)?))
-            })
-            .collect();
-        let actions = super::actions::compute_pod_actions_probed(pod, rt, &failed);
+        let mut probed = super::actions::Probed::default();
+        for c in Self::probed_specs(pod) {
+            let Some(l) = rt.latest(&c.name).filter(|l| l.state == State::Running) else {
+                continue;
+            };
+            if let Some(which) = self.prober.failed(c, &l.id) {
+                probed.failed.insert(l.id.clone(), which);
+            } else if !self.prober.started(c, &l.id) {
+                probed.not_started.insert(l.id.clone());
+            }
+        }
+        let failed = &probed.failed;
+        let actions = super::actions::compute_pod_actions_probed(pod, rt, &probed);
         let grace = grace_period(pod);
         let events = self.ctx.events.clone();
         if actions.kill_pod {
@@ -1313,6 +1325,54 @@ mod tests {
         // That sync: still backing off.
         worker.sync(Some(&p)).await;
         assert_eq!(reason(&api), "ImagePullBackOff");
+    }
+
+    /// The names of pod u1's containers in the runtime, sorted.
+    async fn container_names(runtime: &FakeRuntime) -> Vec<String> {
+        let rt = observe(runtime, "u1").await.unwrap();
+        let mut n: Vec<String> = rt.containers.iter().map(|c| c.name.clone()).collect();
+        n.sort();
+        n
+    }
+
+    /// A sidecar's startupProbe is run (the prober watches restartable
+    /// init containers too); the main container starts once it passed,
+    /// and the sidecar reads started.
+    #[tokio::test]
+    async fn a_sidecars_startup_probe_gates_the_main_container() {
+        let (runtime, _events, api, worker, _tmp) = setup();
+        let wake = Arc::new(tokio::sync::Notify::new());
+        let mut worker = worker.with_wake(wake.clone());
+        runtime.add_image("busybox:1", 100);
+        let mut p = pod("Always");
+        p.spec.as_mut().unwrap().init_containers =
+            Some(vec![serde_json::from_value(serde_json::json!({
+                "name": "side", "image": "busybox:1", "imagePullPolicy": "IfNotPresent",
+                "restartPolicy": "Always",
+                "startupProbe": {"exec": {"command": ["true"]}, "periodSeconds": 1}
+            }))
+            .unwrap()]);
+        worker.sync(Some(&p)).await;
+        assert_eq!(
+            container_names(runtime.as_ref()).await,
+            ["side"],
+            "the main container waits for the sidecar's startup probe"
+        );
+        let status = api.statuses.lock().unwrap().last().cloned().unwrap();
+        assert_eq!(
+            status.init_container_statuses.unwrap()[0].started,
+            Some(false)
+        );
+        // The probe passes and wakes the worker.
+        tokio::time::timeout(Duration::from_secs(10), wake.notified())
+            .await
+            .expect("the startup probe's verdict wakes the worker");
+        worker.sync(Some(&p)).await;
+        assert_eq!(container_names(runtime.as_ref()).await, ["c", "side"]);
+        let status = api.statuses.lock().unwrap().last().cloned().unwrap();
+        let side = &status.init_container_statuses.unwrap()[0];
+        assert_eq!((side.started, side.ready), (Some(true), true));
+        assert_eq!(status.phase.as_deref(), Some("Running"));
     }
 
     #[tokio::test]
