@@ -233,6 +233,14 @@ async fn running_container(
     uid: &str,
     container: &str,
 ) -> Result<Option<String>, Stop> {
+    Ok(running_instance(rt, uid, container).await?.map(|c| c.id))
+}
+
+async fn running_instance(
+    rt: &dyn Runtime,
+    uid: &str,
+    container: &str,
+) -> Result<Option<api::Container>, Stop> {
     Ok(rt
         .list_containers_of(uid)
         .await?
@@ -241,8 +249,42 @@ async fn running_container(
             c.state == api::ContainerState::ContainerRunning as i32
                 && c.labels.get(CONTAINER_NAME).map(String::as_str) == Some(container)
         })
-        .max_by_key(|c| c.created_at)
-        .map(|c| c.id))
+        .max_by_key(|c| c.created_at))
+}
+
+/// The state letter of process `pid` in `/proc/PID/stat` (`R`, `S`, `Z`
+/// …), none when there is no such process.
+pub fn process_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command (in parentheses) may hold spaces and parentheses; the
+    // state follows the last ')'.
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.trim_start().chars().next()
+}
+
+/// Whether process `pid` is there and not a zombie (or dead).
+fn process_alive(pid: u32) -> bool {
+    process_state(pid).is_some_and(|s| !matches!(s, 'Z' | 'X' | 'x'))
+}
+
+/// Whether the process of a container the runtime lists as running has
+/// already exited. containerd reports a container RUNNING until it has
+/// collected the exited task (its status changes only after the task's
+/// IO is drained and the task deleted); an attach in that window gets
+/// none of what the process printed and ends as if it had worked, where
+/// the kubelet, whose view is a relist behind, finds no running container
+/// and refuses (and `kubectl run -i` then shows the logs). The process is
+/// looked up by the PID the runtime gives; it counts as exited only when
+/// the sandbox's own process is visible (so the agent shares the
+/// runtime's PID namespace) and the container's is gone or a zombie.
+async fn exited_process(rt: &dyn Runtime, c: &api::Container) -> bool {
+    let (Ok(Some(pid)), Ok(Some(sandbox))) = (
+        rt.container_pid(&c.id).await,
+        rt.sandbox_pid(&c.pod_sandbox_id).await,
+    ) else {
+        return false;
+    };
+    process_alive(sandbox) && !process_alive(pid)
 }
 
 /// The newest ready sandbox of pod `uid`.
@@ -322,9 +364,13 @@ async fn attach_inner(
             t.full_name()
         ))
     };
-    let id = running_container(rt.as_ref(), &info.uid, &t.container)
+    let instance = running_instance(rt.as_ref(), &info.uid, &t.container)
         .await?
         .ok_or_else(not_in_pod)?;
+    if exited_process(rt.as_ref(), &instance).await {
+        return Err(not_in_pod());
+    }
+    let id = instance.id;
     if t.uid.as_ref().is_some_and(|uid| *uid != info.uid) {
         return Err(Stop::server_error(format!(
             "pod {} not found",
@@ -517,5 +563,27 @@ mod tests {
         ));
         assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(r.headers()[header::RETRY_AFTER], "60");
+    }
+
+    #[test]
+    fn a_process_is_alive_until_it_is_reaped() {
+        let me = std::process::id();
+        assert!(process_alive(me), "{:?}", process_state(me));
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep");
+        assert!(process_alive(child.id()));
+        child.kill().expect("kill");
+        // Dead, not yet waited for: a zombie (within a bound).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while process_state(child.id()) != Some('Z') && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(process_state(child.id()), Some('Z'));
+        assert!(!process_alive(child.id()));
+        child.wait().expect("wait");
+        assert_eq!(process_state(child.id()), None);
+        assert!(!process_alive(child.id()));
     }
 }
