@@ -382,7 +382,7 @@ fn a_missing_tag_is_err_image_pull_then_back_off() {
         .iter()
         .all(|want| seen.any(|r| r == want))
     };
-    wait_for_or(Duration::from_secs(40), || {
+    wait_for_or(Duration::from_secs(60), || {
         alternated(&watch.lines()).then_some(())
     })
     .unwrap_or_else(|| {
