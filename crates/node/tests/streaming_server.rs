@@ -724,6 +724,34 @@ async fn attach_to_a_container_whose_process_exited_is_refused() {
     assert_eq!(a.status, 101, "{}", a.head);
 }
 
+/// An attach to a container that started a moment ago is answered only
+/// once the container has run for the kubelet's relist period
+/// (`ATTACH_SETTLE`), the soonest the kubelet would have reported it.
+#[tokio::test]
+async fn an_attach_waits_until_the_container_has_run_a_moment() {
+    let f = fixture(true).await;
+    let started = f
+        .runtime
+        .container_status(&f.app)
+        .await
+        .expect("status")
+        .started_at;
+    let a = f
+        .send("GET", "/attach/ns/web/app?stdout=1", WEBSOCKET)
+        .await;
+    assert_eq!(a.status, 101, "{}", a.head);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_nanos() as i64;
+    let settle = server::streaming::routes::ATTACH_SETTLE.as_nanos() as i64;
+    assert!(
+        now >= started + settle,
+        "answered {} ms after the start",
+        (now - started) / 1_000_000
+    );
+}
+
 /// Before the runtime is up the endpoint serves logs but not streams.
 #[tokio::test]
 async fn no_runtime_yet() {

@@ -5,7 +5,9 @@
 //! running container or ready sandbox from the runtime, the CRI call for a
 //! streaming URL, then [`super::proxy::upgrade`] to it. Every refusal is a
 //! plain-text answer before any upgrade, in the kubelet's statuses and
-//! words.
+//! words. An attach also waits until its container has run for the
+//! kubelet's relist period ([`ATTACH_SETTLE`]) and refuses a container
+//! whose process has exited though the runtime still lists it running.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -252,6 +254,42 @@ async fn running_instance(
         .max_by_key(|c| c.created_at))
 }
 
+/// How long a container has run before an attach looks at it: the
+/// kubelet reports a started container running only once its PLEG relist
+/// (every second) has seen it, so no client attaches to it sooner; the
+/// agent reports it at once. An attach that follows that report at once
+/// (`kubectl run -i`) could otherwise reach the process before it has
+/// printed (runc returns before the command runs) and lose what it prints
+/// before the runtime hooks the stream up; after the wait a quick command
+/// has exited, the attach is refused and kubectl shows the logs, as
+/// upstream.
+pub const ATTACH_SETTLE: std::time::Duration = std::time::Duration::from_secs(1);
+
+fn now_nanos() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// How long from `now` (Unix nanoseconds) until a container that started
+/// at `started_at` has run for [`ATTACH_SETTLE`]; none once it has (or
+/// when the start is unknown).
+pub fn settle_left(started_at: i64, now: i64) -> Option<std::time::Duration> {
+    if started_at <= 0 {
+        return None;
+    }
+    let settle = i64::try_from(ATTACH_SETTLE.as_nanos()).unwrap_or(i64::MAX);
+    let left = started_at.saturating_add(settle).saturating_sub(now);
+    // A start in the future (clock skew) waits no longer than the period.
+    (left > 0).then(|| std::time::Duration::from_nanos(left.min(settle) as u64))
+}
+
+async fn settle_wait(rt: &dyn Runtime, id: &str, now: i64) -> Option<std::time::Duration> {
+    let status = rt.container_status(id).await.ok()?;
+    settle_left(status.started_at, now)
+}
+
 /// The state letter of process `pid` in `/proc/PID/stat` (`R`, `S`, `Z`
 /// …), none when there is no such process.
 pub fn process_state(pid: u32) -> Option<char> {
@@ -364,13 +402,9 @@ async fn attach_inner(
             t.full_name()
         ))
     };
-    let instance = running_instance(rt.as_ref(), &info.uid, &t.container)
+    let mut instance = running_instance(rt.as_ref(), &info.uid, &t.container)
         .await?
         .ok_or_else(not_in_pod)?;
-    if exited_process(rt.as_ref(), &instance).await {
-        return Err(not_in_pod());
-    }
-    let id = instance.id;
     if t.uid.as_ref().is_some_and(|uid| *uid != info.uid) {
         return Err(Stop::server_error(format!(
             "pod {} not found",
@@ -380,6 +414,18 @@ async fn attach_inner(
     if !info.containers.contains(&t.container) {
         return Err(not_in_pod());
     }
+    // A container started a moment ago: look again once it has run for
+    // the kubelet's relist period.
+    if let Some(wait) = settle_wait(rt.as_ref(), &instance.id, now_nanos()).await {
+        tokio::time::sleep(wait).await;
+        instance = running_instance(rt.as_ref(), &info.uid, &t.container)
+            .await?
+            .ok_or_else(not_in_pod)?;
+    }
+    if exited_process(rt.as_ref(), &instance).await {
+        return Err(not_in_pod());
+    }
+    let id = instance.id;
     let tty = info.tty_containers.contains(&t.container);
     let url = rt
         .attach(api::AttachRequest {
@@ -563,6 +609,22 @@ mod tests {
         ));
         assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(r.headers()[header::RETRY_AFTER], "60");
+    }
+
+    #[test]
+    fn an_attach_waits_until_the_container_has_run_a_relist_period() {
+        let s = 1_000_000_000;
+        let t0 = 1_700_000_000 * s;
+        assert_eq!(settle_left(t0, t0), Some(ATTACH_SETTLE));
+        assert_eq!(
+            settle_left(t0, t0 + s / 4),
+            Some(std::time::Duration::from_millis(750))
+        );
+        assert_eq!(settle_left(t0, t0 + s), None);
+        assert_eq!(settle_left(t0, t0 + 60 * s), None);
+        // Unknown start; a start ahead of the clock.
+        assert_eq!(settle_left(0, t0), None);
+        assert_eq!(settle_left(t0 + 60 * s, t0), Some(ATTACH_SETTLE));
     }
 
     #[test]
