@@ -683,6 +683,75 @@ async fn refusals_in_the_kubelets_words() {
     assert_eq!(*f.sessions.borrow(), 0);
 }
 
+/// An attach to a container the runtime still lists as running whose
+/// process has exited (containerd reports RUNNING until it has collected
+/// the task) is refused as one to a stopped container, in the kubelet's
+/// words, before the runtime is asked; with the process alive it is
+/// upgraded; with no PIDs to go by (or a sandbox process this agent
+/// cannot see) the runtime's word stands.
+#[tokio::test]
+async fn attach_to_a_container_whose_process_exited_is_refused() {
+    let mut f = fixture(true).await;
+    let ws = WEBSOCKET;
+    // A process that ran and is gone (reaped).
+    let mut gone = std::process::Command::new("true").spawn().expect("true");
+    gone.wait().expect("wait");
+    let me = std::process::id();
+    f.runtime.set_pid(&f.sandbox, me);
+    f.runtime.set_pid(&f.app, gone.id());
+    assert_eq!(
+        f.refused("GET", "/attach/ns/web/app?stdout=1", ws).await,
+        (500, "container app not found in pod web_ns".into())
+    );
+    assert!(f.heads.lock().expect("heads").is_empty());
+    assert!(
+        !f.runtime
+            .streamed()
+            .iter()
+            .any(|s| matches!(s, Streamed::Attach(_))),
+        "the runtime was not asked"
+    );
+    // Its sandbox's process not visible here: the runtime decides.
+    f.runtime.set_pid(&f.sandbox, gone.id());
+    let a = f.send("GET", "/attach/ns/web/app?stdout=1", ws).await;
+    assert_eq!(a.status, 101, "{}", a.head);
+    drop(a);
+    f.wait_sessions(0).await;
+    // The process alive: attached.
+    f.runtime.set_pid(&f.sandbox, me);
+    f.runtime.set_pid(&f.app, me);
+    let a = f.send("GET", "/attach/ns/web/app?stdout=1", ws).await;
+    assert_eq!(a.status, 101, "{}", a.head);
+}
+
+/// An attach to a container that started a moment ago is answered only
+/// once the container has run for the kubelet's relist period
+/// (`ATTACH_SETTLE`), the soonest the kubelet would have reported it.
+#[tokio::test]
+async fn an_attach_waits_until_the_container_has_run_a_moment() {
+    let f = fixture(true).await;
+    let started = f
+        .runtime
+        .container_status(&f.app)
+        .await
+        .expect("status")
+        .started_at;
+    let a = f
+        .send("GET", "/attach/ns/web/app?stdout=1", WEBSOCKET)
+        .await;
+    assert_eq!(a.status, 101, "{}", a.head);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_nanos() as i64;
+    let settle = server::streaming::routes::ATTACH_SETTLE.as_nanos() as i64;
+    assert!(
+        now >= started + settle,
+        "answered {} ms after the start",
+        (now - started) / 1_000_000
+    );
+}
+
 /// Before the runtime is up the endpoint serves logs but not streams.
 #[tokio::test]
 async fn no_runtime_yet() {

@@ -305,8 +305,9 @@ fn pulls_from_a_registry_then_reuses_the_image() {
 }
 
 /// A tag the registry does not have: ErrImagePull with the registry's
-/// "not found" as the waiting message, then ImagePullBackOff, and a
-/// second pull once the 10 s back-off has passed.
+/// "not found" as the waiting message, then ImagePullBackOff, a second
+/// pull once the 10 s back-off has passed, and ImagePullBackOff again
+/// during the 20 s back-off after it.
 #[test]
 fn a_missing_tag_is_err_image_pull_then_back_off() {
     let registry = Registry::start();
@@ -360,6 +361,37 @@ fn a_missing_tag_is_err_image_pull_then_back_off() {
     })
     .unwrap_or_else(|| panic!("no second pull: {:#?}", events(&c, "nope")));
     assert!(apart >= 9, "pulled {pulls} times within {apart} s");
+
+    // Each failed pull is ErrImagePull, and the longer back-off after the
+    // second (20 s) is seen as ImagePullBackOff before the third pull:
+    // the watch alternates (upstream's pod worker syncs again after 10 s).
+    let alternated = |lines: &[String]| {
+        let mut reasons: Vec<&str> = lines
+            .iter()
+            .filter_map(|l| l.split('|').next())
+            .filter(|r| !r.is_empty())
+            .collect();
+        reasons.dedup();
+        let mut seen = reasons.iter();
+        [
+            "ErrImagePull",
+            "ImagePullBackOff",
+            "ErrImagePull",
+            "ImagePullBackOff",
+        ]
+        .iter()
+        .all(|want| seen.any(|r| r == want))
+    };
+    wait_for_or(Duration::from_secs(60), || {
+        alternated(&watch.lines()).then_some(())
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "the watch did not alternate ErrImagePull / ImagePullBackOff after the second pull: {:#?}\nevents {:#?}",
+            watch.lines(),
+            events(&c, "nope")
+        )
+    });
     eprintln!(
         "nope: watch {:#?}\nwaiting {message:?}; {pulls} pulls {apart} s apart; events {:#?}",
         watch.lines(),

@@ -307,7 +307,8 @@ spec:
 
 /// A sidecar (an init container with restartPolicy Always) starts after
 /// the init container before it and before the main container, runs
-/// beside it, is restarted when it exits, and is stopped after it.
+/// beside it, is restarted when it exits, and is stopped after it; one
+/// with a startupProbe holds the main container back until it passed.
 #[test]
 fn sidecars_run_beside_restart_and_stop_last() {
     let c = Cluster::start(Options::default());
@@ -369,6 +370,80 @@ spec:
     let log = std::fs::read_to_string(shared.join("log")).unwrap_or_default();
     let tail: Vec<&str> = log.lines().rev().take(2).collect();
     assert_eq!(tail, ["side-stop", "main-stop"], "main first: {log}");
+
+    // A sidecar with a startupProbe: the main container starts only once
+    // the probe passed (here: once the test creates the file it checks);
+    // then the sidecar reads started and the pod 2/2 Running.
+    let gate = c.dir.path().join("gate");
+    std::fs::create_dir_all(&gate).unwrap();
+    c.apply(&format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: gated}}
+spec:
+  terminationGracePeriodSeconds: 0
+  initContainers:
+  - name: proxy
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    restartPolicy: Always
+    command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.2; done"]
+    startupProbe:
+      exec: {{command: ["test", "-f", "/h/up"]}}
+      periodSeconds: 1
+      failureThreshold: 600
+    volumeMounts: [{{name: h, mountPath: /h}}]
+  containers:
+  - name: main
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.2; done"]
+  volumes:
+  - {{name: h, hostPath: {{path: {dir}}}}}
+"#,
+        dir = gate.display()
+    ));
+    // The probe has run (and failed) against the running sidecar.
+    let failed = c.wait_event("gated", "Unhealthy", 60);
+    assert!(failed.contains("Startup probe failed"), "{failed}");
+    let field = |path: &str| c.pod_field("gated", path);
+    assert_eq!(
+        field(
+            "{.status.initContainerStatuses[0].started}/{.status.initContainerStatuses[0].ready}"
+        ),
+        "false/false"
+    );
+    assert_ne!(
+        field("{.status.initContainerStatuses[0].state.running.startedAt}"),
+        ""
+    );
+    assert_eq!(
+        field("{.status.containerStatuses[0].state.waiting.reason}"),
+        "PodInitializing",
+        "the main container waits for the startup probe"
+    );
+    assert_eq!(field("{.status.containerStatuses[0].containerID}"), "");
+    assert_eq!(
+        field("{.status.conditions[?(@.type==\"Ready\")].status}"),
+        "False"
+    );
+    let row = c.kubectl(&["get", "pod", "gated", "--no-headers"]);
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cols.get(1..3), Some(&["0/2", "Init:0/1"][..]), "{row}");
+
+    std::fs::write(gate.join("up"), b"").unwrap();
+    c.wait("pod/gated", "condition=Ready", 60);
+    assert_eq!(
+        field(
+            "{.status.initContainerStatuses[0].started}/{.status.initContainerStatuses[0].ready}"
+        ),
+        "true/true"
+    );
+    let row = c.kubectl(&["get", "pod", "gated", "--no-headers"]);
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cols.get(1..4), Some(&["2/2", "Running", "0"][..]), "{row}");
+    c.kubectl(&["delete", "pod", "gated", "--timeout=60s"]);
 }
 
 /// A sleep postStart hook and an httpGet preStop hook (to the

@@ -611,7 +611,8 @@ fn user_kubeconfig(c: &Cluster, user: &str) -> PathBuf {
 /// the errors: before the upgrade as the API server words them (a
 /// missing pod, a pod on no node, a wrong or missing container name, no
 /// upgrade, a forbidden user), after it as the node agent does (a
-/// container that is not running).
+/// container that is not running: exec, attach, and `kubectl run -i`
+/// falling back to the logs).
 #[test]
 fn clients_errors_and_discovery() {
     let c = Cluster::start(Options::default());
@@ -758,6 +759,49 @@ print(json.dumps(out))
             err.contains("container not found (\"crash\")"),
             "kubectl {version}: {err}"
         );
+        // attach too, in the kubelet's GetAttach words.
+        let err = fails(&["attach", "crash"]);
+        assert!(
+            err.contains(
+                "unable to upgrade connection: container crash not found in pod crash_default"
+            ),
+            "kubectl {version}: {err}"
+        );
+
+        // `kubectl run -i --rm` of a command done before the attach: the
+        // attach fails (the container is not running) and kubectl shows
+        // the logs instead, over WebSocket v5 and over SPDY. Whether the
+        // attach came while containerd still listed the exited container
+        // as running (where its output was lost) is a matter of timing:
+        // a few rounds each.
+        for (websockets, round) in ["true", "false"]
+            .into_iter()
+            .flat_map(|w| (0..3).map(move |r| (w, r)))
+        {
+            let name = format!("quick-{}-{websockets}-{round}", version.replace('.', ""));
+            let mut cmd = kubectl(
+                &c,
+                version,
+                &[
+                    "run",
+                    "-i",
+                    "--rm",
+                    &name,
+                    "--image=busybox",
+                    "--image-pull-policy=IfNotPresent",
+                    "--restart=Never",
+                    "--",
+                    "sh",
+                    "-c",
+                    "echo quick-hi",
+                ],
+            );
+            cmd.env("KUBECTL_REMOTE_COMMAND_WEBSOCKETS", websockets);
+            let ran = run(cmd, b"", T);
+            let what = format!("kubectl {version} run -i --rm {name} (websockets {websockets})");
+            assert_ok(&ran, &what);
+            assert!(ran.stdout.contains("quick-hi"), "{what}: {ran:?}");
+        }
     }
 
     // A user who may not exec is refused before any upgrade: GET is

@@ -3,6 +3,8 @@
 //! `computePodActions`). No I/O; back-off is decided when the actions are
 //! carried out.
 
+use std::collections::{HashMap, HashSet};
+
 use k8s_openapi::api::core::v1::{Container as SpecContainer, Pod};
 
 use super::observed::{PodRuntime, State};
@@ -58,11 +60,23 @@ pub fn is_sidecar(c: &SpecContainer) -> bool {
     c.restart_policy.as_deref() == Some("Always")
 }
 
+/// What the prober says about the running containers, by container ID.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Probed {
+    /// Whose liveness or startup probe failed (`"liveness"`, `"startup"`).
+    pub failed: HashMap<String, &'static str>,
+    /// Running containers with a startup probe that has not passed yet.
+    pub not_started: HashSet<String>,
+}
+
 /// Where initialization stands in the current sandbox.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Init {
     /// Init containers to (re)start now.
     pub start: Vec<usize>,
+    /// Running sidecars to stop first (a failed probe): (container ID,
+    /// name, why); each is in `start` too.
+    pub kill: Vec<(String, String, String)>,
     /// Every init container has succeeded (sidecars: started).
     pub done: bool,
     /// One failed under restartPolicy Never.
@@ -71,11 +85,20 @@ pub struct Init {
 
 /// Upstream's computeInitContainerActions, in order: the first init
 /// container not yet run is started; a running one is waited for (a
-/// sidecar counts as done once running); a failed one is restarted under
-/// the crash back-off, or fails the pod under Never. Only instances of
-/// the current sandbox count.
-pub fn init_progress(pod: &Pod, rt: &PodRuntime, sandbox_id: &str) -> Init {
+/// sidecar counts as done once running and, with a startupProbe, once
+/// that probe has passed: until then nothing after it starts); a sidecar
+/// whose startup or liveness probe failed is stopped and started again;
+/// a failed one is restarted under the crash back-off, or fails the pod
+/// under Never. Only instances of the current sandbox count. Once a main
+/// container has run in the sandbox the pod was initialized, and a
+/// restarting sidecar holds nothing back.
+pub fn init_progress(pod: &Pod, rt: &PodRuntime, sandbox_id: &str, probed: &Probed) -> Init {
     let mut init = Init::default();
+    let initialized = containers(pod).iter().any(|c| {
+        rt.containers
+            .iter()
+            .any(|x| x.name == c.name && x.sandbox_id == sandbox_id)
+    });
     for (i, c) in init_containers(pod).iter().enumerate() {
         let latest = rt
             .containers
@@ -88,6 +111,20 @@ pub fn init_progress(pod: &Pod, rt: &PodRuntime, sandbox_id: &str) -> Init {
             }
             Some(l) if l.state == State::Running => {
                 if !is_sidecar(c) {
+                    return init;
+                }
+                if let Some(which) = probed.failed.get(&l.id) {
+                    init.kill.push((
+                        l.id.clone(),
+                        c.name.clone(),
+                        format!("Init container {} failed {which} probe", c.name),
+                    ));
+                    init.start.push(i);
+                    if !initialized {
+                        return init;
+                    }
+                } else if probed.not_started.contains(&l.id) && !initialized {
+                    // Its startup probe has not passed yet: wait for it.
                     return init;
                 }
             }
@@ -173,7 +210,10 @@ fn sandbox_changed(rt: &PodRuntime) -> (bool, u32, bool) {
 /// probe's terminationGracePeriodSeconds when set; else the pod's
 /// terminationGracePeriodSeconds (30 by default).
 pub fn kill_grace_period(pod: &Pod, name: &str, probe: Option<&str>) -> i64 {
-    let c = containers(pod).iter().find(|c| c.name == name);
+    let c = containers(pod)
+        .iter()
+        .chain(init_containers(pod))
+        .find(|c| c.name == name);
     let probe = match probe {
         Some("liveness") => c.and_then(|c| c.liveness_probe.as_ref()),
         Some("startup") => c.and_then(|c| c.startup_probe.as_ref()),
@@ -187,17 +227,15 @@ pub fn kill_grace_period(pod: &Pod, name: &str, probe: Option<&str>) -> i64 {
 
 /// The actions for a pod that is neither being deleted nor finished.
 pub fn compute_pod_actions(pod: &Pod, rt: &PodRuntime) -> Actions {
-    compute_pod_actions_probed(pod, rt, &std::collections::HashMap::new())
+    compute_pod_actions_probed(pod, rt, &Probed::default())
 }
 
-/// The same, with the containers (by ID) whose liveness or startup probe
-/// failed (`"liveness"`, `"startup"`): they are stopped and, unless the
-/// policy is Never, started again.
-pub fn compute_pod_actions_probed(
-    pod: &Pod,
-    rt: &PodRuntime,
-    failed: &std::collections::HashMap<String, &'static str>,
-) -> Actions {
+/// The same, with what the prober says: containers (by ID) whose liveness
+/// or startup probe failed are stopped and, unless the policy is Never
+/// (sidecars: always), started again; a sidecar whose startup probe has
+/// not passed holds back the containers after it.
+pub fn compute_pod_actions_probed(pod: &Pod, rt: &PodRuntime, probed: &Probed) -> Actions {
+    let failed = &probed.failed;
     let specs = containers(pod);
     let (create, attempt, changed) = sandbox_changed(rt);
     if create {
@@ -240,13 +278,14 @@ pub fn compute_pod_actions_probed(
         .ready_sandbox()
         .map(|s| s.id.as_str())
         .unwrap_or_default();
-    let init = init_progress(pod, rt, sandbox_id);
+    let init = init_progress(pod, rt, sandbox_id, probed);
     if init.failed {
         actions.init_failed = true;
         actions.kill_pod = true;
         return actions;
     }
     actions.start_init = init.start;
+    actions.kill = init.kill;
     if !init.done {
         return actions;
     }
@@ -289,6 +328,13 @@ pub fn compute_pod_actions_probed(
         // are not started again.
         actions.kill_pod = true;
         actions.start_init.clear();
+        let inits: HashSet<&str> = init_containers(pod)
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
+        actions
+            .kill
+            .retain(|(_, name, _)| !inits.contains(name.as_str()));
     }
     actions
 }
@@ -668,6 +714,88 @@ mod tests {
             got.kill_pod && got.start_init.is_empty(),
             "the sidecar stops after the main container: {got:?}"
         );
+    }
+
+    /// computeInitContainerActions for a restartable init container with
+    /// a startupProbe: nothing after it starts until the probe passed; a
+    /// failed probe restarts it; once the pod has initialized, a
+    /// restarting sidecar holds nothing back.
+    #[test]
+    fn a_sidecars_startup_probe_holds_back_the_containers_after_it() {
+        let p = with_inits("Always", &[("side", true), ("setup", false)]);
+        let side = init_instance(&p, "side", State::Running, 0);
+        let r = rt(vec![sandbox(true, 0)], vec![side.clone()]);
+        let not_started = Probed {
+            not_started: [side.id.clone()].into(),
+            ..Probed::default()
+        };
+        let got = compute_pod_actions_probed(&p, &r, &not_started);
+        assert_eq!(got, Actions::default(), "waits for the startup probe");
+        // Passed: the next init container, then the main one.
+        let got = compute_pod_actions_probed(&p, &r, &Probed::default());
+        assert_eq!(got.start_init, vec![1]);
+        let done = rt(
+            vec![sandbox(true, 0)],
+            vec![side.clone(), init_instance(&p, "setup", State::Exited, 0)],
+        );
+        assert_eq!(
+            compute_pod_actions_probed(&p, &done, &not_started).start,
+            Vec::<usize>::new(),
+            "the main container waits too"
+        );
+        assert_eq!(
+            compute_pod_actions_probed(&p, &done, &Probed::default()).start,
+            vec![0]
+        );
+        // Failed: stopped and started again, the others still held back.
+        let failed = Probed {
+            failed: [(side.id.clone(), "startup")].into(),
+            ..Probed::default()
+        };
+        let got = compute_pod_actions_probed(&p, &r, &failed);
+        assert_eq!(got.start_init, vec![0]);
+        assert_eq!(
+            got.kill,
+            vec![(
+                side.id.clone(),
+                "side".to_string(),
+                "Init container side failed startup probe".to_string()
+            )]
+        );
+        assert!(got.start.is_empty() && !got.kill_pod, "{got:?}");
+        // Initialized (the main container runs): a sidecar restarted since
+        // holds nothing back, and a failed liveness probe restarts it.
+        let mut main = container_named("main", State::Running, 0);
+        main.hash = container_hash(&p.spec.as_ref().unwrap().containers[0]);
+        let running = rt(
+            vec![sandbox(true, 0)],
+            vec![
+                side.clone(),
+                init_instance(&p, "setup", State::Exited, 0),
+                main,
+            ],
+        );
+        let got = compute_pod_actions_probed(&p, &running, &not_started);
+        assert_eq!(got, Actions::default());
+        let liveness = Probed {
+            failed: [(side.id.clone(), "liveness")].into(),
+            ..Probed::default()
+        };
+        let got = compute_pod_actions_probed(&p, &running, &liveness);
+        assert_eq!(got.start_init, vec![0]);
+        assert_eq!(got.kill[0].2, "Init container side failed liveness probe");
+        assert!(got.start.is_empty() && !got.kill_pod, "{got:?}");
+    }
+
+    #[test]
+    fn a_sidecars_probe_kill_uses_its_grace_period() {
+        let mut p = with_inits("Always", &[("side", true)]);
+        p.spec.as_mut().unwrap().init_containers.as_mut().unwrap()[0].startup_probe =
+            serde_json::from_value(serde_json::json!({
+                "exec": {"command": ["true"]}, "terminationGracePeriodSeconds": 4
+            }))
+            .unwrap();
+        assert_eq!(kill_grace_period(&p, "side", Some("startup")), 4);
     }
 
     #[test]

@@ -38,6 +38,11 @@ fn active_deadline(pod: &Pod) -> Option<Timestamp> {
         .ok()
 }
 
+/// How soon a pod whose sync failed is synced again: upstream's pod
+/// workers requeue a failed sync after the kubelet's `backOffPeriod`
+/// (`pod_workers.go` `completeWork`), 10 s.
+const SYNC_ERROR_RETRY: Duration = Duration::from_secs(10);
+
 /// How soon a container whose ConfigMap or Secret is missing is tried again.
 const CONFIG_RETRY: Duration = Duration::from_secs(5);
 
@@ -305,15 +310,26 @@ impl PodWorker {
         self
     }
 
-    /// Starts and stops probe tasks for the pod's running containers.
-    fn sync_probes(&mut self, pod: &Pod, rt: &PodRuntime) {
-        let pod_ip = self.pod_ip(pod, rt);
-        let running: Vec<_> = pod
-            .spec
+    /// The pod's containers the prober watches: the main ones and the
+    /// sidecars (restartable init containers), as upstream's prober
+    /// manager adds both.
+    fn probed_specs(pod: &Pod) -> impl Iterator<Item = &k8s_openapi::api::core::v1::Container> {
+        pod.spec
             .as_ref()
             .map(|s| s.containers.as_slice())
             .unwrap_or(&[])
             .iter()
+            .chain(
+                super::actions::init_containers(pod)
+                    .iter()
+                    .filter(|c| super::actions::is_sidecar(c)),
+            )
+    }
+
+    /// Starts and stops probe tasks for the pod's running containers.
+    fn sync_probes(&mut self, pod: &Pod, rt: &PodRuntime) {
+        let pod_ip = self.pod_ip(pod, rt);
+        let running: Vec<_> = Self::probed_specs(pod)
             .filter_map(|c| {
                 let l = rt.latest(&c.name).filter(|l| l.state == State::Running)?;
                 Some((
@@ -448,18 +464,19 @@ impl PodWorker {
 
     async fn run_actions(&mut self, pod: &Pod, rt: &PodRuntime) -> Option<Instant> {
         let now = Instant::now();
-        let failed: std::collections::HashMap<String, &'static str> = pod
-            .spec
-            .as_ref()
-            .map(|s| s.containers.as_slice())
-            .unwrap_or(&[])
-            .iter()
-            .filter_map(|c| {
-                let l = rt.latest(&c.name).filter(|l| l.state == State::Running)?;
-                Some((l.id.clone(), self.prober.failed(c, &l.id)?))
-            })
-            .collect();
-        let actions = super::actions::compute_pod_actions_probed(pod, rt, &failed);
+        let mut probed = super::actions::Probed::default();
+        for c in Self::probed_specs(pod) {
+            let Some(l) = rt.latest(&c.name).filter(|l| l.state == State::Running) else {
+                continue;
+            };
+            if let Some(which) = self.prober.failed(c, &l.id) {
+                probed.failed.insert(l.id.clone(), which);
+            } else if !self.prober.started(c, &l.id) {
+                probed.not_started.insert(l.id.clone());
+            }
+        }
+        let failed = &probed.failed;
+        let actions = super::actions::compute_pod_actions_probed(pod, rt, &probed);
         let grace = grace_period(pod);
         let events = self.ctx.events.clone();
         if actions.kill_pod {
@@ -696,7 +713,13 @@ impl PodWorker {
                     if matches!(w.reason.as_str(), "ErrImagePull" | "ImagePullBackOff") {
                         let key =
                             format!("{}/{}", self.uid, c.image.as_deref().unwrap_or_default());
+                        // Back when the pull back-off ends (to pull), and
+                        // at the latest after the pod worker's back-off
+                        // (upstream requeues a failed sync after 10 s), so
+                        // a longer pull back-off is seen as ImagePullBackOff
+                        // and not as the last pull's ErrImagePull throughout.
                         next = earliest(next, self.pulls.until(&key));
+                        next = earliest(next, Some(now + SYNC_ERROR_RETRY));
                     }
                     self.waiting.insert(c.name.clone(), w);
                     continue;
@@ -1262,6 +1285,94 @@ mod tests {
         assert!(w.message.unwrap().starts_with(
             "Back-off pulling image \"busybox:1\": ErrImagePull: rpc error: code = NotFound"
         ));
+    }
+
+    /// After a second failed pull (a 20 s back-off) the worker comes back
+    /// after the pod worker's 10 s, inside the back-off, and reports
+    /// ImagePullBackOff then; it does not sleep until the next pull.
+    #[tokio::test]
+    async fn a_longer_pull_back_off_is_reported_before_the_next_pull() {
+        let (_runtime, _events, api, mut worker, _tmp) = setup();
+        let p = pod("Always");
+        let key = "u1/busybox:1";
+        // A first failure, 11 s ago: its 10 s back-off is over.
+        let now = Instant::now();
+        let earlier = now
+            .checked_sub(Duration::from_secs(11))
+            .expect("an instant 11 s ago");
+        worker.pulls.backoff.next(key, earlier);
+        let Outcome::Continue(Some(next)) = worker.sync(Some(&p)).await else {
+            panic!("no next sync after a failed pull");
+        };
+        let reason = |api: &FakeApi| {
+            let status = api.statuses.lock().unwrap().last().cloned().unwrap();
+            status.container_statuses.unwrap()[0]
+                .state
+                .clone()
+                .unwrap()
+                .waiting
+                .unwrap()
+                .reason
+                .unwrap()
+        };
+        assert_eq!(reason(&api), "ErrImagePull", "it pulled again");
+        let until = worker.pulls.until(key).expect("backing off");
+        assert!(until >= now + Duration::from_secs(20), "a 20 s back-off");
+        assert!(
+            next < until && next <= Instant::now() + SYNC_ERROR_RETRY,
+            "the next sync is inside the back-off, after at most {SYNC_ERROR_RETRY:?}"
+        );
+        // That sync: still backing off.
+        worker.sync(Some(&p)).await;
+        assert_eq!(reason(&api), "ImagePullBackOff");
+    }
+
+    /// The names of pod u1's containers in the runtime, sorted.
+    async fn container_names(runtime: &FakeRuntime) -> Vec<String> {
+        let rt = observe(runtime, "u1").await.unwrap();
+        let mut n: Vec<String> = rt.containers.iter().map(|c| c.name.clone()).collect();
+        n.sort();
+        n
+    }
+
+    /// A sidecar's startupProbe is run (the prober watches restartable
+    /// init containers too); the main container starts once it passed,
+    /// and the sidecar reads started.
+    #[tokio::test]
+    async fn a_sidecars_startup_probe_gates_the_main_container() {
+        let (runtime, _events, api, worker, _tmp) = setup();
+        let wake = Arc::new(tokio::sync::Notify::new());
+        let mut worker = worker.with_wake(wake.clone());
+        runtime.add_image("busybox:1", 100);
+        let mut p = pod("Always");
+        p.spec.as_mut().unwrap().init_containers =
+            Some(vec![serde_json::from_value(serde_json::json!({
+                "name": "side", "image": "busybox:1", "imagePullPolicy": "IfNotPresent",
+                "restartPolicy": "Always",
+                "startupProbe": {"exec": {"command": ["true"]}, "periodSeconds": 1}
+            }))
+            .unwrap()]);
+        worker.sync(Some(&p)).await;
+        assert_eq!(
+            container_names(runtime.as_ref()).await,
+            ["side"],
+            "the main container waits for the sidecar's startup probe"
+        );
+        let status = api.statuses.lock().unwrap().last().cloned().unwrap();
+        assert_eq!(
+            status.init_container_statuses.unwrap()[0].started,
+            Some(false)
+        );
+        // The probe passes and wakes the worker.
+        tokio::time::timeout(Duration::from_secs(10), wake.notified())
+            .await
+            .expect("the startup probe's verdict wakes the worker");
+        worker.sync(Some(&p)).await;
+        assert_eq!(container_names(runtime.as_ref()).await, ["c", "side"]);
+        let status = api.statuses.lock().unwrap().last().cloned().unwrap();
+        let side = &status.init_container_statuses.unwrap()[0];
+        assert_eq!((side.started, side.ready), (Some(true), true));
+        assert_eq!(status.phase.as_deref(), Some("Running"));
     }
 
     #[tokio::test]

@@ -133,6 +133,18 @@ impl Runtime for CriRuntime {
         })
     }
 
+    async fn sandbox_pid(&self, id: &str) -> Result<Option<u32>> {
+        let r = self
+            .runtime
+            .clone()
+            .pod_sandbox_status(req(api::PodSandboxStatusRequest {
+                pod_sandbox_id: id.into(),
+                verbose: true,
+            }))
+            .await?;
+        Ok(verbose_pid(&r.into_inner().info))
+    }
+
     async fn list_pod_sandboxes(&self) -> Result<Vec<api::PodSandbox>> {
         let r = self
             .runtime
@@ -230,6 +242,18 @@ impl Runtime for CriRuntime {
         Ok(r.into_inner().containers)
     }
 
+    async fn container_pid(&self, id: &str) -> Result<Option<u32>> {
+        let r = self
+            .runtime
+            .clone()
+            .container_status(req(api::ContainerStatusRequest {
+                container_id: id.into(),
+                verbose: true,
+            }))
+            .await?;
+        Ok(verbose_pid(&r.into_inner().info))
+    }
+
     async fn container_status(&self, id: &str) -> Result<api::ContainerStatus> {
         let r = self
             .runtime
@@ -312,5 +336,31 @@ impl Runtime for CriRuntime {
             }))
             .await?;
         Ok(r.into_inner().image_ref)
+    }
+}
+
+/// The process ID in a verbose status's `info` (containerd puts a JSON
+/// object with `pid` under the key `info`); none when absent or 0.
+fn verbose_pid(info: &std::collections::HashMap<String, String>) -> Option<u32> {
+    let v: serde_json::Value = serde_json::from_str(info.get("info")?).ok()?;
+    let pid = v.get("pid")?.as_u64()?;
+    u32::try_from(pid).ok().filter(|p| *p > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::verbose_pid;
+
+    #[test]
+    fn the_pid_of_a_verbose_status() {
+        let info = |text: &str| [("info".to_string(), text.to_string())].into();
+        assert_eq!(
+            verbose_pid(&info(r#"{"sandboxID":"s","pid":4242,"removing":false}"#)),
+            Some(4242)
+        );
+        // containerd's pid once the task is gone, and no info at all.
+        assert_eq!(verbose_pid(&info(r#"{"pid":0}"#)), None);
+        assert_eq!(verbose_pid(&Default::default()), None);
+        assert_eq!(verbose_pid(&info("not json")), None);
     }
 }

@@ -38,6 +38,8 @@ struct State {
     /// Counts the calls that may change sandboxes or containers, and the
     /// simulated exits ([`Runtime::generation`]).
     generation: u64,
+    /// Host PIDs of sandboxes and containers, by ID ([`FakeRuntime::set_pid`]).
+    pids: HashMap<String, u32>,
 }
 
 /// How the fake behaves when it stands in for a node's runtime in
@@ -168,6 +170,12 @@ impl FakeRuntime {
             c.finished_at = now();
             c.reason = reason.to_string();
         }
+    }
+
+    /// What [`Runtime::container_pid`] or [`Runtime::sandbox_pid`] says
+    /// for the sandbox or container `id`.
+    pub fn set_pid(&self, id: &str, pid: u32) {
+        self.lock().pids.insert(id.to_string(), pid);
     }
 
     /// Where Exec, Attach and PortForward send clients: `base` is a
@@ -617,6 +625,14 @@ impl Runtime for FakeRuntime {
         let url = s.url("exec")?;
         s.streamed.push(Streamed::Exec(req));
         Ok(url)
+    }
+
+    async fn container_pid(&self, id: &str) -> Result<Option<u32>> {
+        Ok(self.lock().pids.get(id).copied())
+    }
+
+    async fn sandbox_pid(&self, id: &str) -> Result<Option<u32>> {
+        Ok(self.lock().pids.get(id).copied())
     }
 
     async fn attach(&self, req: api::AttachRequest) -> Result<String> {

@@ -179,6 +179,17 @@ pub trait Runtime: Send + Sync + std::fmt::Debug {
             .collect())
     }
     async fn container_status(&self, id: &str) -> Result<api::ContainerStatus>;
+    /// The host PID of a container's process, when the runtime tells it
+    /// (containerd: the `pid` of ContainerStatus's verbose info; 0 or
+    /// absent: none).
+    async fn container_pid(&self, _id: &str) -> Result<Option<u32>> {
+        Ok(None)
+    }
+    /// The host PID of a sandbox's process (the pause container), as
+    /// [`Runtime::container_pid`].
+    async fn sandbox_pid(&self, _id: &str) -> Result<Option<u32>> {
+        Ok(None)
+    }
     /// Every sandbox and container, reduced to what a relist compares
     /// (upstream's GenericPLEG lists both each second). The default reads
     /// the full lists; a runtime that can answer without building them

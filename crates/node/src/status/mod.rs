@@ -89,7 +89,7 @@ pub fn container_statuses(pod: &Pod, rt: &PodRuntime, inputs: &Inputs<'_>) -> Ve
         .map(|s| s.containers.as_slice())
         .unwrap_or(&[]);
     // While init containers run, the main ones wait in PodInitializing.
-    let not_yet = if init_incomplete(pod, rt).is_empty() {
+    let not_yet = if init_incomplete(pod, rt, inputs.probes).is_empty() {
         "ContainerCreating"
     } else {
         "PodInitializing"
@@ -98,7 +98,9 @@ pub fn container_statuses(pod: &Pod, rt: &PodRuntime, inputs: &Inputs<'_>) -> Ve
 }
 
 /// The init containers' statuses: an init container is ready once it
-/// exited 0 (a sidecar: while it runs).
+/// exited 0; a sidecar is started while it runs once its startup probe
+/// passed, and ready once started and its readiness probe passes, as a
+/// main container (upstream's prober manager `UpdatePodStatus`).
 pub fn init_container_statuses(
     pod: &Pod,
     rt: &PodRuntime,
@@ -109,7 +111,7 @@ pub fn init_container_statuses(
     for (status, spec) in statuses.iter_mut().zip(specs) {
         let state = status.state.clone().unwrap_or_default();
         status.ready = if crate::pod_worker::actions::is_sidecar(spec) {
-            state.running.is_some()
+            state.running.is_some() && status.ready
         } else {
             state.terminated.as_ref().is_some_and(|t| t.exit_code == 0)
         };
@@ -117,9 +119,14 @@ pub fn init_container_statuses(
     statuses
 }
 
-/// The init containers that have not finished (sidecars: not started),
-/// in order; empty once the pod is initialized.
-pub fn init_incomplete<'a>(pod: &'a Pod, rt: &PodRuntime) -> Vec<&'a str> {
+/// The init containers that have not finished (sidecars: not started:
+/// running, and past their startup probe when `probes` are known), in
+/// order; empty once the pod is initialized.
+pub fn init_incomplete<'a>(
+    pod: &'a Pod,
+    rt: &PodRuntime,
+    probes: Option<&crate::prober::Prober>,
+) -> Vec<&'a str> {
     let sandbox = rt.ready_sandbox().map(|s| s.id.as_str());
     let mut out = vec![];
     for c in crate::pod_worker::actions::init_containers(pod) {
@@ -127,7 +134,9 @@ pub fn init_incomplete<'a>(pod: &'a Pod, rt: &PodRuntime) -> Vec<&'a str> {
             x.name == c.name && (sandbox.is_none() || Some(x.sandbox_id.as_str()) == sandbox)
         });
         let done = match latest {
-            Some(l) if crate::pod_worker::actions::is_sidecar(c) => l.state == State::Running,
+            Some(l) if crate::pod_worker::actions::is_sidecar(c) => {
+                l.state == State::Running && probes.is_none_or(|p| p.started(c, &l.id))
+            }
             Some(l) => l.state == State::Exited && l.exit_code == 0,
             None => false,
         };
@@ -339,7 +348,7 @@ pub fn pod_status(pod: &Pod, rt: &PodRuntime, inputs: &Inputs<'_>) -> PodStatus 
     let existing = current.conditions.clone().unwrap_or_default();
     let statuses = container_statuses(pod, rt, inputs);
     let init_statuses = init_container_statuses(pod, rt, inputs);
-    let incomplete = init_incomplete(pod, rt);
+    let incomplete = init_incomplete(pod, rt, inputs.probes);
     let init_failed = crate::pod_worker::actions::restart_policy(pod) == "Never"
         && init_statuses.iter().any(|s| {
             s.state
@@ -373,8 +382,15 @@ pub fn pod_status(pod: &Pod, rt: &PodRuntime, inputs: &Inputs<'_>) -> PodStatus 
             .then(|| current.pod_ip.clone())
             .flatten()
     });
-    let unready: Vec<&str> = statuses
+    // Sidecars count too, before the main containers (upstream's
+    // GenerateContainersReadyCondition).
+    let sidecars = crate::pod_worker::actions::init_containers(pod)
         .iter()
+        .zip(&init_statuses)
+        .filter(|(spec, _)| crate::pod_worker::actions::is_sidecar(spec))
+        .map(|(_, s)| s);
+    let unready: Vec<&str> = sidecars
+        .chain(&statuses)
         .filter(|s| !s.ready)
         .map(|s| s.name.as_str())
         .collect();
@@ -516,6 +532,89 @@ mod tests {
             now: Timestamp::from_second(1_700_000_100).unwrap(),
             probes: None,
         }
+    }
+
+    fn condition_of<'a>(s: &'a PodStatus, type_: &str) -> &'a PodCondition {
+        s.conditions
+            .as_ref()
+            .unwrap()
+            .iter()
+            .find(|c| c.type_ == type_)
+            .unwrap()
+    }
+
+    /// A sidecar with a startupProbe is started (and ready) only once the
+    /// probe passed; until then the pod is not initialized, and a sidecar
+    /// that is not ready keeps the pod from Ready (upstream's prober
+    /// manager UpdatePodStatus and GenerateContainersReadyCondition).
+    #[test]
+    fn a_sidecar_is_started_once_its_startup_probe_passed() {
+        let mut p = pod("Always");
+        p.spec.as_mut().unwrap().init_containers =
+            Some(vec![serde_json::from_value(serde_json::json!({
+                "name": "side", "image": "busybox", "restartPolicy": "Always",
+                "startupProbe": {"exec": {"command": ["true"]}, "periodSeconds": 1},
+                "readinessProbe": {"exec": {"command": ["true"]}}
+            }))
+            .unwrap()]);
+        let side = Container {
+            id: "side1".into(),
+            name: "side".into(),
+            ..instance(State::Running, 0, 0)
+        };
+        let w = BTreeMap::new();
+        let probes = crate::prober::Prober::default();
+        let inputs = Inputs {
+            probes: Some(&probes),
+            ..inputs(&w)
+        };
+        // Running, its startup probe not passed yet: the main container
+        // has not been started.
+        let s = pod_status(&p, &rt(vec![side.clone()]), &inputs);
+        let init = &s.init_container_statuses.as_ref().unwrap()[0];
+        assert_eq!((init.started, init.ready), (Some(false), false));
+        assert!(init.state.as_ref().unwrap().running.is_some());
+        let initialized = condition_of(&s, "Initialized");
+        assert_eq!(initialized.status, "False");
+        assert_eq!(
+            initialized.message.as_deref(),
+            Some("containers with incomplete status: [side]")
+        );
+        let c = &s.container_statuses.as_ref().unwrap()[0];
+        assert_eq!(
+            c.state
+                .as_ref()
+                .unwrap()
+                .waiting
+                .as_ref()
+                .unwrap()
+                .reason
+                .as_deref(),
+            Some("PodInitializing")
+        );
+        assert_eq!(s.phase.as_deref(), Some("Pending"));
+
+        // Passed, and the main container runs; the readiness probe has
+        // not passed: started, not ready, and the pod not Ready for it.
+        probes.set("side1", crate::prober::Kind::Startup, true);
+        let both = rt(vec![side.clone(), instance(State::Running, 0, 0)]);
+        let s = pod_status(&p, &both, &inputs);
+        let init = &s.init_container_statuses.as_ref().unwrap()[0];
+        assert_eq!((init.started, init.ready), (Some(true), false));
+        assert_eq!(condition_of(&s, "Initialized").status, "True");
+        let ready = condition_of(&s, "Ready");
+        assert_eq!(ready.status, "False");
+        assert_eq!(
+            ready.message.as_deref(),
+            Some("containers with unready status: [side]")
+        );
+        assert_eq!(s.phase.as_deref(), Some("Running"));
+
+        probes.set("side1", crate::prober::Kind::Readiness, true);
+        let s = pod_status(&p, &both, &inputs);
+        let init = &s.init_container_statuses.as_ref().unwrap()[0];
+        assert_eq!((init.started, init.ready), (Some(true), true));
+        assert_eq!(condition_of(&s, "Ready").status, "True");
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! running container or ready sandbox from the runtime, the CRI call for a
 //! streaming URL, then [`super::proxy::upgrade`] to it. Every refusal is a
 //! plain-text answer before any upgrade, in the kubelet's statuses and
-//! words.
+//! words. An attach also waits until its container has run for the
+//! kubelet's relist period ([`ATTACH_SETTLE`]) and refuses a container
+//! whose process has exited though the runtime still lists it running.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -233,6 +235,14 @@ async fn running_container(
     uid: &str,
     container: &str,
 ) -> Result<Option<String>, Stop> {
+    Ok(running_instance(rt, uid, container).await?.map(|c| c.id))
+}
+
+async fn running_instance(
+    rt: &dyn Runtime,
+    uid: &str,
+    container: &str,
+) -> Result<Option<api::Container>, Stop> {
     Ok(rt
         .list_containers_of(uid)
         .await?
@@ -241,8 +251,78 @@ async fn running_container(
             c.state == api::ContainerState::ContainerRunning as i32
                 && c.labels.get(CONTAINER_NAME).map(String::as_str) == Some(container)
         })
-        .max_by_key(|c| c.created_at)
-        .map(|c| c.id))
+        .max_by_key(|c| c.created_at))
+}
+
+/// How long a container has run before an attach looks at it: the
+/// kubelet reports a started container running only once its PLEG relist
+/// (every second) has seen it, so no client attaches to it sooner; the
+/// agent reports it at once. An attach that follows that report at once
+/// (`kubectl run -i`) could otherwise reach the process before it has
+/// printed (runc returns before the command runs) and lose what it prints
+/// before the runtime hooks the stream up; after the wait a quick command
+/// has exited, the attach is refused and kubectl shows the logs, as
+/// upstream.
+pub const ATTACH_SETTLE: std::time::Duration = std::time::Duration::from_secs(1);
+
+fn now_nanos() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// How long from `now` (Unix nanoseconds) until a container that started
+/// at `started_at` has run for [`ATTACH_SETTLE`]; none once it has (or
+/// when the start is unknown).
+pub fn settle_left(started_at: i64, now: i64) -> Option<std::time::Duration> {
+    if started_at <= 0 {
+        return None;
+    }
+    let settle = i64::try_from(ATTACH_SETTLE.as_nanos()).unwrap_or(i64::MAX);
+    let left = started_at.saturating_add(settle).saturating_sub(now);
+    // A start in the future (clock skew) waits no longer than the period.
+    (left > 0).then(|| std::time::Duration::from_nanos(left.min(settle) as u64))
+}
+
+async fn settle_wait(rt: &dyn Runtime, id: &str, now: i64) -> Option<std::time::Duration> {
+    let status = rt.container_status(id).await.ok()?;
+    settle_left(status.started_at, now)
+}
+
+/// The state letter of process `pid` in `/proc/PID/stat` (`R`, `S`, `Z`
+/// …), none when there is no such process.
+pub fn process_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command (in parentheses) may hold spaces and parentheses; the
+    // state follows the last ')'.
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.trim_start().chars().next()
+}
+
+/// Whether process `pid` is there and not a zombie (or dead).
+fn process_alive(pid: u32) -> bool {
+    process_state(pid).is_some_and(|s| !matches!(s, 'Z' | 'X' | 'x'))
+}
+
+/// Whether the process of a container the runtime lists as running has
+/// already exited. containerd reports a container RUNNING until it has
+/// collected the exited task (its status changes only after the task's
+/// IO is drained and the task deleted); an attach in that window gets
+/// none of what the process printed and ends as if it had worked, where
+/// the kubelet, whose view is a relist behind, finds no running container
+/// and refuses (and `kubectl run -i` then shows the logs). The process is
+/// looked up by the PID the runtime gives; it counts as exited only when
+/// the sandbox's own process is visible (so the agent shares the
+/// runtime's PID namespace) and the container's is gone or a zombie.
+async fn exited_process(rt: &dyn Runtime, c: &api::Container) -> bool {
+    let (Ok(Some(pid)), Ok(Some(sandbox))) = (
+        rt.container_pid(&c.id).await,
+        rt.sandbox_pid(&c.pod_sandbox_id).await,
+    ) else {
+        return false;
+    };
+    process_alive(sandbox) && !process_alive(pid)
 }
 
 /// The newest ready sandbox of pod `uid`.
@@ -322,7 +402,7 @@ async fn attach_inner(
             t.full_name()
         ))
     };
-    let id = running_container(rt.as_ref(), &info.uid, &t.container)
+    let mut instance = running_instance(rt.as_ref(), &info.uid, &t.container)
         .await?
         .ok_or_else(not_in_pod)?;
     if t.uid.as_ref().is_some_and(|uid| *uid != info.uid) {
@@ -334,6 +414,18 @@ async fn attach_inner(
     if !info.containers.contains(&t.container) {
         return Err(not_in_pod());
     }
+    // A container started a moment ago: look again once it has run for
+    // the kubelet's relist period.
+    if let Some(wait) = settle_wait(rt.as_ref(), &instance.id, now_nanos()).await {
+        tokio::time::sleep(wait).await;
+        instance = running_instance(rt.as_ref(), &info.uid, &t.container)
+            .await?
+            .ok_or_else(not_in_pod)?;
+    }
+    if exited_process(rt.as_ref(), &instance).await {
+        return Err(not_in_pod());
+    }
+    let id = instance.id;
     let tty = info.tty_containers.contains(&t.container);
     let url = rt
         .attach(api::AttachRequest {
@@ -517,5 +609,43 @@ mod tests {
         ));
         assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(r.headers()[header::RETRY_AFTER], "60");
+    }
+
+    #[test]
+    fn an_attach_waits_until_the_container_has_run_a_relist_period() {
+        let s = 1_000_000_000;
+        let t0 = 1_700_000_000 * s;
+        assert_eq!(settle_left(t0, t0), Some(ATTACH_SETTLE));
+        assert_eq!(
+            settle_left(t0, t0 + s / 4),
+            Some(std::time::Duration::from_millis(750))
+        );
+        assert_eq!(settle_left(t0, t0 + s), None);
+        assert_eq!(settle_left(t0, t0 + 60 * s), None);
+        // Unknown start; a start ahead of the clock.
+        assert_eq!(settle_left(0, t0), None);
+        assert_eq!(settle_left(t0 + 60 * s, t0), Some(ATTACH_SETTLE));
+    }
+
+    #[test]
+    fn a_process_is_alive_until_it_is_reaped() {
+        let me = std::process::id();
+        assert!(process_alive(me), "{:?}", process_state(me));
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep");
+        assert!(process_alive(child.id()));
+        child.kill().expect("kill");
+        // Dead, not yet waited for: a zombie (within a bound).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while process_state(child.id()) != Some('Z') && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(process_state(child.id()), Some('Z'));
+        assert!(!process_alive(child.id()));
+        child.wait().expect("wait");
+        assert_eq!(process_state(child.id()), None);
+        assert!(!process_alive(child.id()));
     }
 }
