@@ -522,6 +522,21 @@ async fn send(app: &axum::Router, case: &Case) -> (u16, Vec<u8>) {
     (code, body.to_vec())
 }
 
+/// A loopback server (kept alive by the caller) and its router, with the
+/// namespace `fuzz` the cases write in.
+async fn with_fuzz_namespace() -> (support::TestServer, axum::Router) {
+    let server = support::TestServer::start_loopback().await;
+    let app = server.loopback.clone().expect("loopback");
+    let ns = Case {
+        method: "POST",
+        uri: "/api/v1/namespaces".into(),
+        content_type: "application/json",
+        body: br#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"fuzz"}}"#.to_vec(),
+    };
+    assert_eq!(send(&app, &ns).await.0, 201);
+    (server, app)
+}
+
 async fn get(app: &axum::Router, uri: &str) -> (u16, Vec<u8>) {
     let case = Case {
         method: "GET",
@@ -746,15 +761,7 @@ async fn hostile_writes_never_fail_the_server_or_poison_the_store() {
 /// prints as a table.
 #[tokio::test]
 async fn hostile_storage_bodies_are_refused_in_upstreams_words() {
-    let server = support::TestServer::start_loopback().await;
-    let app = server.loopback.clone().expect("loopback");
-    let ns = Case {
-        method: "POST",
-        uri: "/api/v1/namespaces".into(),
-        content_type: "application/json",
-        body: br#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"fuzz"}}"#.to_vec(),
-    };
-    assert_eq!(send(&app, &ns).await.0, 201);
+    let (_server, app) = with_fuzz_namespace().await;
 
     let pv = |f: &dyn Fn(&mut Value)| {
         let mut v = persistent_volume();
@@ -1126,15 +1133,7 @@ fn collection_of(r: &skiff_apiserver::resources::Resource) -> String {
 /// nothing.
 #[tokio::test]
 async fn every_kind_refuses_mistyped_metadata_and_numbers_beyond_float64() {
-    let server = support::TestServer::start_loopback().await;
-    let app = server.loopback.clone().expect("loopback");
-    let ns = Case {
-        method: "POST",
-        uri: "/api/v1/namespaces".into(),
-        content_type: "application/json",
-        body: br#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"fuzz"}}"#.to_vec(),
-    };
-    assert_eq!(send(&app, &ns).await.0, 201);
+    let (_server, app) = with_fuzz_namespace().await;
     // (metadata, what Go's decoder says after "cannot unmarshal ").
     let metadata = [
         (

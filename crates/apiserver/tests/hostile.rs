@@ -180,39 +180,47 @@ async fn yaml_apply_encoded_names_and_transfer_codings() {
     assert!(got.starts_with("HTTP/1.1 501"), "{got}");
 }
 
+/// curl's POST of the JSON file `body` to `url` as the admin, with `args`.
+async fn curl_post(
+    server: &TestServer,
+    args: &[&str],
+    body: &std::path::Path,
+    url: &str,
+) -> std::process::Output {
+    let pki = server.dir.path().join("pki");
+    tokio::process::Command::new("curl")
+        .args(args)
+        .args(["-X", "POST", "--cacert"])
+        .arg(pki.join("ca.crt"))
+        .arg("--cert")
+        .arg(pki.join("admin.crt"))
+        .arg("--key")
+        .arg(pki.join("admin.key"))
+        .args(["-H", "Content-Type: application/json", "--data-binary"])
+        .arg(format!("@{}", body.display()))
+        .arg(url)
+        .output()
+        .await
+        .expect("run curl")
+}
+
 /// Over HTTP/2 a POST with a body to an unserved path gets its 404, not a
 /// reset stream, every time.
 #[tokio::test]
 async fn http2_posts_to_unserved_paths_get_their_404() {
     let server = TestServer::start().await;
-    let pki = server.dir.path().join("pki");
     let body = server.dir.path().join("body.json");
     // Large enough that it is still being sent when the answer comes.
     std::fs::write(&body, "x".repeat(3 * 1024 * 1024 - 100)).unwrap();
     for _ in 0..20 {
-        let out = tokio::process::Command::new("curl")
-            .args([
-                "-s",
-                "--http2",
-                "-o",
-                "/dev/null",
-                "-w",
-                "%{http_code}",
-                "-X",
-                "POST",
-            ])
-            .arg("--cacert")
-            .arg(pki.join("ca.crt"))
-            .arg("--cert")
-            .arg(pki.join("admin.crt"))
-            .arg("--key")
-            .arg(pki.join("admin.key"))
-            .args(["-H", "Content-Type: application/json", "--data-binary"])
-            .arg(format!("@{}", body.display()))
-            .arg(format!("{}/apis/nope.example.com/v1/things", server.url))
-            .output()
-            .await
-            .expect("run curl");
+        let url = format!("{}/apis/nope.example.com/v1/things", server.url);
+        let out = curl_post(
+            &server,
+            &["-s", "--http2", "-o", "/dev/null", "-w", "%{http_code}"],
+            &body,
+            &url,
+        )
+        .await;
         assert_eq!(
             String::from_utf8_lossy(&out.stdout),
             "404",
@@ -250,7 +258,6 @@ async fn status_bodies_are_upstreams_bytes() {
 #[tokio::test]
 async fn bodies_over_the_limit_get_their_413_over_http2_and_http1() {
     let server = TestServer::start().await;
-    let pki = server.dir.path().join("pki");
     let body = server.dir.path().join("big.json");
     let big = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "big"}, "data": {"x": "y".repeat(4 * 1024 * 1024)}});
@@ -261,21 +268,9 @@ async fn bodies_over_the_limit_get_their_413_over_http2_and_http1() {
         &["--http1.1"],
         &["--http1.1", "-H", "Expect:"],
     ] {
-        let out = tokio::process::Command::new("curl")
-            .args(["-sS", "-w", "\n%{http_code}", "-X", "POST"])
-            .args(protocol)
-            .arg("--cacert")
-            .arg(pki.join("ca.crt"))
-            .arg("--cert")
-            .arg(pki.join("admin.crt"))
-            .arg("--key")
-            .arg(pki.join("admin.key"))
-            .args(["-H", "Content-Type: application/json", "--data-binary"])
-            .arg(format!("@{}", body.display()))
-            .arg(&url)
-            .output()
-            .await
-            .expect("run curl");
+        let mut args = vec!["-sS", "-w", "\n%{http_code}"];
+        args.extend_from_slice(protocol);
+        let out = curl_post(&server, &args, &body, &url).await;
         let stdout = String::from_utf8_lossy(&out.stdout);
         let (answer, code) = stdout.rsplit_once('\n').unwrap_or_default();
         assert_eq!(
