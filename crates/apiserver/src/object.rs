@@ -42,12 +42,41 @@ pub fn decode(body: &[u8]) -> ApiResult<Value> {
     Ok(value)
 }
 
+/// The body's `apiVersion` and `kind` under every spelling of their keys
+/// Go's case-insensitive decoder takes.
+pub fn type_fields(obj: &Value) -> impl Iterator<Item = (&String, &Value)> {
+    obj.as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| k.eq_ignore_ascii_case("kind") || k.eq_ignore_ascii_case("apiVersion"))
+}
+
 /// Checks that the body's kind and apiVersion match the URL.
 pub fn check_type(resource: &Resource, obj: &mut Value) -> ApiResult<()> {
-    for field in ["apiVersion", "kind"] {
-        match obj.get(field) {
-            None | Some(Value::String(_)) | Some(Value::Null) => {}
-            Some(other) => {
+    let gv = resource.group_version();
+    // Go's decoder reads apiVersion and kind whatever their keys' case
+    // (`Kind`, `APIVERSION`): each spelling must name this kind too.
+    for (key, value) in type_fields(obj) {
+        let field = if key.eq_ignore_ascii_case("kind") {
+            "kind"
+        } else {
+            "apiVersion"
+        };
+        match value {
+            Value::Null => {}
+            Value::String(v) if v.is_empty() || key == field => {}
+            Value::String(v) if field == "kind" && v == resource.kind => {}
+            Value::String(v) if field == "apiVersion" && *v == gv => {}
+            Value::String(v) if field == "kind" => {
+                return Err(ApiError::bad_request(format!(
+                    "the kind in the data ({v}) does not match the expected kind ({})",
+                    resource.kind
+                )))
+            }
+            Value::String(v) => return Err(ApiError::bad_request(format!(
+                "the API version in the data ({v}) does not match the expected API version ({gv})"
+            ))),
+            other => {
                 let got = skiff_api::patch::go_type(other);
                 return Err(ApiError::bad_request(format!(
                     "couldn't get version/kind; json parse error: json: cannot unmarshal {got} into Go struct field .{field} of type string"
@@ -55,7 +84,6 @@ pub fn check_type(resource: &Resource, obj: &mut Value) -> ApiResult<()> {
             }
         }
     }
-    let gv = resource.group_version();
     match obj.get("apiVersion").and_then(Value::as_str) {
         None | Some("") => obj["apiVersion"] = json!(gv),
         Some(v) if v == gv => {}

@@ -1372,6 +1372,20 @@ async fn requests_upstream_refuses_change_nothing() {
             .0,
         201
     );
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "d"}, "spec": {"replicas": 2,
+        "selector": {"matchLabels": {"a": "b"}},
+        "template": {"metadata": {"labels": {"a": "b"}},
+                     "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}});
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
+    for (uri, obj) in [
+        ("/apis/apps/v1/namespaces/default/deployments", deployment),
+        ("/api/v1/namespaces/default/pods", pod),
+    ] {
+        let (code, answer) = send(&app, &post(uri, obj)).await;
+        assert_eq!(code, 201, "{uri}: {}", String::from_utf8_lossy(&answer));
+    }
     let smp = "application/strategic-merge-patch+json";
     let refused: Vec<(&str, &str, &str, Value, &str)> = vec![
         (
@@ -1437,9 +1451,91 @@ async fn requests_upstream_refuses_change_nothing() {
             json!({"apiVersion": "v1", "kind": "Node", "gracePeriodSeconds": 0}),
             "no kind \"Node\" is registered",
         ),
+        // Go's decoder reads `Kind` as kind.
+        (
+            "DELETE",
+            "/api/v1/namespaces/default/configmaps/c",
+            "application/json",
+            json!({"apiVersion": "v1", "kind": "DeleteOptions", "Kind": "ConfigMap"}),
+            "no kind \"ConfigMap\" is registered",
+        ),
+        (
+            "DELETE",
+            "/api/v1/namespaces/default/configmaps/c",
+            "application/json",
+            json!({"apiVersion": "a/b/c", "kind": "DeleteOptions"}),
+            "unexpected GroupVersion string: a/b/c",
+        ),
+        (
+            "DELETE",
+            "/api/v1/namespaces/default/configmaps",
+            "application/json",
+            json!({"KIND": 5}),
+            "cannot unmarshal number into Go struct field .kind of type string",
+        ),
+        (
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            "application/json",
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "Kind": "Secret", "metadata": {"name": "k"}}),
+            "the kind in the data (Secret) does not match the expected kind (ConfigMap)",
+        ),
+        (
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            "application/json",
+            json!({"APIVERSION": "apps/v1", "metadata": {"name": "k"}}),
+            "the API version in the data (apps/v1) does not match",
+        ),
+        // Subresource bodies are typed too.
+        (
+            "PUT",
+            "/apis/apps/v1/namespaces/default/deployments/d/scale",
+            "application/json",
+            json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+                   "metadata": {"name": "d", "namespace": "default"}, "spec": {"replicas": "3"}}),
+            "Scale in version \"v1\" cannot be handled as a Scale: json: cannot unmarshal string into Go struct field ScaleSpec.spec.replicas of type int32",
+        ),
+        (
+            "PATCH",
+            "/apis/apps/v1/namespaces/default/deployments/d/scale",
+            "application/merge-patch+json",
+            json!({"metadata": {"labels": {"a": 5}}, "spec": {"replicas": 4}}),
+            "cannot unmarshal number into Go struct field ObjectMeta.metadata.labels of type string",
+        ),
+        (
+            "POST",
+            "/api/v1/namespaces/default/pods/p/binding",
+            "application/json",
+            json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": 5},
+                   "target": {"kind": "Node", "name": "n1"}}),
+            "Binding in version \"v1\" cannot be handled as a Binding: json: cannot unmarshal number into Go struct field ObjectMeta.metadata.name of type string",
+        ),
+        (
+            "POST",
+            "/api/v1/namespaces/default/pods/p/binding",
+            "application/json",
+            json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"},
+                   "target": {"kind": 5, "name": "n1"}}),
+            "cannot unmarshal number into Go struct field ObjectReference.target.kind of type string",
+        ),
+        (
+            "POST",
+            "/api/v1/namespaces/default/pods/p/eviction",
+            "application/json",
+            json!({"apiVersion": "policy/v1", "kind": "Eviction",
+                   "metadata": {"name": "p", "labels": {"a": 5}}}),
+            "Eviction in version \"v1\" cannot be handled as a Eviction",
+        ),
     ];
     for (method, uri, content_type, body, want) in refused {
-        let before = get(&app, uri).await;
+        // What the request would change: the object, or the subresource's
+        // parent.
+        let target = ["/scale", "/binding", "/eviction"]
+            .iter()
+            .find_map(|sub| uri.strip_suffix(sub))
+            .unwrap_or(uri);
+        let before = get(&app, target).await;
         let case = Case {
             method,
             uri: uri.into(),
@@ -1458,7 +1554,7 @@ async fn requests_upstream_refuses_change_nothing() {
             "{method} {uri} {body}: {status}"
         );
         assert_eq!(
-            get(&app, uri).await,
+            get(&app, target).await,
             before,
             "{method} {uri} {body} changed it"
         );

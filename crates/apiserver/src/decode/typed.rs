@@ -91,6 +91,23 @@ pub fn check_metadata(obj: &Value, served: (&str, &str)) -> ApiResult<()> {
     }
 }
 
+/// Decodes the body of a subresource request (a Binding, an Eviction, a
+/// Scale) as its type `T`, metadata included, whatever apiVersion it
+/// names (the caller checks that): the handler then reads fields of the
+/// right types only, as upstream's, which decodes every body typed.
+pub fn decode_body<T>(obj: &Value, served: (&str, &str)) -> ApiResult<T>
+where
+    T: DeserializeOwned + schemars::JsonSchema + k8s_openapi::Resource,
+{
+    check_metadata(obj, served)?;
+    let mut typed = obj.clone();
+    if let Some(fields) = typed.as_object_mut() {
+        fields.insert("apiVersion".into(), Value::from(T::API_VERSION));
+        fields.insert("kind".into(), Value::from(T::KIND));
+    }
+    decode_as::<T>(&typed).map_err(|detail| cannot_handle(served, &detail))
+}
+
 /// Refuses objects nested deeper than [`MAX_DEPTH`].
 pub fn check_depth(obj: &Value, served: (&str, &str)) -> ApiResult<()> {
     if depth_exceeds(obj, MAX_DEPTH) {

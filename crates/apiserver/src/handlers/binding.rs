@@ -20,6 +20,12 @@ pub(super) async fn bind(
     body: &[u8],
 ) -> ApiResult<Response> {
     let binding = object::decode(body)?;
+    // Typed, as upstream decodes it: a target or metadata field of the
+    // wrong type is a 400 before anything is bound.
+    crate::decode::typed::decode_body::<k8s_openapi::api::core::v1::Binding>(
+        &binding,
+        ("Binding", "v1"),
+    )?;
     let node = binding
         .pointer("/target/name")
         .and_then(Value::as_str)

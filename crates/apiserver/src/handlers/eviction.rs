@@ -275,6 +275,10 @@ pub async fn evict(
             )))
         }
     }
+    crate::decode::typed::decode_body::<k8s_openapi::api::policy::v1::Eviction>(
+        &eviction,
+        ("Eviction", "v1"),
+    )?;
     if object::name_of(&eviction).is_some_and(|n| n != name) {
         return Err(ApiError::bad_request(
             "name in URL does not match name in Eviction object",

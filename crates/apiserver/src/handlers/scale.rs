@@ -97,6 +97,7 @@ fn view(r: &Resource, obj: &Value) -> Value {
 
 /// `workload` changed by `scale`, for `r`.
 fn apply_scale(r: &Resource, workload: &Value, scale: &Value) -> ApiResult<Value> {
+    check_scale(scale)?;
     let next = from_scale(workload, scale)?;
     match crate::crd::served(r).and_then(|s| s.scale.clone()) {
         Some(paths) => {
@@ -119,6 +120,34 @@ fn apply_scale(r: &Resource, workload: &Value, scale: &Value) -> ApiResult<Value
         }
         None => Ok(next),
     }
+}
+
+/// A Scale body (as sent, or as a patch left it) is an autoscaling/v1
+/// Scale and decodes as one: `replicas: "3"` is a 400, not a scale to 0.
+fn check_scale(scale: &Value) -> ApiResult<()> {
+    for (field, want) in [("apiVersion", "autoscaling/v1"), ("kind", "Scale")] {
+        match scale.get(field) {
+            None | Some(Value::Null) => {}
+            Some(Value::String(v)) if v.is_empty() || v == want => {}
+            Some(Value::String(v)) => {
+                let what = if field == "kind" { "kind" } else { "API version" };
+                return Err(ApiError::bad_request(format!(
+                    "the {what} in the data ({v}) does not match the expected {what} ({want})"
+                )));
+            }
+            Some(other) => {
+                return Err(ApiError::bad_request(format!(
+                    "couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go struct field .{field} of type string",
+                    skiff_api::patch::go_type(other)
+                )))
+            }
+        }
+    }
+    crate::decode::typed::decode_body::<k8s_openapi::api::autoscaling::v1::Scale>(
+        scale,
+        ("Scale", "v1"),
+    )
+    .map(drop)
 }
 
 fn check(r: &Resource) -> ApiResult<()> {

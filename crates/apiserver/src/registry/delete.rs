@@ -46,26 +46,46 @@ const OTHER_OPTIONS: &[&str] = &[
 /// Pod sent as the body, say), as upstream's decoder does, before
 /// anything is deleted. A body without a kind is DeleteOptions.
 fn check_options_kind(body: &Value) -> ApiResult<()> {
-    let kind = match body.get("kind") {
-        None | Some(Value::Null) => return Ok(()),
-        Some(Value::String(k)) if k.is_empty() || k == "DeleteOptions" => return Ok(()),
-        Some(Value::String(k)) => k.as_str(),
-        Some(other) => {
-            return Err(ApiError::bad_request(format!(
-                "couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go struct field .kind of type string",
-                skiff_api::patch::go_type(other)
-            )))
+    // Go's decoder reads `Kind` or `APIVERSION` as well: every spelling
+    // counts.
+    let (mut kind, mut version) = (None, None);
+    for (key, value) in object::type_fields(body) {
+        let field = if key.eq_ignore_ascii_case("kind") {
+            "kind"
+        } else {
+            "apiVersion"
+        };
+        let text = match value {
+            Value::Null => continue,
+            Value::String(v) if v.is_empty() => continue,
+            Value::String(v) => v.as_str(),
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go struct field .{field} of type string",
+                    skiff_api::patch::go_type(other)
+                )))
+            }
+        };
+        if field == "apiVersion" {
+            if text.matches('/').count() > 1 {
+                return Err(ApiError::bad_request(format!(
+                    "unexpected GroupVersion string: {text}"
+                )));
+            }
+            version = Some(text);
+        } else if text != "DeleteOptions" {
+            kind = Some(text);
         }
+    }
+    let Some(kind) = kind else {
+        return Ok(());
     };
     if OTHER_OPTIONS.contains(&kind) {
         return Err(ApiError::bad_request(
             "decoded object cannot be converted to DeleteOptions",
         ));
     }
-    let version = match body.get("apiVersion").and_then(Value::as_str) {
-        Some(v) if !v.is_empty() => v,
-        _ => "meta.k8s.io/v1",
-    };
+    let version = version.unwrap_or("meta.k8s.io/v1");
     Err(ApiError::bad_request(format!(
         "no kind \"{kind}\" is registered for version \"{version}\" in scheme \"k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme/register.go:28\""
     )))

@@ -142,7 +142,13 @@ pub enum Body {
 pub fn check_create_body(r: &Resource, raw: &[u8], opts: &WriteOptions) -> ApiResult<Checked> {
     check_numbers(r, raw)?;
     let unknown = opts.validation != FieldValidation::Ignore;
-    if let Some(one) = crate::resources::decode_one_pass(r.group, r.kind, raw, unknown) {
+    // A `Kind` or `APIVERSION` key is skipped by the typed decoder but read
+    // by Go's: such a body takes the general path, which checks them.
+    let one_pass = !has_type_key_variants(raw);
+    if let Some(one) = one_pass
+        .then(|| crate::resources::decode_one_pass(r.group, r.kind, raw, unknown))
+        .flatten()
+    {
         return Ok(Checked {
             warnings: verdict(r, r.kind, one.findings, opts)?,
             body: Body::Typed(one.object),
@@ -153,6 +159,19 @@ pub fn check_create_body(r: &Resource, raw: &[u8], opts: &WriteOptions) -> ApiRe
         warnings: check_fields(r, raw, &obj, opts)?,
         body: Body::Sent(obj),
     })
+}
+
+/// Whether the JSON text `raw` has a key spelling `kind` or `apiVersion`
+/// in another case (`"Kind"`, `"APIVERSION"`).
+fn has_type_key_variants(raw: &[u8]) -> bool {
+    let variant = |at: usize, name: &[u8]| {
+        raw.get(at + 1..at + 1 + name.len())
+            .is_some_and(|w| w.eq_ignore_ascii_case(name) && w != name)
+            && raw.get(at + 1 + name.len()) == Some(&b'"')
+    };
+    raw.iter()
+        .enumerate()
+        .any(|(i, b)| *b == b'"' && (variant(i, b"kind") || variant(i, b"apiVersion")))
 }
 
 /// Refuses an object body holding a number no float64 holds, wherever it
