@@ -73,9 +73,11 @@ pub fn check_type(resource: &Resource, obj: &mut Value) -> ApiResult<()> {
                     resource.kind
                 )))
             }
-            Value::String(v) => return Err(ApiError::bad_request(format!(
+            Value::String(v) => {
+                return Err(ApiError::bad_request(format!(
                 "the API version in the data ({v}) does not match the expected API version ({gv})"
-            ))),
+            )))
+            }
             other => {
                 let got = skiff_api::patch::go_type(other);
                 return Err(ApiError::bad_request(format!(

@@ -1621,6 +1621,46 @@ async fn requests_upstream_refuses_change_nothing() {
         }
     }
 
+    // managedFields that do not decode are never stored (a create keeps
+    // none, an update the stored ones), so server-side apply keeps working.
+    let bogus = json!([{"manager": "m", "operation": "Bogus", "apiVersion": "v1",
+        "fieldsType": "FieldsV1", "fieldsV1": {}}]);
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "mf", "managedFields": bogus.clone()}, "data": {"a": "b"}});
+    let (code, answer) = send(&app, &post("/api/v1/namespaces/default/configmaps", cm)).await;
+    assert_eq!(code, 201, "{}", String::from_utf8_lossy(&answer));
+    let uri = "/api/v1/namespaces/default/configmaps/mf";
+    for fields_v1 in [json!(5), json!("x"), json!({})] {
+        let mut entry = bogus.clone();
+        entry[0]["fieldsV1"] = fields_v1;
+        let case = Case {
+            method: "PATCH",
+            uri: uri.into(),
+            content_type: "application/merge-patch+json",
+            body: serde_json::to_vec(&json!({"metadata": {"managedFields": entry}})).unwrap(),
+        };
+        let (code, answer) = send(&app, &case).await;
+        assert!(
+            code == 200 || code == 400,
+            "{}",
+            String::from_utf8_lossy(&answer)
+        );
+        let (_, now) = get(&app, uri).await;
+        let now: Value = serde_json::from_slice(&now).unwrap();
+        let kept = now["metadata"]["managedFields"].to_string();
+        assert!(!kept.contains("Bogus"), "{now}");
+    }
+    let apply = Case {
+        method: "PATCH",
+        uri: format!("{uri}?fieldManager=z"),
+        content_type: "application/apply-patch+yaml",
+        body:
+            br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"mf"},"data":{"q":"1"}}"#
+                .to_vec(),
+    };
+    let (code, answer) = send(&app, &apply).await;
+    assert_eq!(code, 200, "{}", String::from_utf8_lossy(&answer));
+
     // A cluster-scoped object does not move into a namespace: the
     // namespace a patch or update gives it is dropped.
     for (content_type, body) in [

@@ -193,6 +193,36 @@ pub fn apply(
     Ok(managed::with(object, entries))
 }
 
+/// The managedFields a write without a field manager stores, as
+/// upstream's field manager decides them (`decodeLiveOrNew`): those sent
+/// in `new` when they decode (`[]` or `[{}]` clears them), else the
+/// stored ones of `old` (none for a create). Entries that do not decode
+/// are never stored, so a later apply can always read them.
+pub fn keep_decodable_managed_fields(old: Option<&Value>, new: Value) -> Value {
+    let provided = managed::raw(&new);
+    // Absent, or as stored (every write keeps the list it had): nothing
+    // to decode on the hot path of status updates.
+    if provided.is_none() || provided == old.and_then(managed::raw) {
+        return new;
+    }
+    if !managed::is_reset(provided) && managed::decode(provided).is_ok() {
+        return new;
+    }
+    let mut new = managed::without(&new);
+    if managed::is_reset(provided) {
+        return new;
+    }
+    let kept = old
+        .and_then(managed::raw)
+        .filter(|list| managed::decode(Some(list)).is_ok())
+        .cloned();
+    if let (Some(list), Some(meta)) = (kept, new.get_mut("metadata").and_then(Value::as_object_mut))
+    {
+        meta.insert("managedFields".into(), list);
+    }
+    new
+}
+
 /// Records a create (`old` is `None`), update or non-apply patch of an
 /// object of `kind` by `manager` (operation `Update`) and returns `new`
 /// with its managedFields. Valid managedFields sent in `new` replace the

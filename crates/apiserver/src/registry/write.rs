@@ -271,6 +271,8 @@ pub async fn create(
     admission::validate(&attrs, &obj).await?;
     if let Some(manager) = &opts.field_manager {
         obj = crate::registry::managed::record_update(r, None, obj, manager);
+    } else {
+        obj = skiff_api::apply::keep_decodable_managed_fields(None, obj);
     }
     // Service ClusterIPs and NodePorts (given back if the create fails).
     let reservation =
@@ -542,6 +544,8 @@ pub async fn update(
         }
         if let Some(manager) = &opts.field_manager {
             new = crate::registry::managed::record_update(r, Some(&old), new, manager);
+        } else {
+            new = skiff_api::apply::keep_decodable_managed_fields(Some(&old), new);
         }
         let reservation =
             crate::allocators::services::on_update(state, r, &old, &mut new, opts.dry_run).await?;
