@@ -25,6 +25,8 @@ pub use scheduling::{
 };
 pub use service::{service, service_update};
 mod cron;
+#[cfg(test)]
+mod parity_tests;
 mod workloads;
 mod workloads_more;
 
@@ -40,8 +42,8 @@ pub use storage::{
 };
 
 pub use workloads::{
-    bad_quantity, config_map, deployment, events_v1_create, job, job_update, node, replica_set,
-    secret, workload_update,
+    bad_quantity, config_map, deployment, events_v1_create, job, job_update, node, node_pod_cidrs,
+    node_update, replica_set, secret, workload_update,
 };
 
 /// One invalid field.

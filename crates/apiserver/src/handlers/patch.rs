@@ -65,7 +65,10 @@ pub(super) async fn patch(
     // misread; JSON (what kubectl sends) starts with a brace.
     let json = patch_type != PatchType::Apply
         || body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
-    if let Some(detail) = json.then(|| crate::decode::numbers::out_of_range(body)).flatten() {
+    if let Some(detail) = json
+        .then(|| crate::decode::numbers::out_of_range(body))
+        .flatten()
+    {
         return Err(ApiError::bad_request(detail));
     }
     if patch_type == PatchType::Apply {
