@@ -1082,9 +1082,7 @@ async fn hostile_workload_and_node_bodies_are_refused_in_upstreams_words() {
         }
         v
     };
-    let node = |name: &str, spec: Value| {
-        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "spec": spec})
-    };
+    let node = |name: &str, spec: Value| json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "spec": spec});
     let deployments = "/apis/apps/v1/namespaces/fuzz/deployments";
     // (what, collection, body, the field, its message).
     let cases: Vec<(&str, &str, Value, &str, &str)> = vec![
@@ -1174,7 +1172,10 @@ async fn hostile_workload_and_node_bodies_are_refused_in_upstreams_words() {
             said.contains(&format!("{field}: {message}")),
             "{what}: {said:.600}"
         );
-        let causes = status["details"]["causes"].as_array().cloned().unwrap_or_default();
+        let causes = status["details"]["causes"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         assert!(
             causes
                 .iter()
@@ -1186,7 +1187,10 @@ async fn hostile_workload_and_node_bodies_are_refused_in_upstreams_words() {
     }
 
     // podCIDR is authoritative and leads podCIDRs; once set it stays.
-    let body = node("n-set", json!({"podCIDR": "10.0.0.0/24", "podCIDRs": ["10.9.0.0/24"]}));
+    let body = node(
+        "n-set",
+        json!({"podCIDR": "10.0.0.0/24", "podCIDRs": ["10.9.0.0/24"]}),
+    );
     let (code, answer) = send(&app, &post("/api/v1/nodes", &body)).await;
     assert_eq!(code, 201, "{}", String::from_utf8_lossy(&answer));
     let stored: Value = serde_json::from_slice(&answer).unwrap();
