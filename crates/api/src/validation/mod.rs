@@ -14,6 +14,7 @@ pub mod meta;
 pub mod names;
 pub mod networking;
 pub mod node;
+mod pod;
 mod policy;
 pub mod rbac;
 mod scheduling;

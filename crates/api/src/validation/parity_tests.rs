@@ -488,3 +488,130 @@ fn validate_node_update_pod_cidrs_and_provider_id() {
         "Duplicate value: core.NodeAddress{Type:\"InternalIP\", Address:\"10.0.0.1\"}",
     );
 }
+
+fn pod(spec: Value) -> Value {
+    let mut p = json!({"kind": "Pod", "metadata": {"name": "p", "namespace": "ns"},
+        "spec": {"restartPolicy": "Always", "dnsPolicy": "ClusterFirst",
+            "containers": [{"name": "c", "image": "i"}]}});
+    for (k, v) in spec.as_object().unwrap() {
+        p["spec"][k] = v.clone();
+    }
+    p
+}
+
+#[test]
+fn validate_pod_spec_invalid_cases() {
+    assert_eq!(fields(&super::pod(&pod(json!({})))), vec![]);
+    let sidecar = pod(
+        json!({"initContainers": [{"name": "s", "image": "i", "restartPolicy": "Always",
+        "readinessProbe": {"exec": {"command": ["true"]}}}]}),
+    );
+    assert_eq!(fields(&super::pod(&sidecar)), vec![]);
+    let c = |extra: Value| {
+        let mut c = json!({"name": "c", "image": "i"});
+        for (k, v) in extra.as_object().unwrap() {
+            c[k] = v.clone();
+        }
+        json!({"containers": [c]})
+    };
+    let cases: Vec<(Value, &str, &str)> = vec![
+        (
+            json!({"activeDeadlineSeconds": 0}),
+            "spec.activeDeadlineSeconds",
+            "Invalid value: 0: must be between 1 and 2147483647, inclusive",
+        ),
+        (
+            json!({"hostname": "Bad_Host"}),
+            "spec.hostname",
+            "Invalid value: \"Bad_Host\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+        ),
+        (
+            json!({"serviceAccountName": "Bad_SA"}),
+            "spec.serviceAccountName",
+            "Invalid value: \"Bad_SA\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+        ),
+        (
+            json!({"volumes": [{"name": "v", "emptyDir": {}}, {"name": "v", "emptyDir": {}}]}),
+            "spec.volumes[1].name",
+            "Duplicate value: \"v\"",
+        ),
+        (
+            c(json!({"volumeMounts": [{"name": "missing", "mountPath": "/a"}]})),
+            "spec.containers[0].volumeMounts[0].name",
+            "Not found: \"missing\"",
+        ),
+        (
+            c(json!({"livenessProbe": {"exec": {"command": ["true"]}, "successThreshold": 2}})),
+            "spec.containers[0].livenessProbe.successThreshold",
+            "Invalid value: 2: must be 1",
+        ),
+        (
+            c(json!({"readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": -1}})),
+            "spec.containers[0].readinessProbe.periodSeconds",
+            "Invalid value: -1: must be greater than or equal to 0",
+        ),
+        (
+            c(json!({"readinessProbe": {"periodSeconds": 1}})),
+            "spec.containers[0].readinessProbe",
+            "Required value: must specify a handler type",
+        ),
+        (
+            c(json!({"readinessProbe": {"httpGet": {"port": 0}}})),
+            "spec.containers[0].readinessProbe.httpGet.port",
+            "Invalid value: 0: must be between 1 and 65535, inclusive",
+        ),
+        (
+            c(json!({"restartPolicy": "Always"})),
+            "spec.containers[0].restartPolicy",
+            "Forbidden: may not be set for non-init containers",
+        ),
+        (
+            json!({"initContainers": [{"name": "i", "image": "i", "restartPolicy": "Never"}]}),
+            "spec.initContainers[0].restartPolicy",
+            "Unsupported value: \"Never\": supported values: \"Always\"",
+        ),
+        (
+            json!({"initContainers": [{"name": "i", "image": "i",
+                "livenessProbe": {"exec": {"command": ["true"]}}}]}),
+            "spec.initContainers[0].livenessProbe",
+            "Forbidden: may not be set for init containers without restartPolicy=Always",
+        ),
+        (
+            json!({"hostNetwork": true, "containers": [{"name": "c", "image": "i",
+                "ports": [{"containerPort": 80, "hostPort": 8080}]}]}),
+            "spec.containers[0].ports[0].hostPort",
+            "Invalid value: 8080: must match `containerPort` when `hostNetwork` is true",
+        ),
+        (
+            json!({"securityContext": {"runAsUser": -1}}),
+            "spec.securityContext.runAsUser",
+            "Invalid value: -1: must be between 0 and 2147483647, inclusive",
+        ),
+        (
+            json!({"tolerations": [{"operator": "Equal", "value": "v"}]}),
+            "spec.tolerations[0].operator",
+            "Invalid value: \"Equal\": operator must be Exists when `key` is empty, which means \"match all values and all keys\"",
+        ),
+        (
+            json!({"tolerations": [{"key": "k", "operator": "Exists", "value": "v"}]}),
+            "spec.tolerations[0].operator",
+            "Invalid value: core.Toleration{Key:\"k\", Operator:\"Exists\", Value:\"v\", Effect:\"\", TolerationSeconds:(*int64)(nil)}: value must be empty when `operator` is 'Exists'",
+        ),
+        (
+            json!({"tolerations": [{"key": "k", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 5}]}),
+            "spec.tolerations[0].effect",
+            "Invalid value: \"NoSchedule\": effect must be 'NoExecute' when `tolerationSeconds` is set",
+        ),
+    ];
+    for (spec, field, message) in cases {
+        has(&super::pod(&pod(spec)), field, message);
+    }
+    // Templates get the same checks at their paths.
+    let mut d = deployment();
+    d["spec"]["template"]["spec"]["volumes"] = json!([{"name": "Bad"}]);
+    has(
+        &super::deployment(&d),
+        "spec.template.spec.volumes[0].name",
+        "Invalid value: \"Bad\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+    );
+}

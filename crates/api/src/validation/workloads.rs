@@ -102,6 +102,7 @@ pub(crate) fn pod_spec_extras(spec: Option<&Value>, path: &str) -> Vec<FieldErro
     };
     let mut errors = resources(spec, path);
     errors.extend(tolerations(spec, path));
+    errors.extend(super::pod::pod_spec_more(spec, path));
     errors
 }
 

@@ -1,0 +1,326 @@
+//! Pod spec fields beyond containers' names, images and ports (upstream
+//! `ValidatePodSpec` and `validateContainerCommon`, 1.33): deadlines,
+//! DNS names of the pod and its references, volumes and their mounts,
+//! probes, container restart policies, host ports under hostNetwork,
+//! security contexts' IDs and tolerations. Every pod spec (a Pod's, and
+//! each template's) goes through it, at its path.
+
+use serde_json::Value;
+
+use super::common::{duplicate, forbidden, invalid_str, items, port_name, str_at};
+use super::{invalid, names, not_supported, required, FieldError};
+
+const MAX_INT32: i64 = 2_147_483_647;
+
+/// `field.NotFound(path, value)` for a string.
+fn not_found(field: String, value: &str) -> FieldError {
+    FieldError {
+        reason: "FieldValueNotFound",
+        field,
+        message: format!("Not found: \"{value}\""),
+    }
+}
+
+fn label_at(errors: &mut Vec<FieldError>, path: String, value: &str) {
+    for m in names::dns1123_label(value) {
+        errors.push(invalid_str(path.clone(), value, &m));
+    }
+}
+
+fn subdomain_at(errors: &mut Vec<FieldError>, path: String, value: &str) {
+    for m in names::dns1123_subdomain(value) {
+        errors.push(invalid_str(path.clone(), value, &m));
+    }
+}
+
+/// The checks of a pod spec at `path`.
+pub(crate) fn pod_spec_more(spec: &Value, path: &str) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    if let Some(d) = spec.get("activeDeadlineSeconds").filter(|d| !d.is_null()) {
+        if d.as_i64().is_none_or(|n| !(1..=MAX_INT32).contains(&n)) {
+            errors.push(invalid(
+                format!("{path}.activeDeadlineSeconds"),
+                d,
+                "must be between 1 and 2147483647, inclusive",
+            ));
+        }
+    }
+    for f in ["hostname", "subdomain"] {
+        if let Some(v) = str_at(spec, f).filter(|v| !v.is_empty()) {
+            label_at(&mut errors, format!("{path}.{f}"), v);
+        }
+    }
+    for f in ["nodeName", "serviceAccountName", "priorityClassName"] {
+        if let Some(v) = str_at(spec, f).filter(|v| !v.is_empty()) {
+            subdomain_at(&mut errors, format!("{path}.{f}"), v);
+        }
+    }
+    let mut volumes: Vec<&str> = Vec::new();
+    for (i, v) in items(spec, "volumes").iter().enumerate() {
+        let at = format!("{path}.volumes[{i}].name");
+        match str_at(v, "name").unwrap_or_default() {
+            "" => errors.push(required(at)),
+            name => {
+                label_at(&mut errors, at.clone(), name);
+                if volumes.contains(&name) {
+                    errors.push(duplicate(at, name));
+                }
+                volumes.push(name);
+            }
+        }
+    }
+    let host_network = spec.get("hostNetwork") == Some(&Value::Bool(true));
+    for list in ["initContainers", "containers"] {
+        for (i, c) in items(spec, list).iter().enumerate() {
+            let at = format!("{path}.{list}[{i}]");
+            container(&mut errors, c, &at, list == "initContainers", &volumes);
+            if host_network {
+                for (j, p) in items(c, "ports").iter().enumerate() {
+                    let host = p.get("hostPort").and_then(Value::as_i64).unwrap_or(0);
+                    let port = p.get("containerPort").and_then(Value::as_i64).unwrap_or(0);
+                    if host != 0 && host != port {
+                        errors.push(invalid(
+                            format!("{at}.ports[{j}].hostPort"),
+                            &Value::from(host),
+                            "must match `containerPort` when `hostNetwork` is true",
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    if let Some(sc) = spec.get("securityContext") {
+        let at = format!("{path}.securityContext");
+        ids(
+            &mut errors,
+            sc,
+            &at,
+            &["runAsUser", "runAsGroup", "fsGroup"],
+        );
+        for (i, g) in items(sc, "supplementalGroups").iter().enumerate() {
+            if g.as_i64().is_some_and(|n| !(0..=MAX_INT32).contains(&n)) {
+                errors.push(invalid(
+                    format!("{at}.supplementalGroups[{i}]"),
+                    g,
+                    "must be between 0 and 2147483647, inclusive",
+                ));
+            }
+        }
+    }
+    errors.extend(tolerations(spec, path));
+    errors
+}
+
+/// User and group IDs in `0..=MaxInt32` (`IsValidUserID`, `IsValidGroupID`).
+fn ids(errors: &mut Vec<FieldError>, sc: &Value, at: &str, fields: &[&str]) {
+    for f in fields {
+        if let Some(v) = sc.get(*f).filter(|v| !v.is_null()) {
+            if v.as_i64().is_some_and(|n| !(0..=MAX_INT32).contains(&n)) {
+                errors.push(invalid(
+                    format!("{at}.{f}"),
+                    v,
+                    "must be between 0 and 2147483647, inclusive",
+                ));
+            }
+        }
+    }
+}
+
+fn container(errors: &mut Vec<FieldError>, c: &Value, at: &str, init: bool, volumes: &[&str]) {
+    let restart = str_at(c, "restartPolicy");
+    let sidecar = init && restart == Some("Always");
+    if let Some(p) = restart {
+        if init {
+            if p != "Always" {
+                errors.push(not_supported(format!("{at}.restartPolicy"), p, &["Always"]));
+            }
+        } else {
+            errors.push(forbidden(
+                format!("{at}.restartPolicy"),
+                "may not be set for non-init containers",
+            ));
+        }
+    }
+    let mut mount_paths: Vec<&str> = Vec::new();
+    for (i, m) in items(c, "volumeMounts").iter().enumerate() {
+        let mp = format!("{at}.volumeMounts[{i}]");
+        let name = str_at(m, "name").unwrap_or_default();
+        if name.is_empty() {
+            errors.push(required(format!("{mp}.name")));
+        }
+        if !volumes.contains(&name) {
+            errors.push(not_found(format!("{mp}.name"), name));
+        }
+        let mount_path = str_at(m, "mountPath").unwrap_or_default();
+        if mount_path.is_empty() {
+            errors.push(required(format!("{mp}.mountPath")));
+        }
+        if mount_paths.contains(&mount_path) {
+            errors.push(invalid_str(
+                format!("{mp}.mountPath"),
+                mount_path,
+                "must be unique",
+            ));
+        }
+        mount_paths.push(mount_path);
+    }
+    for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        let Some(p) = c.get(probe).filter(|p| !p.is_null()) else {
+            continue;
+        };
+        let pp = format!("{at}.{probe}");
+        if init && !sidecar {
+            errors.push(forbidden(
+                pp,
+                "may not be set for init containers without restartPolicy=Always",
+            ));
+            continue;
+        }
+        probe_errors(errors, p, &pp);
+        if probe != "readinessProbe" {
+            if let Some(t) = p.get("successThreshold") {
+                if t.as_i64().is_some_and(|n| n != 1) {
+                    errors.push(invalid(format!("{pp}.successThreshold"), t, "must be 1"));
+                }
+            }
+        }
+    }
+    if let Some(sc) = c.get("securityContext") {
+        ids(
+            errors,
+            sc,
+            &format!("{at}.securityContext"),
+            &["runAsUser", "runAsGroup"],
+        );
+    }
+}
+
+/// `validateProbe`: one handler, its port, and counters not negative.
+fn probe_errors(errors: &mut Vec<FieldError>, p: &Value, at: &str) {
+    let handlers: Vec<&str> = ["exec", "httpGet", "tcpSocket", "grpc"]
+        .into_iter()
+        .filter(|h| p.get(*h).is_some_and(|v| !v.is_null()))
+        .collect();
+    match handlers.len() {
+        0 => errors.push(FieldError {
+            reason: "FieldValueRequired",
+            field: at.into(),
+            message: "Required value: must specify a handler type".into(),
+        }),
+        1 => {}
+        _ => errors.push(forbidden(
+            format!("{at}.{}", handlers[1]),
+            "may not specify more than 1 handler type",
+        )),
+    }
+    for h in ["httpGet", "tcpSocket"] {
+        if let Some(port) = p.pointer(&format!("/{h}/port")) {
+            let field = format!("{at}.{h}.port");
+            match port {
+                Value::String(s) => {
+                    for m in port_name(s) {
+                        errors.push(invalid_str(field.clone(), s, &m));
+                    }
+                }
+                n => {
+                    if n.as_i64().is_none_or(|n| !(1..=65535).contains(&n)) {
+                        errors.push(invalid(field, n, "must be between 1 and 65535, inclusive"));
+                    }
+                }
+            }
+        }
+    }
+    for f in [
+        "initialDelaySeconds",
+        "timeoutSeconds",
+        "periodSeconds",
+        "successThreshold",
+        "failureThreshold",
+    ] {
+        if let Some(v) = p.get(f) {
+            if v.as_i64().is_some_and(|n| n < 0) {
+                errors.push(invalid(
+                    format!("{at}.{f}"),
+                    v,
+                    "must be greater than or equal to 0",
+                ));
+            }
+        }
+    }
+    if let Some(g) = p
+        .get("terminationGracePeriodSeconds")
+        .filter(|g| !g.is_null())
+    {
+        if g.as_i64().is_some_and(|n| n <= 0) {
+            errors.push(invalid(
+                format!("{at}.terminationGracePeriodSeconds"),
+                g,
+                "must be greater than 0",
+            ));
+        }
+    }
+}
+
+/// upstream `ValidateTolerations`, beyond the effect and operator values:
+/// an empty key needs Exists, Exists takes no value, tolerationSeconds
+/// only with NoExecute, the key a qualified name, the value a label value.
+fn tolerations(spec: &Value, path: &str) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    for (i, t) in items(spec, "tolerations").iter().enumerate() {
+        let at = format!("{path}.tolerations[{i}]");
+        let key = str_at(t, "key").unwrap_or_default();
+        let op = str_at(t, "operator").unwrap_or_default();
+        let value = str_at(t, "value").unwrap_or_default();
+        if !key.is_empty() {
+            for m in names::qualified_name(key) {
+                errors.push(invalid_str(format!("{at}.key"), key, &m));
+            }
+        }
+        if key.is_empty() && op != "Exists" {
+            errors.push(invalid_str(
+                format!("{at}.operator"),
+                op,
+                "operator must be Exists when `key` is empty, which means \"match all values and all keys\"",
+            ));
+        }
+        let effect = str_at(t, "effect").unwrap_or_default();
+        if t.get("tolerationSeconds").is_some_and(|s| !s.is_null()) && effect != "NoExecute" {
+            errors.push(invalid_str(
+                format!("{at}.effect"),
+                effect,
+                "effect must be 'NoExecute' when `tolerationSeconds` is set",
+            ));
+        }
+        match op {
+            // Upstream reports a bad value at `operator`.
+            "" | "Equal" => {
+                let msgs = names::label_value(value);
+                if !msgs.is_empty() {
+                    errors.push(invalid_str(
+                        format!("{at}.operator"),
+                        value,
+                        &msgs.join(";"),
+                    ));
+                }
+            }
+            "Exists" => {
+                if !value.is_empty() {
+                    let seconds = if t.get("tolerationSeconds").is_some_and(|s| !s.is_null()) {
+                        "(*int64)(0xc000a1b2c0)"
+                    } else {
+                        "(*int64)(nil)"
+                    };
+                    errors.push(FieldError {
+                        reason: "FieldValueInvalid",
+                        field: format!("{at}.operator"),
+                        message: format!(
+                            "Invalid value: core.Toleration{{Key:{key:?}, Operator:{op:?}, Value:{value:?}, Effect:{effect:?}, TolerationSeconds:{seconds}}}: value must be empty when `operator` is 'Exists'"
+                        ),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    errors
+}
