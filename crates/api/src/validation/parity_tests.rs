@@ -615,3 +615,62 @@ fn validate_pod_spec_invalid_cases() {
         "Invalid value: \"Bad\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
     );
 }
+
+#[test]
+fn validate_deployment_and_replica_set_status_update() {
+    let old = json!({"status": {"replicas": 2, "readyReplicas": 2, "availableReplicas": 2, "collisionCount": 1}});
+    assert_eq!(fields(&super::deployment_status(&old, &old)), vec![]);
+    let new = json!({"status": {"replicas": 1, "readyReplicas": 1, "availableReplicas": 2,
+        "updatedReplicas": -1, "collisionCount": 0}});
+    let errors = super::deployment_status(&old, &new);
+    has(
+        &errors,
+        "status.updatedReplicas",
+        "Invalid value: -1: must be greater than or equal to 0",
+    );
+    has(
+        &errors,
+        "status.availableReplicas",
+        "Invalid value: 2: cannot be greater than status.replicas",
+    );
+    has(
+        &errors,
+        "status.availableReplicas",
+        "Invalid value: 2: cannot be greater than readyReplicas",
+    );
+    has(
+        &errors,
+        "status.collisionCount",
+        "Invalid value: 0: cannot be decremented",
+    );
+    has(
+        &super::replica_set_status(&json!({"status": {"replicas": 1, "fullyLabeledReplicas": 3}})),
+        "status.fullyLabeledReplicas",
+        "Invalid value: 3: cannot be greater than status.replicas",
+    );
+}
+
+#[test]
+fn validate_job_update_completions() {
+    let old = with(job(), "/spec/completions", json!(2));
+    let new = with(job(), "/spec/completions", json!(3));
+    has(
+        &super::job_update(&old, &new),
+        "spec.completions",
+        "Invalid value: 3: field is immutable",
+    );
+    let indexed = |c: i64, p: i64| {
+        let j = with(job(), "/spec/completionMode", json!("Indexed"));
+        let j = with(j, "/spec/completions", json!(c));
+        with(j, "/spec/parallelism", json!(p))
+    };
+    assert_eq!(
+        fields(&super::job_update(&indexed(2, 2), &indexed(4, 4))),
+        vec![]
+    );
+    has(
+        &super::job_update(&indexed(2, 2), &indexed(4, 2)),
+        "spec.completions",
+        "Invalid value: 4: can only be modified in tandem with spec.parallelism",
+    );
+}

@@ -507,6 +507,83 @@ pub(crate) fn job_spec(spec: &Value, path: &str) -> Vec<FieldError> {
     errors
 }
 
+/// A Deployment's status (upstream `ValidateDeploymentStatus`) and that
+/// its collisionCount does not go down.
+pub fn deployment_status(old: &Value, new: &Value) -> Vec<FieldError> {
+    let mut errors = status_counters(
+        new,
+        &[
+            "observedGeneration",
+            "replicas",
+            "updatedReplicas",
+            "readyReplicas",
+            "availableReplicas",
+            "unavailableReplicas",
+            "collisionCount",
+        ],
+        &["updatedReplicas", "readyReplicas", "availableReplicas"],
+    );
+    let before = old
+        .pointer("/status/collisionCount")
+        .and_then(Value::as_i64);
+    let after = new
+        .pointer("/status/collisionCount")
+        .and_then(Value::as_i64);
+    if let Some(b) = before {
+        if after.is_none_or(|a| a < b) {
+            errors.push(invalid(
+                "status.collisionCount".into(),
+                &Value::from(after.unwrap_or(0)),
+                "cannot be decremented",
+            ));
+        }
+    }
+    errors
+}
+
+/// A ReplicaSet's status (upstream `ValidateReplicaSetStatus`).
+pub fn replica_set_status(new: &Value) -> Vec<FieldError> {
+    status_counters(
+        new,
+        &[
+            "replicas",
+            "fullyLabeledReplicas",
+            "readyReplicas",
+            "availableReplicas",
+            "observedGeneration",
+        ],
+        &["fullyLabeledReplicas", "readyReplicas", "availableReplicas"],
+    )
+}
+
+/// Status counters not negative, some not above `status.replicas`, and
+/// availableReplicas not above readyReplicas.
+fn status_counters(obj: &Value, counters: &[&str], at_most_replicas: &[&str]) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    for f in counters {
+        nonnegative_at(&mut errors, obj, "status", f);
+    }
+    let int = |f: &str| obj.pointer(&format!("/status/{f}")).and_then(Value::as_i64);
+    let replicas = int("replicas").unwrap_or(0);
+    for f in at_most_replicas {
+        if let Some(n) = int(f).filter(|n| *n > replicas) {
+            errors.push(invalid(
+                format!("status.{f}"),
+                &Value::from(n),
+                "cannot be greater than status.replicas",
+            ));
+        }
+    }
+    if let Some(a) = int("availableReplicas").filter(|a| *a > int("readyReplicas").unwrap_or(0)) {
+        errors.push(invalid(
+            "status.availableReplicas".into(),
+            &Value::from(a),
+            "cannot be greater than readyReplicas",
+        ));
+    }
+    errors
+}
+
 /// A Deployment or ReplicaSet update: the selector is immutable.
 pub fn workload_update(old: &Value, new: &Value) -> Vec<FieldError> {
     let mut errors = Vec::new();
@@ -528,6 +605,24 @@ pub fn workload_update(old: &Value, new: &Value) -> Vec<FieldError> {
 /// A Job update: selector and template are immutable.
 pub fn job_update(old: &Value, new: &Value) -> Vec<FieldError> {
     let mut errors = workload_update(old, new);
+    // `validateCompletions`: immutable, but for an Indexed Job changing it
+    // in tandem with parallelism (elastic Indexed Jobs).
+    let completions = new.pointer("/spec/completions").filter(|c| !c.is_null());
+    if !super::common::same(old.pointer("/spec/completions"), completions) {
+        let indexed =
+            new.pointer("/spec/completionMode").and_then(Value::as_str) == Some("Indexed");
+        if !indexed {
+            errors.push(super::common::immutable("spec.completions", completions));
+        } else if let Some(c) = completions {
+            if new.pointer("/spec/parallelism") != Some(c) {
+                errors.push(invalid(
+                    "spec.completions".into(),
+                    c,
+                    "can only be modified in tandem with spec.parallelism",
+                ));
+            }
+        }
+    }
     if old.pointer("/spec/template") != new.pointer("/spec/template") {
         errors.push(FieldError {
             reason: "FieldValueInvalid",
