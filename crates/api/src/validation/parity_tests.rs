@@ -602,6 +602,44 @@ fn validate_pod_spec_invalid_cases() {
             "spec.tolerations[0].effect",
             "Invalid value: \"NoSchedule\": effect must be 'NoExecute' when `tolerationSeconds` is set",
         ),
+        (
+            json!({"dnsPolicy": "None"}),
+            "spec.dnsConfig",
+            "Required value: must provide `dnsConfig` when `dnsPolicy` is None",
+        ),
+        (
+            json!({"dnsPolicy": "None", "dnsConfig": {"searches": ["a"]}}),
+            "spec.dnsConfig.nameservers",
+            "Required value: must provide at least one DNS nameserver when `dnsPolicy` is None",
+        ),
+        (
+            json!({"topologySpreadConstraints": [{"maxSkew": 0, "topologyKey": "zone",
+                "whenUnsatisfiable": "DoNotSchedule"}]}),
+            "spec.topologySpreadConstraints[0].maxSkew",
+            "Invalid value: 0: must be greater than zero",
+        ),
+        (
+            json!({"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone",
+                "whenUnsatisfiable": "Never"}]}),
+            "spec.topologySpreadConstraints[0].whenUnsatisfiable",
+            "Unsupported value: \"Never\": supported values: \"DoNotSchedule\", \"ScheduleAnyway\"",
+        ),
+        (
+            json!({"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone",
+                "whenUnsatisfiable": "ScheduleAnyway", "minDomains": 2}]}),
+            "spec.topologySpreadConstraints[0].minDomains",
+            "Invalid value: 2: can only use minDomains if whenUnsatisfiable=DoNotSchedule, not ScheduleAnyway",
+        ),
+        (
+            c(json!({"ports": [{"containerPort": 80, "name": "http"}, {"containerPort": 81, "name": "http"}]})),
+            "spec.containers[0].ports[1].name",
+            "Duplicate value: \"http\"",
+        ),
+        (
+            c(json!({"env": [{"value": "x"}]})),
+            "spec.containers[0].env[0].name",
+            "Required value",
+        ),
     ];
     for (spec, field, message) in cases {
         has(&super::pod(&pod(spec)), field, message);

@@ -89,6 +89,36 @@ pub(crate) fn pod_spec_more(spec: &Value, path: &str) -> Vec<FieldError> {
             }
         }
     }
+    if str_at(spec, "dnsPolicy") == Some("None") {
+        match spec.get("dnsConfig").filter(|c| !c.is_null()) {
+            None => errors.push(FieldError {
+                reason: "FieldValueRequired",
+                field: format!("{path}.dnsConfig"),
+                message: "Required value: must provide `dnsConfig` when `dnsPolicy` is None".into(),
+            }),
+            Some(c) if items(c, "nameservers").is_empty() => errors.push(FieldError {
+                reason: "FieldValueRequired",
+                field: format!("{path}.dnsConfig.nameservers"),
+                message:
+                    "Required value: must provide at least one DNS nameserver when `dnsPolicy` is None"
+                        .into(),
+            }),
+            Some(_) => {}
+        }
+    }
+    if let Some(c) = spec.get("dnsConfig") {
+        for (i, ns) in items(c, "nameservers").iter().enumerate() {
+            let ns = ns.as_str().unwrap_or_default();
+            if super::common::parse_ip(ns).is_none() {
+                errors.push(invalid_str(
+                    format!("{path}.dnsConfig.nameservers[{i}]"),
+                    ns,
+                    super::common::IP_MESSAGE,
+                ));
+            }
+        }
+    }
+    spread_constraints(&mut errors, spec, path);
     if let Some(sc) = spec.get("securityContext") {
         let at = format!("{path}.securityContext");
         ids(
@@ -109,6 +139,67 @@ pub(crate) fn pod_spec_more(spec: &Value, path: &str) -> Vec<FieldError> {
     }
     errors.extend(tolerations(spec, path));
     errors
+}
+
+/// `validateTopologySpreadConstraints`.
+fn spread_constraints(errors: &mut Vec<FieldError>, spec: &Value, path: &str) {
+    let list = items(spec, "topologySpreadConstraints");
+    for (i, c) in list.iter().enumerate() {
+        let at = format!("{path}.topologySpreadConstraints[{i}]");
+        if let Some(s) = c.get("maxSkew") {
+            if s.as_i64().is_none_or(|n| n <= 0) {
+                errors.push(invalid(
+                    format!("{at}.maxSkew"),
+                    s,
+                    "must be greater than zero",
+                ));
+            }
+        }
+        let key = str_at(c, "topologyKey").unwrap_or_default();
+        if key.is_empty() {
+            errors.push(FieldError {
+                reason: "FieldValueRequired",
+                field: format!("{at}.topologyKey"),
+                message: "Required value: can not be empty".into(),
+            });
+        }
+        let action = str_at(c, "whenUnsatisfiable").unwrap_or_default();
+        if action != "DoNotSchedule" && action != "ScheduleAnyway" {
+            errors.push(not_supported(
+                format!("{at}.whenUnsatisfiable"),
+                action,
+                &["DoNotSchedule", "ScheduleAnyway"],
+            ));
+        }
+        let repeated = list[i + 1..].iter().any(|o| {
+            str_at(o, "topologyKey").unwrap_or_default() == key
+                && str_at(o, "whenUnsatisfiable").unwrap_or_default() == action
+        });
+        if repeated {
+            errors.push(FieldError {
+                reason: "FieldValueDuplicate",
+                field: format!("{at}.{{topologyKey, whenUnsatisfiable}}"),
+                message: format!("Duplicate value: \"{{{key}, {action}}}\""),
+            });
+        }
+        if let Some(m) = c.get("minDomains").filter(|m| !m.is_null()) {
+            if m.as_i64().is_some_and(|n| n <= 0) {
+                errors.push(invalid(
+                    format!("{at}.minDomains"),
+                    m,
+                    "must be greater than zero",
+                ));
+            } else if action != "DoNotSchedule" {
+                errors.push(invalid(
+                    format!("{at}.minDomains"),
+                    m,
+                    &format!(
+                        "can only use minDomains if whenUnsatisfiable=DoNotSchedule, not {action}"
+                    ),
+                ));
+            }
+        }
+    }
 }
 
 /// User and group IDs in `0..=MaxInt32` (`IsValidUserID`, `IsValidGroupID`).
@@ -139,6 +230,28 @@ fn container(errors: &mut Vec<FieldError>, c: &Value, at: &str, init: bool, volu
                 format!("{at}.restartPolicy"),
                 "may not be set for non-init containers",
             ));
+        }
+    }
+    let mut port_names: Vec<&str> = Vec::new();
+    for (i, p) in items(c, "ports").iter().enumerate() {
+        let name = str_at(p, "name").unwrap_or_default();
+        if name.is_empty() {
+            continue;
+        }
+        let msgs = port_name(name);
+        if !msgs.is_empty() {
+            for m in msgs {
+                errors.push(invalid_str(format!("{at}.ports[{i}].name"), name, &m));
+            }
+        } else if port_names.contains(&name) {
+            errors.push(duplicate(format!("{at}.ports[{i}].name"), name));
+        } else {
+            port_names.push(name);
+        }
+    }
+    for (i, e) in items(c, "env").iter().enumerate() {
+        if str_at(e, "name").unwrap_or_default().is_empty() {
+            errors.push(required(format!("{at}.env[{i}].name")));
         }
     }
     let mut mount_paths: Vec<&str> = Vec::new();
