@@ -7,6 +7,7 @@ use serde_json::Value;
 pub mod admissionregistration;
 pub mod certificates;
 mod common;
+pub mod configs;
 pub mod coordination;
 pub mod csi;
 pub mod discovery;
