@@ -11,6 +11,7 @@ pub mod configs;
 pub mod coordination;
 pub mod csi;
 pub mod discovery;
+pub mod endpoints;
 pub mod flowcontrol;
 pub mod meta;
 pub mod names;
