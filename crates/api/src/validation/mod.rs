@@ -46,8 +46,9 @@ pub use storage::{
 };
 
 pub use workloads::{
-    bad_quantity, config_map, deployment, deployment_status, events_v1_create, job, job_update,
-    node, node_pod_cidrs, node_update, replica_set, replica_set_status, secret, workload_update,
+    bad_quantity, config_map, core_event, deployment, deployment_status, events_v1_create, job,
+    job_update, node, node_pod_cidrs, node_update, replica_set, replica_set_status, secret,
+    workload_update,
 };
 
 /// One invalid field.

@@ -1007,6 +1007,67 @@ pub(crate) fn go_label_selector(s: Option<&Value>) -> String {
     format!("v1.LabelSelector{{MatchLabels:{labels}, MatchExpressions:{exprs}}}")
 }
 
+/// A core/v1 Event on create (upstream `legacyValidateEvent` for the v1
+/// request version): the involved object's namespace agrees with the
+/// event's, and an event with an eventTime names its reporter, action
+/// and reason within their lengths.
+pub fn core_event(ev: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let s = |p: &str| ev.pointer(p).and_then(Value::as_str).unwrap_or_default();
+    let ns = s("/metadata/namespace");
+    let involved = s("/involvedObject/namespace");
+    let mismatch = || {
+        invalid(
+            "involvedObject.namespace".into(),
+            &Value::from(involved),
+            "does not match event.namespace",
+        )
+    };
+    if s("/eventTime").is_empty() {
+        if involved.is_empty() {
+            if !ns.is_empty() && ns != "default" {
+                errors.push(mismatch());
+            }
+        } else if ns != involved {
+            errors.push(mismatch());
+        }
+        return errors;
+    }
+    if involved.is_empty() && ns != "default" && ns != "kube-system" {
+        errors.push(mismatch());
+    }
+    let controller = s("/reportingComponent");
+    if controller.is_empty() {
+        errors.push(required("reportingComponent".into()));
+    }
+    for m in names::qualified_name(controller) {
+        errors.push(invalid(
+            "reportingComponent".into(),
+            &Value::from(controller),
+            &m,
+        ));
+    }
+    for (field, limit) in [
+        ("reportingInstance", 128),
+        ("action", 128),
+        ("reason", 128),
+        ("message", 1024),
+    ] {
+        let v = s(&format!("/{field}"));
+        if v.is_empty() && field != "message" {
+            errors.push(required(field.into()));
+        }
+        if v.len() > limit {
+            errors.push(invalid(
+                field.into(),
+                &Value::from(""),
+                &format!("can have at most {limit} characters"),
+            ));
+        }
+    }
+    errors
+}
+
 /// events.k8s.io/v1 Event creation (upstream's strict validation for
 /// events made through the new API), on the served form.
 pub fn events_v1_create(ev: &Value) -> Vec<FieldError> {
@@ -1101,6 +1162,29 @@ mod tests {
         );
         assert_eq!(names::dns1123_label("a.b").len(), 1);
         assert!(names::dns1123_subdomain("a.b").is_empty());
+    }
+
+    #[test]
+    fn validate_core_event() {
+        let ev = json!({"metadata": {"namespace": "a"}, "involvedObject": {"namespace": "b"}});
+        assert_eq!(
+            core_event(&ev)[0].message,
+            "Invalid value: \"b\": does not match event.namespace"
+        );
+        let node =
+            json!({"metadata": {"namespace": "default"}, "involvedObject": {"kind": "Node"}});
+        assert!(core_event(&node).is_empty());
+        let new = json!({"metadata": {"namespace": "a"}, "involvedObject": {"namespace": "a"},
+            "eventTime": "2026-01-01T00:00:00.000000Z", "reportingComponent": "c",
+            "reportingInstance": "i", "action": "A", "reason": "R", "message": "x".repeat(1025)});
+        let fields: Vec<String> = core_event(&new)
+            .into_iter()
+            .map(|e| format!("{}: {}", e.field, e.message))
+            .collect();
+        assert_eq!(
+            fields,
+            vec!["message: Invalid value: \"\": can have at most 1024 characters"]
+        );
     }
 
     #[test]
