@@ -107,26 +107,18 @@ pub fn secret_keys(obj: &Value) -> Vec<FieldError> {
                 ));
             }
         }
-        "kubernetes.io/dockercfg" => {
-            if !has(".dockercfg") {
-                errors.push(required_key("data[.dockercfg]"));
-            }
+        "kubernetes.io/dockercfg" if !has(".dockercfg") => {
+            errors.push(required_key("data[.dockercfg]"));
         }
-        "kubernetes.io/dockerconfigjson" => {
-            if !has(".dockerconfigjson") {
-                errors.push(required_key("data[.dockerconfigjson]"));
-            }
+        "kubernetes.io/dockerconfigjson" if !has(".dockerconfigjson") => {
+            errors.push(required_key("data[.dockerconfigjson]"));
         }
-        "kubernetes.io/basic-auth" => {
-            if !has("username") && !has("password") {
-                errors.push(required_key("data[username]"));
-                errors.push(required_key("data[password]"));
-            }
+        "kubernetes.io/basic-auth" if !has("username") && !has("password") => {
+            errors.push(required_key("data[username]"));
+            errors.push(required_key("data[password]"));
         }
-        "kubernetes.io/ssh-auth" => {
-            if !non_empty("ssh-privatekey") {
-                errors.push(required_key("data[ssh-privatekey]"));
-            }
+        "kubernetes.io/ssh-auth" if !non_empty("ssh-privatekey") => {
+            errors.push(required_key("data[ssh-privatekey]"));
         }
         "kubernetes.io/tls" => {
             for k in ["tls.crt", "tls.key"] {

@@ -171,7 +171,7 @@ fn spread_constraints(errors: &mut Vec<FieldError>, spec: &Value, path: &str) {
                 &["DoNotSchedule", "ScheduleAnyway"],
             ));
         }
-        let repeated = list[i + 1..].iter().any(|o| {
+        let repeated = list.iter().skip(i + 1).any(|o| {
             str_at(o, "topologyKey").unwrap_or_default() == key
                 && str_at(o, "whenUnsatisfiable").unwrap_or_default() == action
         });
@@ -322,7 +322,7 @@ fn probe_errors(errors: &mut Vec<FieldError>, p: &Value, at: &str) {
         }),
         1 => {}
         _ => errors.push(forbidden(
-            format!("{at}.{}", handlers[1]),
+            format!("{at}.{}", handlers.get(1).copied().unwrap_or_default()),
             "may not specify more than 1 handler type",
         )),
     }
@@ -416,21 +416,19 @@ fn tolerations(spec: &Value, path: &str) -> Vec<FieldError> {
                     ));
                 }
             }
-            "Exists" => {
-                if !value.is_empty() {
-                    let seconds = if t.get("tolerationSeconds").is_some_and(|s| !s.is_null()) {
-                        "(*int64)(0xc000a1b2c0)"
-                    } else {
-                        "(*int64)(nil)"
-                    };
-                    errors.push(FieldError {
+            "Exists" if !value.is_empty() => {
+                let seconds = if t.get("tolerationSeconds").is_some_and(|s| !s.is_null()) {
+                    "(*int64)(0xc000a1b2c0)"
+                } else {
+                    "(*int64)(nil)"
+                };
+                errors.push(FieldError {
                         reason: "FieldValueInvalid",
                         field: format!("{at}.operator"),
                         message: format!(
                             "Invalid value: core.Toleration{{Key:{key:?}, Operator:{op:?}, Value:{value:?}, Effect:{effect:?}, TolerationSeconds:{seconds}}}: value must be empty when `operator` is 'Exists'"
                         ),
                     });
-                }
             }
             _ => {}
         }

@@ -215,7 +215,7 @@ fn policies(spec: &Value, ty: &str) -> Vec<FieldError> {
             let at = format!("spec.ipFamilies[{i}]");
             if f != "IPv4" && f != "IPv6" {
                 errors.push(not_supported(at, f, &["IPv4", "IPv6"]));
-            } else if families[..i].iter().any(|g| g.as_str() == Some(f)) {
+            } else if families.iter().take(i).any(|g| g.as_str() == Some(f)) {
                 errors.push(super::common::duplicate(at, f));
             }
         }

@@ -701,7 +701,7 @@ fn pod_cidrs(obj: &Value) -> Vec<FieldError> {
             });
         }
         for (i, c) in cidrs.iter().enumerate() {
-            if cidrs[..i].contains(c) {
+            if cidrs.iter().take(i).any(|d| d == c) {
                 errors.push(super::common::duplicate(format!("{path}[{i}]"), c));
             }
         }
