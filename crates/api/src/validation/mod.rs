@@ -318,6 +318,10 @@ pub(crate) fn workload_template(obj: &Value) -> Vec<FieldError> {
         obj.pointer("/spec/template/spec"),
         "spec.template.spec",
     ));
+    errors.extend(pod::template_only(
+        obj.pointer("/spec/template/spec"),
+        "spec.template.spec",
+    ));
     errors.extend(meta::object_meta(
         obj.pointer("/spec/template/metadata"),
         "spec.template.metadata",

@@ -640,11 +640,48 @@ fn validate_pod_spec_invalid_cases() {
             "spec.containers[0].env[0].name",
             "Required value",
         ),
+        (
+            json!({"volumes": [{"name": "v", "emptyDir": {}, "hostPath": {"path": "/x"}}]}),
+            "spec.volumes[0].hostPath",
+            "Forbidden: may not specify more than 1 volume type",
+        ),
+        (
+            json!({"volumes": [{"name": "v", "hostPath": {"path": "/x", "type": "Dir"}}]}),
+            "spec.volumes[0].hostPath.type",
+            "Unsupported value: \"Dir\": supported values: \"\", \"BlockDevice\", \"CharDevice\", \"Directory\", \"DirectoryOrCreate\", \"File\", \"FileOrCreate\", \"Socket\"",
+        ),
+        (
+            json!({"volumes": [{"name": "v", "configMap": {"defaultMode": 1000}}]}),
+            "spec.volumes[0].configMap.defaultMode",
+            "Invalid value: 1000: must be a number between 0 and 0777 (octal), both inclusive",
+        ),
+        (
+            json!({"volumes": [{"name": "v", "secret": {}}]}),
+            "spec.volumes[0].secret.secretName",
+            "Required value",
+        ),
+        (
+            json!({"volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": ""}}]}),
+            "spec.volumes[0].persistentVolumeClaim.claimName",
+            "Required value",
+        ),
+        (
+            c(json!({"lifecycle": {"preStop": {}}})),
+            "spec.containers[0].lifecycle.preStop",
+            "Required value: must specify a handler type",
+        ),
     ];
     for (spec, field, message) in cases {
         has(&super::pod(&pod(spec)), field, message);
     }
-    // Templates get the same checks at their paths.
+    // Templates get the same checks at their paths, and no ephemeral containers.
+    let mut d = deployment();
+    d["spec"]["template"]["spec"]["ephemeralContainers"] = json!([{"name": "e", "image": "i"}]);
+    has(
+        &super::deployment(&d),
+        "spec.template.spec.ephemeralContainers",
+        "Forbidden: ephemeral containers not allowed in pod template",
+    );
     let mut d = deployment();
     d["spec"]["template"]["spec"]["volumes"] = json!([{"name": "Bad"}]);
     has(

@@ -68,6 +68,7 @@ pub(crate) fn pod_spec_more(spec: &Value, path: &str) -> Vec<FieldError> {
                 volumes.push(name);
             }
         }
+        volume_source(&mut errors, v, &format!("{path}.volumes[{i}]"));
     }
     let host_network = spec.get("hostNetwork") == Some(&Value::Bool(true));
     for list in ["initContainers", "containers"] {
@@ -139,6 +140,111 @@ pub(crate) fn pod_spec_more(spec: &Value, path: &str) -> Vec<FieldError> {
     }
     errors.extend(tolerations(spec, path));
     errors
+}
+
+/// The volume sources a pod volume may name, in the order upstream's
+/// `validateVolumeSource` counts them (each past the first is Forbidden).
+const VOLUME_SOURCES: &[&str] = &[
+    "emptyDir",
+    "hostPath",
+    "gitRepo",
+    "gcePersistentDisk",
+    "awsElasticBlockStore",
+    "secret",
+    "nfs",
+    "iscsi",
+    "glusterfs",
+    "flocker",
+    "persistentVolumeClaim",
+    "rbd",
+    "cinder",
+    "cephfs",
+    "quobyte",
+    "downwardAPI",
+    "fc",
+    "flexVolume",
+    "configMap",
+    "azureFile",
+    "vsphereVolume",
+    "photonPersistentDisk",
+    "portworxVolume",
+    "azureDisk",
+    "storageos",
+    "projected",
+    "scaleIO",
+    "csi",
+    "ephemeral",
+    "image",
+];
+
+const FILE_MODE: &str = "must be a number between 0 and 0777 (octal), both inclusive";
+
+/// One source per volume, and the common sources' required names, host
+/// path types and file modes.
+fn volume_source(errors: &mut Vec<FieldError>, v: &Value, at: &str) {
+    let set: Vec<&str> = VOLUME_SOURCES
+        .iter()
+        .copied()
+        .filter(|s| v.get(*s).is_some_and(|x| !x.is_null()))
+        .collect();
+    if set.len() > 1 {
+        for extra in set.iter().skip(1) {
+            errors.push(forbidden(
+                format!("{at}.{extra}"),
+                "may not specify more than 1 volume type",
+            ));
+        }
+        return;
+    }
+    let mode = |errors: &mut Vec<FieldError>, src: &Value, field: String| {
+        if let Some(m) = src.get("defaultMode").filter(|m| !m.is_null()) {
+            if m.as_i64().is_none_or(|n| !(0..=0o777).contains(&n)) {
+                errors.push(invalid(field, m, FILE_MODE));
+            }
+        }
+    };
+    if let Some(src) = v.get("hostPath") {
+        if str_at(src, "path").unwrap_or_default().is_empty() {
+            errors.push(required(format!("{at}.hostPath.path")));
+        }
+        if let Some(t) = str_at(src, "type") {
+            const TYPES: &[&str] = &[
+                "",
+                "BlockDevice",
+                "CharDevice",
+                "Directory",
+                "DirectoryOrCreate",
+                "File",
+                "FileOrCreate",
+                "Socket",
+            ];
+            if !TYPES.contains(&t) {
+                errors.push(not_supported(format!("{at}.hostPath.type"), t, TYPES));
+            }
+        }
+    }
+    if let Some(src) = v.get("configMap") {
+        if str_at(src, "name").unwrap_or_default().is_empty() {
+            errors.push(required(format!("{at}.configMap.name")));
+        }
+        mode(errors, src, format!("{at}.configMap.defaultMode"));
+    }
+    if let Some(src) = v.get("secret") {
+        if str_at(src, "secretName").unwrap_or_default().is_empty() {
+            errors.push(required(format!("{at}.secret.secretName")));
+        }
+        mode(errors, src, format!("{at}.secret.defaultMode"));
+    }
+    if let Some(src) = v.get("persistentVolumeClaim") {
+        if str_at(src, "claimName").unwrap_or_default().is_empty() {
+            errors.push(required(format!("{at}.persistentVolumeClaim.claimName")));
+        }
+    }
+    for kind in ["projected", "downwardAPI"] {
+        if let Some(src) = v.get(kind) {
+            mode(errors, src, format!("{at}.{kind}.defaultMode"));
+        }
+    }
 }
 
 /// `validateTopologySpreadConstraints`.
@@ -298,6 +404,31 @@ fn container(errors: &mut Vec<FieldError>, c: &Value, at: &str, init: bool, volu
             }
         }
     }
+    for hook in ["postStart", "preStop"] {
+        let Some(h) = c
+            .pointer(&format!("/lifecycle/{hook}"))
+            .filter(|h| !h.is_null())
+        else {
+            continue;
+        };
+        let hp = format!("{at}.lifecycle.{hook}");
+        let handlers: Vec<&str> = ["exec", "httpGet", "tcpSocket", "sleep"]
+            .into_iter()
+            .filter(|k| h.get(*k).is_some_and(|v| !v.is_null()))
+            .collect();
+        match handlers.len() {
+            0 => errors.push(FieldError {
+                reason: "FieldValueRequired",
+                field: hp,
+                message: "Required value: must specify a handler type".into(),
+            }),
+            1 => {}
+            _ => errors.push(forbidden(
+                format!("{hp}.{}", handlers.get(1).copied().unwrap_or_default()),
+                "may not specify more than 1 handler type",
+            )),
+        }
+    }
     if let Some(sc) = c.get("securityContext") {
         ids(
             errors,
@@ -432,6 +563,19 @@ fn tolerations(spec: &Value, path: &str) -> Vec<FieldError> {
             }
             _ => {}
         }
+    }
+    errors
+}
+
+/// What a pod template may not hold beyond a pod (upstream
+/// `ValidatePodTemplateSpec`): ephemeral containers.
+pub(crate) fn template_only(spec: Option<&Value>, path: &str) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    if spec.is_some_and(|s| !items(s, "ephemeralContainers").is_empty()) {
+        errors.push(forbidden(
+            format!("{path}.ephemeralContainers"),
+            "ephemeral containers not allowed in pod template",
+        ));
     }
     errors
 }

@@ -433,6 +433,10 @@ pub fn pod_template(obj: &Value) -> Vec<FieldError> {
         obj.pointer("/template/spec"),
         "template.spec",
     ));
+    errors.extend(super::pod::template_only(
+        obj.pointer("/template/spec"),
+        "template.spec",
+    ));
     errors.extend(meta::object_meta(
         obj.pointer("/template/metadata"),
         "template.metadata",
@@ -626,6 +630,7 @@ fn job_template(obj: &Value) -> Vec<FieldError> {
         None => errors.push(required(format!("{spec_path}.containers"))),
     }
     errors.extend(super::workloads::pod_spec_extras(pod, &spec_path));
+    errors.extend(super::pod::template_only(pod, &spec_path));
     errors.extend(meta::object_meta(
         obj.pointer("/spec/jobTemplate/spec/template/metadata"),
         &format!("{base}.template.metadata"),
