@@ -1159,6 +1159,32 @@ async fn hostile_workload_and_node_bodies_are_refused_in_upstreams_words() {
             "spec.backoffLimit",
             "Invalid value: -1: must be greater than or equal to 0",
         ),
+        (
+            "a volume mount naming no volume",
+            "/api/v1/namespaces/fuzz/pods",
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p-mount"},
+                "spec": {"containers": [{"name": "c", "image": "busybox",
+                "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}}),
+            "spec.containers[0].volumeMounts[0].name",
+            "Not found: \"data\"",
+        ),
+        (
+            "an externalTrafficPolicy that is neither",
+            "/api/v1/namespaces/fuzz/services",
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s-policy"},
+                "spec": {"type": "NodePort", "externalTrafficPolicy": "Nearest",
+                "ports": [{"port": 80}]}}),
+            "spec.externalTrafficPolicy",
+            "Unsupported value: \"Nearest\": supported values: \"Cluster\", \"Local\"",
+        ),
+        (
+            "a TLS Secret without its key",
+            "/api/v1/namespaces/fuzz/secrets",
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "tls-x"},
+                "type": "kubernetes.io/tls", "data": {"tls.crt": ""}}),
+            "data[tls.key]",
+            "Required value",
+        ),
     ];
     for (what, collection, body, field, message) in cases {
         let name = body["metadata"]["name"].as_str().unwrap().to_string();
