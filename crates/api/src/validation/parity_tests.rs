@@ -158,6 +158,20 @@ fn validate_deployment_invalid_cases() {
 fn validate_replica_set_invalid_cases() {
     let rs = with(deployment(), "/kind", json!("ReplicaSet"));
     has(
+        &super::replica_set(&with(rs.clone(), "/spec/selector", json!({"matchLabels": {}}))),
+        "spec.selector",
+        "Invalid value: v1.LabelSelector{MatchLabels:map[string]string{}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for deployment",
+    );
+    has(
+        &super::replica_set(&with(
+            rs.clone(),
+            "/spec/selector",
+            json!({"matchLabels": {"app": "a"}, "matchExpressions": [{"key": "k", "operator": "Near"}]}),
+        )),
+        "spec.selector.matchExpressions[0].operator",
+        "Invalid value: \"Near\": not a valid selector operator",
+    );
+    has(
         &super::replica_set(&with(rs.clone(), "/spec/minReadySeconds", json!(-1))),
         "spec.minReadySeconds",
         "Invalid value: -1: must be greater than or equal to 0",

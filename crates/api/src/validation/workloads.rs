@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value};
 
-use super::meta::{label_map, too_long};
+use super::meta::too_long;
 use super::{invalid, names, not_supported, required, FieldError};
 use crate::quantity::ParsedQuantity;
 
@@ -933,14 +933,16 @@ pub(crate) fn selector_matches(obj: &Value) -> Vec<FieldError> {
             message: format!(
                 "Invalid value: {}: empty selector is invalid for {}",
                 go_label_selector(Some(selector)),
-                what.to_ascii_lowercase()
+                // upstream's ReplicaSet validation reuses the Deployment words.
+                if what == "ReplicaSet" {
+                    "deployment".to_string()
+                } else {
+                    what.to_ascii_lowercase()
+                }
             ),
         }];
     }
-    let mut errors = Vec::new();
-    if let Some(m) = match_labels {
-        errors.extend(label_map(m, "spec.selector.matchLabels"));
-    }
+    let mut errors = super::common::label_selector(Some(selector), "spec.selector");
     let labels = obj
         .pointer("/spec/template/metadata/labels")
         .and_then(Value::as_object);
