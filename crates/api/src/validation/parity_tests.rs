@@ -680,6 +680,30 @@ fn validate_pod_spec_invalid_cases() {
             "Required value",
         ),
         (
+            json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "Near", "values": ["a"]}]}]}}}}),
+            "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator",
+            "Invalid value: \"Near\": not a valid selector operator",
+        ),
+        (
+            json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": []}}}}),
+            "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms",
+            "Required value: must have at least one node selector term",
+        ),
+        (
+            json!({"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 0, "preference": {"matchExpressions": [{"key": "zone", "operator": "Exists"}]}}]}}}),
+            "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight",
+            "Invalid value: 0: must be in the range 1-100",
+        ),
+        (
+            json!({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "a"}}}]}}}),
+            "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey",
+            "Required value: can not be empty",
+        ),
+        (
             c(json!({"lifecycle": {"preStop": {}}})),
             "spec.containers[0].lifecycle.preStop",
             "Required value: must specify a handler type",

@@ -120,6 +120,7 @@ pub(crate) fn pod_spec_more(spec: &Value, path: &str) -> Vec<FieldError> {
         }
     }
     spread_constraints(&mut errors, spec, path);
+    affinity(&mut errors, spec, path);
     if let Some(sc) = spec.get("securityContext") {
         let at = format!("{path}.securityContext");
         ids(
@@ -243,6 +244,175 @@ fn volume_source(errors: &mut Vec<FieldError>, v: &Value, at: &str) {
     for kind in ["projected", "downwardAPI"] {
         if let Some(src) = v.get(kind) {
             mode(errors, src, format!("{at}.{kind}.defaultMode"));
+        }
+    }
+}
+
+/// `validateAffinity`: node selector terms and their requirements, pod
+/// (anti-)affinity terms' topology keys and selectors, and the weights of
+/// preferred terms; `spec.nodeSelector` as labels.
+fn affinity(errors: &mut Vec<FieldError>, spec: &Value, path: &str) {
+    if let Some(m) = spec.get("nodeSelector").and_then(Value::as_object) {
+        errors.extend(super::meta::label_map(m, &format!("{path}.nodeSelector")));
+    }
+    let Some(a) = spec.get("affinity").filter(|a| !a.is_null()) else {
+        return;
+    };
+    let at = format!("{path}.affinity");
+    if let Some(na) = a.get("nodeAffinity") {
+        let np = format!("{at}.nodeAffinity");
+        if let Some(req) = na
+            .get("requiredDuringSchedulingIgnoredDuringExecution")
+            .filter(|r| !r.is_null())
+        {
+            let rp = format!("{np}.requiredDuringSchedulingIgnoredDuringExecution");
+            let terms = items(req, "nodeSelectorTerms");
+            if terms.is_empty() {
+                errors.push(FieldError {
+                    reason: "FieldValueRequired",
+                    field: format!("{rp}.nodeSelectorTerms"),
+                    message: "Required value: must have at least one node selector term".into(),
+                });
+            }
+            for (i, t) in terms.iter().enumerate() {
+                node_selector_term(errors, t, &format!("{rp}.nodeSelectorTerms[{i}]"));
+            }
+        }
+        let preferred = items(na, "preferredDuringSchedulingIgnoredDuringExecution");
+        for (i, p) in preferred.iter().enumerate() {
+            let pp = format!("{np}.preferredDuringSchedulingIgnoredDuringExecution[{i}]");
+            weight(errors, p, &pp);
+            if let Some(t) = p.get("preference") {
+                node_selector_term(errors, t, &format!("{pp}.preference"));
+            }
+        }
+    }
+    for kind in ["podAffinity", "podAntiAffinity"] {
+        let Some(pa) = a.get(kind) else { continue };
+        let kp = format!("{at}.{kind}");
+        let required_terms = items(pa, "requiredDuringSchedulingIgnoredDuringExecution");
+        for (i, t) in required_terms.iter().enumerate() {
+            pod_affinity_term(
+                errors,
+                t,
+                &format!("{kp}.requiredDuringSchedulingIgnoredDuringExecution[{i}]"),
+            );
+        }
+        let preferred = items(pa, "preferredDuringSchedulingIgnoredDuringExecution");
+        for (i, p) in preferred.iter().enumerate() {
+            let pp = format!("{kp}.preferredDuringSchedulingIgnoredDuringExecution[{i}]");
+            weight(errors, p, &pp);
+            if let Some(t) = p.get("podAffinityTerm") {
+                pod_affinity_term(errors, t, &format!("{pp}.podAffinityTerm"));
+            }
+        }
+    }
+}
+
+fn weight(errors: &mut Vec<FieldError>, p: &Value, at: &str) {
+    let w = p.get("weight").cloned().unwrap_or(Value::from(0));
+    if w.as_i64().is_none_or(|n| !(1..=100).contains(&n)) {
+        errors.push(invalid(
+            format!("{at}.weight"),
+            &w,
+            "must be in the range 1-100",
+        ));
+    }
+}
+
+fn node_selector_term(errors: &mut Vec<FieldError>, t: &Value, at: &str) {
+    // `ValidateNodeFieldSelectorRequirement`: metadata.name, In or NotIn,
+    // one value.
+    for (j, r) in items(t, "matchFields").iter().enumerate() {
+        let rp = format!("{at}.matchFields[{j}]");
+        let values = items(r, "values");
+        match str_at(r, "operator").unwrap_or_default() {
+            "In" | "NotIn" => {
+                if values.len() != 1 {
+                    errors.push(FieldError {
+                        reason: "FieldValueRequired",
+                        field: format!("{rp}.values"),
+                        message: "Required value: must be only one value when `operator` is 'In' or 'NotIn' for node field selector".into(),
+                    });
+                }
+            }
+            other => errors.push(invalid_str(
+                format!("{rp}.operator"),
+                other,
+                "not a valid selector operator",
+            )),
+        }
+        let key = str_at(r, "key").unwrap_or_default();
+        if key != "metadata.name" {
+            errors.push(invalid_str(
+                format!("{rp}.key"),
+                key,
+                "not a valid field selector key",
+            ));
+        } else {
+            for (i, v) in values.iter().enumerate() {
+                let v = v.as_str().unwrap_or_default();
+                for m in names::dns1123_subdomain(v) {
+                    errors.push(invalid_str(format!("{rp}.values[{i}]"), v, &m));
+                }
+            }
+        }
+    }
+    for (j, r) in items(t, "matchExpressions").iter().enumerate() {
+        let rp = format!("{at}.matchExpressions[{j}]");
+        let values = items(r, "values");
+        let op = str_at(r, "operator").unwrap_or_default();
+        match op {
+            "In" | "NotIn" if values.is_empty() => errors.push(FieldError {
+                reason: "FieldValueRequired",
+                field: format!("{rp}.values"),
+                message: "Required value: must be specified when `operator` is 'In' or 'NotIn'"
+                    .into(),
+            }),
+            "Exists" | "DoesNotExist" if !values.is_empty() => errors.push(forbidden(
+                format!("{rp}.values"),
+                "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+            )),
+            "Gt" | "Lt" if values.len() != 1 => errors.push(FieldError {
+                reason: "FieldValueRequired",
+                field: format!("{rp}.values"),
+                message:
+                    "Required value: must be specified single value when `operator` is 'Lt' or 'Gt'"
+                        .into(),
+            }),
+            "In" | "NotIn" | "Exists" | "DoesNotExist" | "Gt" | "Lt" => {}
+            other => errors.push(invalid_str(
+                format!("{rp}.operator"),
+                other,
+                "not a valid selector operator",
+            )),
+        }
+        let key = str_at(r, "key").unwrap_or_default();
+        for m in names::qualified_name(key) {
+            errors.push(invalid_str(format!("{rp}.key"), key, &m));
+        }
+    }
+}
+
+fn pod_affinity_term(errors: &mut Vec<FieldError>, t: &Value, at: &str) {
+    errors.extend(super::common::label_selector(
+        t.get("labelSelector"),
+        &format!("{at}.labelSelector"),
+    ));
+    errors.extend(super::common::label_selector(
+        t.get("namespaceSelector"),
+        &format!("{at}.namespaceSelector"),
+    ));
+    let key = str_at(t, "topologyKey").unwrap_or_default();
+    if key.is_empty() {
+        errors.push(FieldError {
+            reason: "FieldValueRequired",
+            field: format!("{at}.topologyKey"),
+            message: "Required value: can not be empty".into(),
+        });
+    } else {
+        for m in names::qualified_name(key) {
+            errors.push(invalid_str(format!("{at}.topologyKey"), key, &m));
         }
     }
 }
