@@ -64,6 +64,10 @@ pub fn service(svc: &Value) -> Vec<FieldError> {
             .trim_end_matches('.');
         if name.is_empty() {
             errors.push(required("spec.externalName".into()));
+        } else {
+            for m in super::names::dns1123_subdomain(name) {
+                errors.push(invalid("spec.externalName".into(), &Value::from(name), &m));
+            }
         }
     } else if ports.is_empty() && !headless {
         errors.push(required("spec.ports".into()));
@@ -231,6 +235,29 @@ fn policies(spec: &Value, ty: &str) -> Vec<FieldError> {
             }
         }
     }
+    let ranges = spec
+        .get("loadBalancerSourceRanges")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    if !ranges.is_empty() {
+        if ty != "LoadBalancer" {
+            errors.push(forbidden(
+                "spec.loadBalancerSourceRanges".into(),
+                "may only be used when `type` is 'LoadBalancer'",
+            ));
+        }
+        for (i, r) in ranges.iter().enumerate() {
+            // Upstream allows the values to be space-padded.
+            let r = r.as_str().unwrap_or_default().trim();
+            if super::common::parse_cidr(r).is_none() {
+                errors.push(invalid(
+                    format!("spec.loadBalancerSourceRanges[{i}]"),
+                    &Value::from(r),
+                    super::common::CIDR_MESSAGE,
+                ));
+            }
+        }
+    }
     for (i, ip) in external_ips.iter().enumerate() {
         let ip = ip.as_str().unwrap_or_default();
         if super::common::parse_ip(ip).is_none() {
@@ -345,6 +372,21 @@ mod tests {
                 svc(json!({"externalIPs": ["1.2.3"]})),
                 "spec.externalIPs[0]",
                 "Invalid value: \"1.2.3\": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
+            ),
+            (
+                svc(json!({"loadBalancerSourceRanges": ["10.0.0.0/8"]})),
+                "spec.loadBalancerSourceRanges",
+                "Forbidden: may only be used when `type` is 'LoadBalancer'",
+            ),
+            (
+                svc(json!({"type": "LoadBalancer", "loadBalancerSourceRanges": ["10.0.0.0"]})),
+                "spec.loadBalancerSourceRanges[0]",
+                "Invalid value: \"10.0.0.0\": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)",
+            ),
+            (
+                svc(json!({"type": "ExternalName", "externalName": "Bad_Name", "ports": []})),
+                "spec.externalName",
+                "Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
             ),
             (
                 svc(json!({"ports": [{"port": 80, "targetPort": 70000}]})),
