@@ -704,6 +704,16 @@ fn validate_pod_spec_invalid_cases() {
             "Required value: can not be empty",
         ),
         (
+            json!({"securityContext": {"seccompProfile": {"type": "Default"}}}),
+            "spec.securityContext.seccompProfile.type",
+            "Unsupported value: \"Default\": supported values: \"Localhost\", \"RuntimeDefault\", \"Unconfined\"",
+        ),
+        (
+            c(json!({"securityContext": {"seccompProfile": {"type": "Localhost"}}})),
+            "spec.containers[0].securityContext.seccompProfile.localhostProfile",
+            "Required value: must be set when seccomp type is Localhost",
+        ),
+        (
             c(json!({"lifecycle": {"preStop": {}}})),
             "spec.containers[0].lifecycle.preStop",
             "Required value: must specify a handler type",

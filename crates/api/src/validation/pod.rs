@@ -123,6 +123,7 @@ pub(crate) fn pod_spec_more(spec: &Value, path: &str) -> Vec<FieldError> {
     affinity(&mut errors, spec, path);
     if let Some(sc) = spec.get("securityContext") {
         let at = format!("{path}.securityContext");
+        seccomp(&mut errors, sc, &at);
         ids(
             &mut errors,
             sc,
@@ -478,6 +479,43 @@ fn spread_constraints(errors: &mut Vec<FieldError>, spec: &Value, path: &str) {
     }
 }
 
+/// `validateSeccompProfileField` of the security context at `at`.
+fn seccomp(errors: &mut Vec<FieldError>, sc: &Value, at: &str) {
+    let Some(p) = sc.get("seccompProfile").filter(|p| !p.is_null()) else {
+        return;
+    };
+    let at = format!("{at}.seccompProfile");
+    let local = p.get("localhostProfile").filter(|l| !l.is_null());
+    match str_at(p, "type").unwrap_or_default() {
+        "Localhost" => {
+            if local.is_none() {
+                errors.push(FieldError {
+                    reason: "FieldValueRequired",
+                    field: format!("{at}.localhostProfile"),
+                    message: "Required value: must be set when seccomp type is Localhost".into(),
+                });
+            }
+        }
+        "RuntimeDefault" | "Unconfined" => {
+            if local.is_some() {
+                errors.push(FieldError {
+                    reason: "FieldValueInvalid",
+                    field: format!("{at}.localhostProfile"),
+                    message: format!(
+                        "Invalid value: core.SeccompProfile{{Type:{:?}, LocalhostProfile:(*string)(0xc000a1b2c0)}}: can only be set when seccomp type is Localhost",
+                        str_at(p, "type").unwrap_or_default()
+                    ),
+                });
+            }
+        }
+        other => errors.push(not_supported(
+            format!("{at}.type"),
+            other,
+            &["Localhost", "RuntimeDefault", "Unconfined"],
+        )),
+    }
+}
+
 /// User and group IDs in `0..=MaxInt32` (`IsValidUserID`, `IsValidGroupID`).
 fn ids(errors: &mut Vec<FieldError>, sc: &Value, at: &str, fields: &[&str]) {
     for f in fields {
@@ -600,6 +638,7 @@ fn container(errors: &mut Vec<FieldError>, c: &Value, at: &str, init: bool, volu
         }
     }
     if let Some(sc) = c.get("securityContext") {
+        seccomp(errors, sc, &format!("{at}.securityContext"));
         ids(
             errors,
             sc,
