@@ -1081,6 +1081,199 @@ async fn hostile_storage_bodies_are_refused_in_upstreams_words() {
     }
 }
 
+/// Workload and Node bodies out of their fields' ranges or enums are a
+/// 422 Invalid whose causes name upstream's field path (the probe's
+/// findings: a Node's pod CIDR that is no CIDR, a Deployment strategy
+/// type that is neither RollingUpdate nor Recreate, a negative
+/// revisionHistoryLimit), and nothing is stored; a Node's pod CIDR may be
+/// set once, never changed.
+#[tokio::test]
+async fn hostile_workload_and_node_bodies_are_refused_in_upstreams_words() {
+    let server = support::TestServer::start_loopback().await;
+    let app = server.loopback.clone().expect("loopback");
+    let post = |uri: &str, body: &Value| Case {
+        method: "POST",
+        uri: uri.to_string(),
+        content_type: "application/json",
+        body: serde_json::to_vec(body).unwrap(),
+    };
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "fuzz"}});
+    assert_eq!(send(&app, &post("/api/v1/namespaces", &ns)).await.0, 201);
+    let template = json!({"metadata": {"labels": {"app": "x"}},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
+    let apps = |kind: &str, name: &str, extra: Value| {
+        let mut v = json!({"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name},
+            "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": template.clone()}});
+        for (k, val) in extra.as_object().unwrap() {
+            v["spec"][k] = val.clone();
+        }
+        v
+    };
+    let node = |name: &str, spec: Value| json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "spec": spec});
+    let deployments = "/apis/apps/v1/namespaces/fuzz/deployments";
+    // (what, collection, body, the field, its message).
+    let cases: Vec<(&str, &str, Value, &str, &str)> = vec![
+        (
+            "a pod CIDR that is no CIDR",
+            "/api/v1/nodes",
+            node("n-cidr", json!({"podCIDR": "x"})),
+            "spec.podCIDRs[0]",
+            "Invalid value: \"x\": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)",
+        ),
+        (
+            "two pod CIDRs of one family",
+            "/api/v1/nodes",
+            node("n-two", json!({"podCIDRs": ["10.0.0.0/24", "10.1.0.0/24"]})),
+            "spec.podCIDRs",
+            "Invalid value: []string{\"10.0.0.0/24\", \"10.1.0.0/24\"}: may specify no more than one CIDR for each IP family",
+        ),
+        (
+            "a strategy type that is neither",
+            deployments,
+            apps("Deployment", "d-type", json!({"strategy": {"type": "Foo"}})),
+            "spec.strategy",
+            "Unsupported value: apps.DeploymentStrategy{Type:\"Foo\", RollingUpdate:(*apps.RollingUpdateDeployment)(nil)}: supported values: \"Recreate\", \"RollingUpdate\"",
+        ),
+        (
+            "rollingUpdate with Recreate",
+            deployments,
+            apps(
+                "Deployment",
+                "d-recreate",
+                json!({"strategy": {"type": "Recreate", "rollingUpdate": {"maxSurge": 1}}}),
+            ),
+            "spec.strategy.rollingUpdate",
+            "Forbidden: may not be specified when strategy `type` is 'Recreate'",
+        ),
+        (
+            "maxSurge and maxUnavailable both 0",
+            deployments,
+            apps(
+                "Deployment",
+                "d-zero",
+                json!({"strategy": {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": 0}}}),
+            ),
+            "spec.strategy.rollingUpdate.maxUnavailable",
+            "Invalid value: intstr.IntOrString{Type:0, IntVal:0, StrVal:\"\"}: may not be 0 when `maxSurge` is 0",
+        ),
+        (
+            "a Deployment's negative revisionHistoryLimit",
+            deployments,
+            apps("Deployment", "d-history", json!({"revisionHistoryLimit": -1})),
+            "spec.revisionHistoryLimit",
+            "Invalid value: -1: must be greater than or equal to 0",
+        ),
+        (
+            "a StatefulSet's negative revisionHistoryLimit",
+            "/apis/apps/v1/namespaces/fuzz/statefulsets",
+            apps("StatefulSet", "s-history", json!({"revisionHistoryLimit": -1})),
+            "spec.revisionHistoryLimit",
+            "Invalid value: -1: must be greater than or equal to 0",
+        ),
+        (
+            "a DaemonSet's negative revisionHistoryLimit",
+            "/apis/apps/v1/namespaces/fuzz/daemonsets",
+            apps("DaemonSet", "ds-history", json!({"revisionHistoryLimit": -1})),
+            "spec.revisionHistoryLimit",
+            "Invalid value: -1: must be greater than or equal to 0",
+        ),
+        (
+            "a Job's negative backoffLimit",
+            "/apis/batch/v1/namespaces/fuzz/jobs",
+            json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j-backoff"},
+                "spec": {"backoffLimit": -1, "template": {"spec": {"restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "busybox"}]}}}}),
+            "spec.backoffLimit",
+            "Invalid value: -1: must be greater than or equal to 0",
+        ),
+        (
+            "a volume mount naming no volume",
+            "/api/v1/namespaces/fuzz/pods",
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p-mount"},
+                "spec": {"containers": [{"name": "c", "image": "busybox",
+                "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}}),
+            "spec.containers[0].volumeMounts[0].name",
+            "Not found: \"data\"",
+        ),
+        (
+            "an externalTrafficPolicy that is neither",
+            "/api/v1/namespaces/fuzz/services",
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s-policy"},
+                "spec": {"type": "NodePort", "externalTrafficPolicy": "Nearest",
+                "ports": [{"port": 80}]}}),
+            "spec.externalTrafficPolicy",
+            "Unsupported value: \"Nearest\": supported values: \"Cluster\", \"Local\"",
+        ),
+        (
+            "a TLS Secret without its key",
+            "/api/v1/namespaces/fuzz/secrets",
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "tls-x"},
+                "type": "kubernetes.io/tls", "data": {"tls.crt": ""}}),
+            "data[tls.key]",
+            "Required value",
+        ),
+    ];
+    for (what, collection, body, field, message) in cases {
+        let name = body["metadata"]["name"].as_str().unwrap().to_string();
+        let (got, answer) = send(&app, &post(collection, &body)).await;
+        let status: Value = serde_json::from_slice(&answer)
+            .unwrap_or_else(|_| panic!("{what}: not JSON: {}", String::from_utf8_lossy(&answer)));
+        let said = status["message"].as_str().unwrap_or_default();
+        assert_eq!(got, 422, "{what}: {said:.600}");
+        assert_eq!(status["reason"], "Invalid", "{what}");
+        assert!(
+            said.contains(&format!("{field}: {message}")),
+            "{what}: {said:.600}"
+        );
+        let causes = status["details"]["causes"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert!(
+            causes
+                .iter()
+                .any(|c| c["field"] == field && c["message"] == message),
+            "{what}: {causes:?}"
+        );
+        let (after, _) = get(&app, &format!("{collection}/{name}")).await;
+        assert_eq!(after, 404, "{what}: the refused object was stored");
+    }
+
+    // podCIDR is authoritative and leads podCIDRs; once set it stays.
+    let body = node(
+        "n-set",
+        json!({"podCIDR": "10.0.0.0/24", "podCIDRs": ["10.9.0.0/24"]}),
+    );
+    let (code, answer) = send(&app, &post("/api/v1/nodes", &body)).await;
+    assert_eq!(code, 201, "{}", String::from_utf8_lossy(&answer));
+    let stored: Value = serde_json::from_slice(&answer).unwrap();
+    assert_eq!(stored["spec"]["podCIDRs"], json!(["10.0.0.0/24"]));
+    let patch = Case {
+        method: "PATCH",
+        uri: "/api/v1/nodes/n-set".into(),
+        content_type: "application/merge-patch+json",
+        body: br#"{"spec":{"podCIDR":"10.1.0.0/24","podCIDRs":["10.1.0.0/24"]}}"#.to_vec(),
+    };
+    let (code, answer) = send(&app, &patch).await;
+    let status: Value = serde_json::from_slice(&answer).unwrap();
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status["message"],
+        "Node \"n-set\" is invalid: spec.podCIDRs: Forbidden: node updates may not change podCIDR except from \"\" to valid"
+    );
+    // From none to one is how the controller manager assigns it.
+    let body = node("n-later", json!({}));
+    assert_eq!(send(&app, &post("/api/v1/nodes", &body)).await.0, 201);
+    let assign = Case {
+        method: "PATCH",
+        uri: "/api/v1/nodes/n-later".into(),
+        content_type: "application/merge-patch+json",
+        body: br#"{"spec":{"podCIDR":"10.2.0.0/24","podCIDRs":["10.2.0.0/24"]}}"#.to_vec(),
+    };
+    let (code, answer) = send(&app, &assign).await;
+    assert_eq!(code, 200, "{}", String::from_utf8_lossy(&answer));
+}
+
 /// Quantities whose exponents sit at i32's limits are refused or stored,
 /// never an overflow (a panic in debug builds, a wrap in release ones).
 #[tokio::test]

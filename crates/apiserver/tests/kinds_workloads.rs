@@ -535,7 +535,7 @@ async fn validation(k: &Kubectl, minor: u32) {
     .await;
     assert!(!success);
     assert!(
-        err.contains("spec.jobTemplate.spec.template.spec.restartPolicy: Unsupported value: \"Always\": supported values: \"OnFailure\", \"Never\""),
+        err.contains("spec.jobTemplate.spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\""),
         "kubectl 1.{minor}: {err}"
     );
     let (success, _, err) = apply(

@@ -7,13 +7,17 @@ use serde_json::Value;
 pub mod admissionregistration;
 pub mod certificates;
 mod common;
+pub mod configs;
+pub mod coordination;
 pub mod csi;
 pub mod discovery;
+pub mod endpoints;
 pub mod flowcontrol;
 pub mod meta;
 pub mod names;
 pub mod networking;
 pub mod node;
+mod pod;
 mod policy;
 pub mod rbac;
 mod scheduling;
@@ -25,6 +29,8 @@ pub use scheduling::{
 };
 pub use service::{service, service_update};
 mod cron;
+#[cfg(test)]
+mod parity_tests;
 mod workloads;
 mod workloads_more;
 
@@ -40,8 +46,9 @@ pub use storage::{
 };
 
 pub use workloads::{
-    bad_quantity, config_map, deployment, events_v1_create, job, job_update, node, replica_set,
-    secret, workload_update,
+    bad_quantity, config_map, core_event, deployment, deployment_status, events_v1_create, job,
+    job_update, node, node_pod_cidrs, node_update, replica_set, replica_set_status, secret,
+    workload_update,
 };
 
 /// One invalid field.
@@ -308,6 +315,10 @@ pub(crate) fn workload_template(obj: &Value) -> Vec<FieldError> {
         }
     }
     errors.extend(workloads::pod_spec_extras(
+        obj.pointer("/spec/template/spec"),
+        "spec.template.spec",
+    ));
+    errors.extend(pod::template_only(
         obj.pointer("/spec/template/spec"),
         "spec.template.spec",
     ));

@@ -251,42 +251,19 @@ pub fn limit_range(lr: &Value) -> Vec<FieldError> {
     errors
 }
 
-/// Upstream `ValidateNonnegativeIntOrPercent` (and at most 100%).
+/// Upstream `ValidatePositiveIntOrPercent` and `IsNotMoreThan100Percent`
+/// (values shown as Go shows an IntOrString).
 fn int_or_percent(errors: &mut Vec<FieldError>, v: Option<&Value>, field: &str) {
-    match v {
-        None | Some(Value::Null) => {}
-        Some(Value::Number(n)) => {
-            if n.as_i64().is_none_or(|n| n < 0) {
-                errors.push(invalid(
-                    field.into(),
-                    &Value::Number(n.clone()),
-                    "must be greater than or equal to 0",
-                ));
-            }
-        }
-        Some(Value::String(s)) => {
-            let digits = s
-                .strip_suffix('%')
-                .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()));
-            match digits {
-                None => errors.push(invalid(
-                    field.into(),
-                    &Value::from(s.as_str()),
-                    "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
-                )),
-                Some(d) => {
-                    if d.parse::<u64>().map_or(true, |p| p > 100) {
-                        errors.push(invalid(field.into(), &Value::from(s.as_str()), "must not be greater than 100%"));
-                    }
-                }
-            }
-        }
-        Some(other) => errors.push(invalid(
-            field.into(),
-            other,
-            "must be an integer or percentage",
-        )),
+    use super::workloads::{not_more_than_100_percent, positive_int_or_percent};
+    let Some(v) = v.filter(|v| !v.is_null()) else {
+        return;
+    };
+    if !v.is_number() && !v.is_string() {
+        errors.push(invalid(field.into(), v, "must be an integer or percentage"));
+        return;
     }
+    errors.extend(positive_int_or_percent(v, field));
+    errors.extend(not_more_than_100_percent(Some(v), field));
 }
 
 /// A PodDisruptionBudget.
@@ -309,6 +286,10 @@ pub fn pod_disruption_budget(pdb: &Value) -> Vec<FieldError> {
         spec.get("maxUnavailable"),
         "spec.maxUnavailable",
     );
+    errors.extend(super::common::label_selector(
+        spec.get("selector"),
+        "spec.selector",
+    ));
     if let Some(p) = spec
         .get("unhealthyPodEvictionPolicy")
         .and_then(Value::as_str)
@@ -339,7 +320,8 @@ mod tests {
         let e = pod_disruption_budget(&json!({"spec": {"minAvailable": "150%"}}));
         assert_eq!(
             e[0].message,
-            "Invalid value: \"150%\": must not be greater than 100%"
+            // Go prints the IntOrString itself (%#v).
+            "Invalid value: intstr.IntOrString{Type:1, IntVal:0, StrVal:\"150%\"}: must not be greater than 100%"
         );
         let e = pod_disruption_budget(&json!({"spec": {"maxUnavailable": -1}}));
         assert_eq!(

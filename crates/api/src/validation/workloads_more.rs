@@ -55,33 +55,8 @@ fn nonnegative(
 
 /// Pod template restart policy and deadline rules of long-running
 /// controllers (StatefulSet, DaemonSet, ReplicationController).
-fn always_restart(errors: &mut Vec<FieldError>, obj: &Value, kind_phrase: Option<&str>) {
-    let spec = obj.pointer("/spec/template/spec");
-    if let Some(policy) = spec
-        .and_then(|s| s.get("restartPolicy"))
-        .and_then(Value::as_str)
-    {
-        if policy != "Always" {
-            errors.push(not_supported(
-                "spec.template.spec.restartPolicy".into(),
-                policy,
-                &["Always"],
-            ));
-        }
-    }
-    if let Some(deadline) = spec.and_then(|s| s.get("activeDeadlineSeconds")) {
-        if !deadline.is_null() {
-            let detail = match kind_phrase {
-                Some(kind) => format!("activeDeadlineSeconds in {kind} is not Supported"),
-                None => "must not be specified".into(),
-            };
-            errors.push(invalid(
-                "spec.template.spec.activeDeadlineSeconds".into(),
-                deadline,
-                &detail,
-            ));
-        }
-    }
+fn always_restart(errors: &mut Vec<FieldError>, obj: &Value, kind: &str) {
+    errors.extend(super::workloads::restarts_always(obj, kind));
 }
 
 /// A StatefulSet (upstream `ValidateStatefulSetSpec`).
@@ -157,10 +132,16 @@ pub fn stateful_set(obj: &Value) -> Vec<FieldError> {
         "spec.ordinals",
         &["start"],
     );
-    nonnegative(&mut errors, obj, "/spec", "spec", &["minReadySeconds"]);
+    nonnegative(
+        &mut errors,
+        obj,
+        "/spec",
+        "spec",
+        &["minReadySeconds", "revisionHistoryLimit"],
+    );
     errors.extend(super::workload_template(obj));
     errors.extend(selector_matches(obj));
-    always_restart(&mut errors, obj, None);
+    always_restart(&mut errors, obj, "StatefulSet");
     errors
 }
 
@@ -262,7 +243,7 @@ fn collision_count(old: &Value, new: &Value) -> Vec<FieldError> {
 pub fn daemon_set(obj: &Value) -> Vec<FieldError> {
     let mut errors = super::workload_template(obj);
     errors.extend(selector_matches(obj));
-    always_restart(&mut errors, obj, Some("DaemonSet"));
+    always_restart(&mut errors, obj, "DaemonSet");
     nonnegative(
         &mut errors,
         obj,
@@ -286,74 +267,62 @@ pub fn daemon_set(obj: &Value) -> Vec<FieldError> {
                 Some(r) => errors.extend(rolling_update_daemon_set(r)),
             }
         }
-        Some(other) => errors.push(not_supported(
-            "spec.updateStrategy".into(),
-            other,
-            &["OnDelete", "RollingUpdate"],
-        )),
-        None => errors.push(not_supported(
-            "spec.updateStrategy".into(),
-            "",
-            &["OnDelete", "RollingUpdate"],
-        )),
+        other => {
+            let rolling = if strategy
+                .and_then(|s| s.get("rollingUpdate"))
+                .is_some_and(|r| !r.is_null())
+            {
+                "(*apps.RollingUpdateDaemonSet)(0xc000a1b2c0)"
+            } else {
+                "(*apps.RollingUpdateDaemonSet)(nil)"
+            };
+            errors.push(FieldError {
+                reason: "FieldValueNotSupported",
+                field: "spec.updateStrategy".into(),
+                message: format!(
+                    "Unsupported value: apps.DaemonSetUpdateStrategy{{Type:{:?}, RollingUpdate:{rolling}}}: supported values: \"RollingUpdate\", \"OnDelete\"",
+                    other.unwrap_or_default()
+                ),
+            });
+        }
     }
     errors
 }
 
-/// An int-or-percent: (value, is a percent, percent parses).
-fn int_or_percent(v: &Value) -> Option<(i64, bool)> {
-    match v {
-        Value::Number(n) => n.as_i64().map(|n| (n, false)),
-        Value::String(s) => s
-            .strip_suffix('%')
-            .and_then(|p| p.parse::<i64>().ok())
-            .map(|p| (p, true)),
-        _ => None,
-    }
-}
-
+/// upstream `ValidateRollingUpdateDaemonSet`: both int-or-percents valid
+/// and at most 100%, exactly one of them non-zero.
 fn rolling_update_daemon_set(r: &Value) -> Vec<FieldError> {
+    use super::workloads::{
+        int_or_percent_value, not_more_than_100_percent, positive_int_or_percent,
+    };
     let path = "spec.updateStrategy.rollingUpdate";
     let mut errors = Vec::new();
-    let mut values = Vec::new();
-    for f in ["maxUnavailable", "maxSurge"] {
-        let Some(v) = r.get(f).filter(|v| !v.is_null()) else {
-            values.push(0);
-            continue;
-        };
-        match int_or_percent(v) {
-            None => {
-                errors.push(invalid(
-                    format!("{path}.{f}"),
-                    v,
-                    "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
-                ));
-                values.push(1);
-            }
-            Some((n, percent)) => {
-                if n < 0 {
-                    errors.push(invalid(
-                        format!("{path}.{f}"),
-                        v,
-                        "must be greater than or equal to 0",
-                    ));
-                }
-                if percent && n > 100 {
-                    errors.push(invalid(
-                        format!("{path}.{f}"),
-                        v,
-                        "must not be greater than 100%",
-                    ));
-                }
-                values.push(n);
-            }
+    let unavailable = r.get("maxUnavailable").filter(|v| !v.is_null());
+    let surge = r.get("maxSurge").filter(|v| !v.is_null());
+    let fields = [("maxUnavailable", unavailable), ("maxSurge", surge)];
+    for (f, v) in fields {
+        if let Some(v) = v {
+            errors.extend(positive_int_or_percent(v, &format!("{path}.{f}")));
         }
     }
-    if values.first() == Some(&0) && values.get(1) == Some(&0) {
-        errors.push(invalid(
+    for (f, v) in fields {
+        errors.extend(not_more_than_100_percent(v, &format!("{path}.{f}")));
+    }
+    let has_unavailable = int_or_percent_value(unavailable) != 0;
+    let has_surge = int_or_percent_value(surge) != 0;
+    if has_unavailable && has_surge {
+        errors.push(FieldError {
+            reason: "FieldValueInvalid",
+            field: format!("{path}.maxSurge"),
+            message: format!(
+                "Invalid value: {}: may not be set when maxUnavailable is non-zero",
+                super::workloads::go_int_or_string(surge.unwrap_or(&Value::from(0)))
+            ),
+        });
+    } else if !has_unavailable && !has_surge {
+        errors.push(required_detail(
             format!("{path}.maxUnavailable"),
-            r.get("maxUnavailable").unwrap_or(&Value::from(0)),
-            "may not be 0 when `maxSurge` is 0",
+            "cannot be 0 when maxSurge is 0",
         ));
     }
     errors
@@ -428,7 +397,7 @@ pub fn replication_controller(obj: &Value) -> Vec<FieldError> {
         }
     }
     errors.extend(super::workload_template(obj));
-    always_restart(&mut errors, obj, Some("ReplicationController"));
+    always_restart(&mut errors, obj, "ReplicationController");
     errors.extend(replica_status(
         obj,
         &[
@@ -461,6 +430,10 @@ pub fn pod_template(obj: &Value) -> Vec<FieldError> {
         None => vec![required("template.spec.containers".into())],
     };
     errors.extend(super::workloads::pod_spec_extras(
+        obj.pointer("/template/spec"),
+        "template.spec",
+    ));
+    errors.extend(super::pod::template_only(
         obj.pointer("/template/spec"),
         "template.spec",
     ));
@@ -625,27 +598,11 @@ fn job_template(obj: &Value) -> Vec<FieldError> {
         obj.pointer("/spec/jobTemplate/metadata"),
         "spec.jobTemplate.metadata",
     ));
-    nonnegative(
-        &mut errors,
-        obj,
-        "/spec/jobTemplate/spec",
+    let spec = obj.pointer("/spec/jobTemplate/spec");
+    errors.extend(super::workloads::job_spec(
+        spec.unwrap_or(&Value::Null),
         base,
-        &[
-            "parallelism",
-            "completions",
-            "backoffLimit",
-            "ttlSecondsAfterFinished",
-        ],
-    );
-    if let Some(d) = obj.pointer("/spec/jobTemplate/spec/activeDeadlineSeconds") {
-        if d.as_i64().is_some_and(|n| n <= 0) {
-            errors.push(invalid(
-                format!("{base}.activeDeadlineSeconds"),
-                d,
-                "must be greater than 0",
-            ));
-        }
-    }
+    ));
     if let Some(sel) = obj
         .pointer("/spec/jobTemplate/spec/selector")
         .filter(|s| !s.is_null())
@@ -673,21 +630,11 @@ fn job_template(obj: &Value) -> Vec<FieldError> {
         None => errors.push(required(format!("{spec_path}.containers"))),
     }
     errors.extend(super::workloads::pod_spec_extras(pod, &spec_path));
+    errors.extend(super::pod::template_only(pod, &spec_path));
     errors.extend(meta::object_meta(
         obj.pointer("/spec/jobTemplate/spec/template/metadata"),
         &format!("{base}.template.metadata"),
     ));
-    let policy = pod
-        .and_then(|s| s.get("restartPolicy"))
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    if policy != "OnFailure" && policy != "Never" {
-        errors.push(not_supported(
-            format!("{spec_path}.restartPolicy"),
-            policy,
-            &["OnFailure", "Never"],
-        ));
-    }
     errors
 }
 
@@ -1152,7 +1099,7 @@ mod tests {
             fields(&daemon_set(&ds)),
             vec![(
                 "spec.updateStrategy.rollingUpdate.maxUnavailable",
-                "Invalid value: 0: may not be 0 when `maxSurge` is 0"
+                "Required value: cannot be 0 when maxSurge is 0"
             )]
         );
     }
@@ -1171,7 +1118,7 @@ mod tests {
                 ),
                 (
                     "spec.jobTemplate.spec.template.spec.restartPolicy",
-                    "Unsupported value: \"Always\": supported values: \"OnFailure\", \"Never\""
+                    "Required value: valid values: \"OnFailure\", \"Never\""
                 ),
             ]
         );

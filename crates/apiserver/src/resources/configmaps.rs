@@ -30,6 +30,13 @@ struct ConfigMapStrategy;
 
 impl Strategy for ConfigMapStrategy {
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        skiff_api::validation::config_map(obj)
+        let mut errors = skiff_api::validation::configs::config_map_keys(obj);
+        errors.extend(skiff_api::validation::config_map(obj));
+        errors
+    }
+    fn validate_update(&self, old: &Value, new: &Value) -> Vec<FieldError> {
+        let mut errors = self.validate(new);
+        errors.extend(skiff_api::validation::configs::config_map_update(old, new));
+        errors
     }
 }

@@ -1,8 +1,10 @@
 //! Endpoints.
 
 use k8s_openapi::api::core::v1::Endpoints;
+use serde_json::Value;
+use skiff_api::validation::FieldError;
 
-use super::{resource, Kind, Plain, Typed, NONE};
+use super::{resource, Kind, Strategy, Typed, NONE};
 
 pub static KIND: Kind = Kind {
     group: "",
@@ -19,6 +21,15 @@ pub static KIND: Kind = Kind {
         NONE,
     )),
     selectable_fields: &[],
-    strategy: &Plain,
+    strategy: &EndpointsStrategy,
     typed: &Typed::<Endpoints>::NEW,
 };
+
+#[derive(Debug)]
+struct EndpointsStrategy;
+
+impl Strategy for EndpointsStrategy {
+    fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        skiff_api::validation::endpoints::endpoints(obj)
+    }
+}

@@ -1,8 +1,10 @@
 //! core/v1 Events (also the stored form of events.k8s.io/v1 Events).
 
 use k8s_openapi::api::core::v1::Event;
+use serde_json::Value;
+use skiff_api::validation::FieldError;
 
-use super::{resource, Kind, Plain, Typed, NONE};
+use super::{resource, Kind, Strategy, Typed, NONE};
 
 pub static KIND: Kind = Kind {
     group: "",
@@ -31,6 +33,21 @@ pub static KIND: Kind = Kind {
         "source",
         "type",
     ],
-    strategy: &Plain,
+    strategy: &EventStrategy,
     typed: &Typed::<Event>::NEW,
 };
+
+#[derive(Debug)]
+struct EventStrategy;
+
+impl Strategy for EventStrategy {
+    /// Created through core/v1 (events.k8s.io/v1 ones are checked in
+    /// their served form by their own kind).
+    fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        skiff_api::validation::core_event(obj)
+    }
+    /// Upstream checks a v1 Event update's metadata only.
+    fn validate_update(&self, _old: &Value, _new: &Value) -> Vec<FieldError> {
+        Vec::new()
+    }
+}

@@ -1,8 +1,10 @@
 //! Leases (leader election, node heartbeats).
 
 use k8s_openapi::api::coordination::v1::Lease;
+use serde_json::Value;
+use skiff_api::validation::FieldError;
 
-use super::{resource, Kind, Plain, Typed, NONE};
+use super::{resource, Kind, Strategy, Typed, NONE};
 
 pub static KIND: Kind = Kind {
     group: "coordination.k8s.io",
@@ -19,6 +21,15 @@ pub static KIND: Kind = Kind {
         NONE,
     )),
     selectable_fields: &[],
-    strategy: &Plain,
+    strategy: &LeaseStrategy,
     typed: &Typed::<Lease>::NEW,
 };
+
+#[derive(Debug)]
+struct LeaseStrategy;
+
+impl Strategy for LeaseStrategy {
+    fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        skiff_api::validation::coordination::lease(obj)
+    }
+}

@@ -40,4 +40,17 @@ impl Strategy for ReplicaSetStrategy {
         errors.extend(skiff_api::validation::workload_update(old, new));
         errors
     }
+    /// A status write checks the status alone (upstream's status
+    /// strategy); the spec is the stored one.
+    fn validate_subresource_update(
+        &self,
+        subresource: Option<&str>,
+        old: &Value,
+        new: &Value,
+    ) -> Vec<FieldError> {
+        match subresource {
+            Some("status") => skiff_api::validation::replica_set_status(new),
+            _ => self.validate_update(old, new),
+        }
+    }
 }

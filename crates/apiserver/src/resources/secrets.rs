@@ -25,6 +25,13 @@ impl Strategy for SecretStrategy {
         skiff_api::defaults::secret(obj);
     }
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        skiff_api::validation::secret(obj)
+        let mut errors = skiff_api::validation::configs::secret_keys(obj);
+        errors.extend(skiff_api::validation::secret(obj));
+        errors
+    }
+    fn validate_update(&self, old: &Value, new: &Value) -> Vec<FieldError> {
+        let mut errors = self.validate(new);
+        errors.extend(skiff_api::validation::configs::secret_update(old, new));
+        errors
     }
 }
