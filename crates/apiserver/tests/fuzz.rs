@@ -1814,6 +1814,53 @@ async fn requests_upstream_refuses_change_nothing() {
         }
     }
 
+    // A repeated key whose first value has the wrong type is refused, as
+    // Go's decoder reads every one (the tree keeps only the last).
+    let repeated: [(&str, &str, &str, &str); 3] = [
+        (
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dup","labels":{"a":5},"labels":{"a":"b"}}}"#,
+            "cannot unmarshal number into Go struct field ObjectMeta.metadata.labels of type string",
+        ),
+        (
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dup","generation":"x","generation":1}}"#,
+            "cannot unmarshal string into Go struct field ObjectMeta.metadata.generation of type int64",
+        ),
+        (
+            "PUT",
+            "/api/v1/namespaces/default/configmaps/c",
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":7,"name":"c","namespace":"default"},"data":{"z":"z"}}"#,
+            "cannot unmarshal number into Go struct field ObjectMeta.metadata.name of type string",
+        ),
+    ];
+    for (method, uri, body, want) in repeated {
+        let before = get(&app, "/api/v1/namespaces/default/configmaps").await;
+        let case = Case {
+            method,
+            uri: uri.into(),
+            content_type: "application/json",
+            body: body.as_bytes().to_vec(),
+        };
+        let (code, answer) = send(&app, &case).await;
+        let status: Value = serde_json::from_slice(&answer).unwrap_or_default();
+        assert_eq!(code, 400, "{method} {uri} {body}: {status}");
+        assert!(
+            status["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains(want),
+            "{method} {uri} {body}: {status}"
+        );
+        assert_eq!(
+            get(&app, "/api/v1/namespaces/default/configmaps").await,
+            before,
+            "{method} {uri} {body} changed the configmaps"
+        );
+    }
+
     // managedFields that do not decode are never stored (a create keeps
     // none, an update the stored ones), so server-side apply keeps working.
     let bogus = json!([{"manager": "m", "operation": "Bogus", "apiVersion": "v1",

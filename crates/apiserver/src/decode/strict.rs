@@ -283,6 +283,11 @@ pub fn findings(raw: &[u8], ignored: Option<Vec<Vec<Segment>>>) -> Vec<String> {
     out
 }
 
+/// Whether the JSON text `raw` repeats a key in one of its objects.
+pub fn has_duplicates(raw: &[u8]) -> bool {
+    !findings(raw, None).is_empty()
+}
+
 /// The 400 message for Strict: `Kind in version "v" cannot be handled as a
 /// Kind: strict decoding error: ...`.
 pub fn strict_message(kind: &str, version: &str, findings: &[String]) -> String {

@@ -50,6 +50,38 @@ where
     })
 }
 
+/// The first value of the wrong JSON type in the request body `raw`, read
+/// as `T` straight from the bytes, in Go's words; `None` if there is none
+/// (or the bytes fail for another reason, which the tree's decode words).
+/// A body with duplicate keys needs it: the tree keeps the last of them,
+/// while Go's decoder reads every one and reports the first that does not
+/// fit (`"labels":{"a":5},"labels":{"a":"b"}` is a 400 upstream).
+pub fn raw_type_error<T>(raw: &[u8]) -> Option<String>
+where
+    T: DeserializeOwned + schemars::JsonSchema,
+{
+    let mut de = serde_json::Deserializer::from_slice(raw);
+    let e = match serde_path_to_error::deserialize::<_, T>(&mut de) {
+        Ok(_) => return None,
+        Err(e) => e,
+    };
+    let message = e.inner().to_string();
+    let found = message.strip_prefix("invalid type: ")?;
+    let kind = [
+        ("integer", "number"),
+        ("floating point", "number"),
+        ("string", "string"),
+        ("boolean", "bool"),
+        ("map", "object"),
+        ("sequence", "array"),
+    ]
+    .iter()
+    .find(|(serde, _)| found.starts_with(serde))
+    .map(|(_, go)| *go)?;
+    let path: Vec<Step> = e.path().iter().filter_map(Step::from_segment).collect();
+    Some(go_message_of::<T>(kind, None, &path, &message))
+}
+
 /// `Pod in version "v1" cannot be handled as a Pod: <detail>`.
 pub fn cannot_handle((kind, version): (&str, &str), detail: &str) -> ApiError {
     ApiError::bad_request(format!(
@@ -166,14 +198,25 @@ impl Step {
 /// from `T`'s schema: `json: cannot unmarshal number into Go struct field
 /// ObjectMeta.metadata.labels of type string`.
 fn go_message<T: schemars::JsonSchema>(obj: &Value, path: &[Step], serde_msg: &str) -> String {
+    let value = first_match(obj, path);
+    let kind = value.map(skiff_api::patch::go_type).unwrap_or("value");
+    go_message_of::<T>(kind, value, path, serde_msg)
+}
+
+/// [`go_message`] for a value of Go's JSON `kind` (`number`, `string`…),
+/// `value` itself when it is at hand.
+fn go_message_of<T: schemars::JsonSchema>(
+    kind: &str,
+    value: Option<&Value>,
+    path: &[Step],
+    serde_msg: &str,
+) -> String {
     let schema = schemars::generate::SchemaSettings::draft2020_12()
         .into_generator()
         .into_root_schema_for::<T>();
     let root = schema.as_value();
     let defs = root.get("$defs").and_then(Value::as_object);
     let found = Walk::new(root, defs).follow(&T::schema_name(), path);
-    let value = first_match(obj, path);
-    let kind = value.map(skiff_api::patch::go_type).unwrap_or("value");
     match found {
         Some(f) if f.go_type == "v1.Time" || f.go_type == "v1.MicroTime" => {
             let shown = value.and_then(Value::as_str).unwrap_or_default();

@@ -21,6 +21,11 @@ pub(super) async fn update(
 ) -> ApiResult<Response> {
     crate::registry::write::check_numbers(r, body)?;
     let obj = object::decode(body)?;
+    let kind = obj
+        .get("kind")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or(r.kind);
+    crate::resources::check_duplicated_types(r.group, kind, (r.kind, r.version), body)?;
     let warnings = crate::registry::write::check_fields(r, body, &obj, opts)?;
     let mut outcome =
         crate::registry::write::update(state, r, ns, name, subresource, opts, |_| Ok(obj.clone()))

@@ -155,6 +155,7 @@ pub fn check_create_body(r: &Resource, raw: &[u8], opts: &WriteOptions) -> ApiRe
         });
     }
     let obj = object::decode(raw)?;
+    crate::resources::check_duplicated_types(r.group, r.kind, (r.kind, r.version), raw)?;
     Ok(Checked {
         warnings: check_fields(r, raw, &obj, opts)?,
         body: Body::Sent(obj),

@@ -447,6 +447,25 @@ pub fn decode_one_pass(group: &str, kind: &str, raw: &[u8], unknown: bool) -> Op
     Some(OnePass { object, findings })
 }
 
+/// Refuses a body of a `group`/`kind` object that repeats a key, when one
+/// of the repeated values has the wrong type (the tree keeps only the
+/// last; Go's decoder reports the first misfit, see
+/// `decode::typed::raw_type_error`).
+pub fn check_duplicated_types(
+    group: &str,
+    kind: &str,
+    served: (&str, &str),
+    raw: &[u8],
+) -> ApiResult<()> {
+    if !crate::decode::strict::has_duplicates(raw) {
+        return Ok(());
+    }
+    match find_kind(group, kind).and_then(|k| k.typed.raw_type_error(raw)) {
+        Some(detail) => Err(crate::decode::typed::cannot_handle(served, &detail)),
+        None => Ok(()),
+    }
+}
+
 /// `typed` (a body decoded by [`decode_one_pass`], its metadata then
 /// filled in by the create path) as [`normalize`] would give it: the
 /// create path only adds strings and numbers in the forms its type
@@ -521,6 +540,11 @@ pub trait TypedKind: Sync + std::fmt::Debug {
     fn decode_raw(&self, _raw: &[u8], _unknown: bool) -> Option<(Value, Vec<Vec<Segment>>)> {
         None
     }
+    /// The first value of the wrong type in the body `raw`, read straight
+    /// from its bytes (duplicate keys included), in Go's words.
+    fn raw_type_error(&self, _raw: &[u8]) -> Option<String> {
+        None
+    }
     /// Adds the type's schema to `generator`; returns its definition name.
     fn schema(&self, generator: &mut schemars::SchemaGenerator) -> String;
     /// Whether `json` decodes as the type (for tests and checks).
@@ -555,6 +579,10 @@ where
     fn decode_raw(&self, raw: &[u8], unknown: bool) -> Option<(Value, Vec<Vec<Segment>>)> {
         let (typed, ignored) = crate::decode::strict::decode_with_ignored::<T>(raw, unknown)?;
         Some((serde_json::to_value(&typed).ok()?, ignored))
+    }
+
+    fn raw_type_error(&self, raw: &[u8]) -> Option<String> {
+        crate::decode::typed::raw_type_error::<T>(raw)
     }
 
     fn schema(&self, generator: &mut schemars::SchemaGenerator) -> String {
