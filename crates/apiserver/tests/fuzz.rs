@@ -1861,6 +1861,47 @@ async fn requests_upstream_refuses_change_nothing() {
         );
     }
 
+    // An update that changes nothing writes nothing: the resourceVersion
+    // stays (upstream's GuaranteedUpdate); a change still writes.
+    let uri = "/api/v1/namespaces/default/configmaps/c";
+    let (_, read) = get(&app, uri).await;
+    let read: Value = serde_json::from_slice(&read).unwrap();
+    let rv = read["metadata"]["resourceVersion"].clone();
+    let noops = [
+        ("PATCH", "application/merge-patch+json", b"{}".to_vec()),
+        ("PATCH", smp, br#"{"data":{"a":"b"}}"#.to_vec()),
+        (
+            "PUT",
+            "application/json",
+            serde_json::to_vec(&read).unwrap(),
+        ),
+    ];
+    for (method, content_type, body) in noops {
+        let case = Case {
+            method,
+            uri: uri.into(),
+            content_type,
+            body,
+        };
+        let (code, answer) = send(&app, &case).await;
+        let answer: Value = serde_json::from_slice(&answer).unwrap();
+        assert_eq!(code, 200, "{method} {content_type}: {answer}");
+        assert_eq!(
+            answer["metadata"]["resourceVersion"], rv,
+            "{method} {content_type}"
+        );
+    }
+    let change = Case {
+        method: "PATCH",
+        uri: uri.into(),
+        content_type: "application/merge-patch+json",
+        body: br#"{"data":{"a":"c"}}"#.to_vec(),
+    };
+    let (code, answer) = send(&app, &change).await;
+    let answer: Value = serde_json::from_slice(&answer).unwrap();
+    assert_eq!(code, 200, "{answer}");
+    assert_ne!(answer["metadata"]["resourceVersion"], rv);
+
     // managedFields that do not decode are never stored (a create keeps
     // none, an update the stored ones), so server-side apply keeps working.
     let bogus = json!([{"manager": "m", "operation": "Bogus", "apiVersion": "v1",

@@ -383,6 +383,39 @@ fn normalize_for_status(r: &Resource, base: &Value, mut candidate: Value) -> Api
     crate::resources::normalize(r.group, r.kind, served, candidate)
 }
 
+/// Whether `new` (stored form, without resourceVersion) is `old` (as
+/// read, with its resourceVersion) unchanged.
+fn unchanged(old: &Value, new: &Value) -> bool {
+    let (Some(old), Some(new)) = (old.as_object(), new.as_object()) else {
+        return false;
+    };
+    old.len() == new.len()
+        && old
+            .iter()
+            .all(|(key, value)| match (key.as_str(), new.get(key)) {
+                ("metadata", Some(meta)) => same_metadata(value, meta),
+                (_, Some(other)) => value == other,
+                (_, None) => false,
+            })
+}
+
+/// `old` and `new` metadata alike but for `old`'s resourceVersion.
+fn same_metadata(old: &Value, new: &Value) -> bool {
+    let (Some(old), Some(new)) = (old.as_object(), new.as_object()) else {
+        return old == new;
+    };
+    let fields = |m: &'_ serde_json::Map<String, Value>| {
+        m.iter()
+            .filter(|(k, _)| k.as_str() != "resourceVersion")
+            .count()
+    };
+    fields(old) == fields(new)
+        && old
+            .iter()
+            .filter(|(k, _)| k.as_str() != "resourceVersion")
+            .all(|(k, v)| new.get(k) == Some(v))
+}
+
 /// Updates one object: `mutate` gets the current object (served form,
 /// resourceVersion included) and returns the desired one. `subresource`
 /// "status" keeps everything but status; otherwise status is kept.
@@ -558,6 +591,23 @@ pub async fn update(
                 warnings,
             });
         }
+        if unchanged(&old, &new) {
+            // Upstream's GuaranteedUpdate: an update that leaves the object
+            // as stored writes nothing (no new resourceVersion, no watch
+            // event), so a controller's idempotent update does not wake it
+            // again. A cached copy may be stale: the store confirms first.
+            reservation.finish(state, false).await;
+            if cached {
+                continue;
+            }
+            crate::registry::delete::finish_if_done(state, r, &key, &new, revision).await?;
+            return Ok(Outcome {
+                object: with_revision(new, revision),
+                stored: None,
+                status: StatusCode::OK,
+                warnings: std::mem::take(&mut warnings),
+            });
+        }
         let (value, slot) = encode(&new)?;
         let stored = state.store.update(&key, value.clone(), revision).await;
         reservation.finish(state, stored.is_ok()).await;
@@ -592,6 +642,28 @@ pub async fn update(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_update_that_changes_nothing_is_told_apart() {
+        let old = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "resourceVersion": "7", "labels": {"a": "b"}},
+            "data": {"k": "v"}});
+        let mut new = old.clone();
+        object::meta(&mut new).remove("resourceVersion");
+        assert!(unchanged(&old, &new));
+        let mut label = new.clone();
+        label["metadata"]["labels"]["a"] = json!("c");
+        assert!(!unchanged(&old, &label));
+        let mut data = new.clone();
+        data["data"]["k2"] = json!("v2");
+        assert!(!unchanged(&old, &data));
+        let mut dropped = new.clone();
+        dropped.as_object_mut().unwrap().remove("data");
+        assert!(!unchanged(&old, &dropped));
+        let mut added = new.clone();
+        added["metadata"]["annotations"] = json!({"x": "y"});
+        assert!(!unchanged(&old, &added));
+    }
 
     #[test]
     fn a_status_update_normalizes_only_what_it_reads_unless_more_changed() {
