@@ -537,6 +537,16 @@ async fn with_fuzz_namespace() -> (support::TestServer, axum::Router) {
     (server, app)
 }
 
+/// A POST of the JSON `body` to `uri`.
+fn post_json(uri: impl Into<String>, body: &Value) -> Case {
+    Case {
+        method: "POST",
+        uri: uri.into(),
+        content_type: "application/json",
+        body: serde_json::to_vec(body).unwrap(),
+    }
+}
+
 async fn get(app: &axum::Router, uri: &str) -> (u16, Vec<u8>) {
     let case = Case {
         method: "GET",
@@ -596,12 +606,7 @@ async fn hostile_writes_never_fail_the_server_or_poison_the_store() {
     let bases = bases();
     // Each kind's valid object exists, so updates and patches have a target.
     for (collection, obj) in &bases {
-        let case = Case {
-            method: "POST",
-            uri: collection.to_string(),
-            content_type: "application/json",
-            body: serde_json::to_vec(obj).unwrap(),
-        };
+        let case = post_json(collection.to_string(), obj);
         let (code, body) = send(&app, &case).await;
         assert_eq!(
             code,
@@ -637,12 +642,7 @@ async fn hostile_writes_never_fail_the_server_or_poison_the_store() {
                 if let Some(m) = body.get_mut("metadata").and_then(Value::as_object_mut) {
                     m.insert("name".into(), json!(format!("n{i}")));
                 }
-                Case {
-                    method: "POST",
-                    uri: format!("{collection}{query}"),
-                    content_type: "application/json",
-                    body: serde_json::to_vec(&body).unwrap(),
-                }
+                post_json(format!("{collection}{query}"), &body)
             }
             2 => Case {
                 method: "PUT",
@@ -724,12 +724,7 @@ async fn hostile_writes_never_fail_the_server_or_poison_the_store() {
         }
         // A deleted victim is put back for the next cases.
         if code == 404 {
-            let restore = Case {
-                method: "POST",
-                uri: collection.to_string(),
-                content_type: "application/json",
-                body: serde_json::to_vec(base).unwrap(),
-            };
+            let restore = post_json(collection.to_string(), base);
             let _ = send(&app, &restore).await;
         }
     }
@@ -989,12 +984,7 @@ async fn hostile_storage_bodies_are_refused_in_upstreams_words() {
     ];
     for (what, collection, body, code, message) in cases {
         let name = body["metadata"]["name"].as_str().unwrap().to_string();
-        let case = Case {
-            method: "POST",
-            uri: collection.to_string(),
-            content_type: "application/json",
-            body: serde_json::to_vec(&body).unwrap(),
-        };
+        let case = post_json(collection.to_string(), &body);
         let (got, answer) = send(&app, &case).await;
         let status: Value = serde_json::from_slice(&answer)
             .unwrap_or_else(|_| panic!("{what}: not JSON: {}", String::from_utf8_lossy(&answer)));
@@ -1038,12 +1028,7 @@ async fn hostile_storage_bodies_are_refused_in_upstreams_words() {
         ),
     ];
     for (collection, body) in &taken {
-        let case = Case {
-            method: "POST",
-            uri: collection.to_string(),
-            content_type: "application/json",
-            body: serde_json::to_vec(body).unwrap(),
-        };
+        let case = post_json(collection.to_string(), body);
         let (code, answer) = send(&app, &case).await;
         assert_eq!(code, 201, "{}", String::from_utf8_lossy(&answer));
     }
@@ -1091,12 +1076,7 @@ async fn hostile_storage_bodies_are_refused_in_upstreams_words() {
 async fn hostile_workload_and_node_bodies_are_refused_in_upstreams_words() {
     let server = support::TestServer::start_loopback().await;
     let app = server.loopback.clone().expect("loopback");
-    let post = |uri: &str, body: &Value| Case {
-        method: "POST",
-        uri: uri.to_string(),
-        content_type: "application/json",
-        body: serde_json::to_vec(body).unwrap(),
-    };
+    let post = |uri: &str, body: &Value| post_json(uri, body);
     let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "fuzz"}});
     assert_eq!(send(&app, &post("/api/v1/namespaces", &ns)).await.0, 201);
     let template = json!({"metadata": {"labels": {"app": "x"}},
@@ -1283,12 +1263,7 @@ async fn quantities_with_exponents_at_the_i32_limits_are_refused_or_stored() {
     for q in ["0.5e-2147483648", "1e2147483647"] {
         let mut body = persistent_volume();
         body["spec"]["capacity"]["storage"] = json!(q);
-        let case = Case {
-            method: "POST",
-            uri: "/api/v1/persistentvolumes".into(),
-            content_type: "application/json",
-            body: serde_json::to_vec(&body).unwrap(),
-        };
+        let case = post_json("/api/v1/persistentvolumes", &body);
         let (code, _) = send(&app, &case).await;
         assert!(code < 500, "{q}: {code}");
         let _ = send(
@@ -1391,12 +1366,7 @@ async fn every_kind_refuses_mistyped_metadata_and_numbers_beyond_float64() {
         ));
         let mut refused = 0;
         for (body, want) in &bodies {
-            let case = Case {
-                method: "POST",
-                uri: collection.clone(),
-                content_type: "application/json",
-                body: serde_json::to_vec(body).unwrap(),
-            };
+            let case = post_json(collection.clone(), body);
             let (code, answer) = send(&app, &case).await;
             if code == 405 {
                 break; // not created through this URL (componentstatuses)
@@ -1455,12 +1425,7 @@ async fn every_kind_refuses_mistyped_metadata_and_numbers_beyond_float64() {
         if !collection.contains("/namespaces/") {
             continue;
         }
-        let create = Case {
-            method: "POST",
-            uri: collection.to_string(),
-            content_type: "application/json",
-            body: serde_json::to_vec(&base).unwrap(),
-        };
+        let create = post_json(collection.to_string(), &base);
         assert_eq!(send(&app, &create).await.0, 201, "{collection}");
         let item = format!(
             "{collection}/{}",
@@ -1547,12 +1512,7 @@ fn without_status((code, body): &(u16, Vec<u8>)) -> (u16, Value) {
 async fn requests_upstream_refuses_change_nothing() {
     let server = support::TestServer::start_loopback().await;
     let app = server.loopback.clone().expect("loopback");
-    let post = |uri: &str, body: Value| Case {
-        method: "POST",
-        uri: uri.into(),
-        content_type: "application/json",
-        body: serde_json::to_vec(&body).unwrap(),
-    };
+    let post = |uri: &str, body: Value| post_json(uri, &body);
     let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
         "spec": {"podCIDR": "10.9.0.0/24", "podCIDRs": ["10.9.0.0/24"],
                  "taints": [{"key": "a", "effect": "NoSchedule"}, {"key": "b", "effect": "NoExecute"}]}});

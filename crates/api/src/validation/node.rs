@@ -49,35 +49,47 @@ pub fn runtime_class_update(old: &Value, new: &Value) -> Vec<FieldError> {
     errors
 }
 
+/// What upstream's `ValidateTolerations` finds in any toleration at `at`:
+/// the key a qualified name, an empty key only with Exists,
+/// tolerationSeconds only with NoExecute.
+pub(crate) fn toleration_common(t: &Value, at: &str) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let key = str_at(t, "key").unwrap_or_default();
+    if !key.is_empty() {
+        for m in names::qualified_name(key) {
+            errors.push(invalid_str(format!("{at}.key"), key, &m));
+        }
+    }
+    let op = str_at(t, "operator").unwrap_or_default();
+    if key.is_empty() && op != "Exists" {
+        errors.push(invalid_str(
+            format!("{at}.operator"),
+            op,
+            "operator must be Exists when `key` is empty, which means \"match all values and all keys\"",
+        ));
+    }
+    let effect = str_at(t, "effect").unwrap_or_default();
+    if t.get("tolerationSeconds").is_some_and(|s| !s.is_null()) && effect != "NoExecute" {
+        errors.push(invalid_str(
+            format!("{at}.effect"),
+            effect,
+            "effect must be 'NoExecute' when `tolerationSeconds` is set",
+        ));
+    }
+    errors
+}
+
 /// `ValidateTolerations` (the common findings), then uniqueness.
 fn tolerations(list: &[Value], path: &str) -> Vec<FieldError> {
     let mut errors = Vec::new();
     let mut seen: Vec<(&str, &str, &str, &str)> = Vec::new();
     for (i, t) in list.iter().enumerate() {
         let at = format!("{path}[{i}]");
+        errors.extend(toleration_common(t, &at));
         let key = str_at(t, "key").unwrap_or_default();
-        if !key.is_empty() {
-            for m in names::qualified_name(key) {
-                errors.push(invalid_str(format!("{at}.key"), key, &m));
-            }
-        }
         let op = str_at(t, "operator").unwrap_or_default();
-        if key.is_empty() && op != "Exists" {
-            errors.push(invalid_str(
-                format!("{at}.operator"),
-                op,
-                "operator must be Exists when `key` is empty, which means \"match all values and all keys\"",
-            ));
-        }
         let effect = str_at(t, "effect").unwrap_or_default();
         let seconds = t.get("tolerationSeconds").filter(|s| !s.is_null());
-        if seconds.is_some() && effect != "NoExecute" {
-            errors.push(invalid_str(
-                format!("{at}.effect"),
-                effect,
-                "effect must be 'NoExecute' when `tolerationSeconds` is set",
-            ));
-        }
         let value = str_at(t, "value").unwrap_or_default();
         let shown = format!(
             "core.Toleration{{Key:\"{key}\", Operator:\"{op}\", Value:\"{value}\", Effect:\"{effect}\", TolerationSeconds:{}}}",

@@ -210,18 +210,9 @@ fn volume_source(errors: &mut Vec<FieldError>, v: &Value, at: &str) {
             errors.push(required(format!("{at}.hostPath.path")));
         }
         if let Some(t) = str_at(src, "type") {
-            const TYPES: &[&str] = &[
-                "",
-                "BlockDevice",
-                "CharDevice",
-                "Directory",
-                "DirectoryOrCreate",
-                "File",
-                "FileOrCreate",
-                "Socket",
-            ];
-            if !TYPES.contains(&t) {
-                errors.push(not_supported(format!("{at}.hostPath.type"), t, TYPES));
+            let types = super::storage::HOST_PATH_TYPES;
+            if !types.contains(&t) {
+                errors.push(not_supported(format!("{at}.hostPath.type"), t, types));
             }
         }
     }
@@ -721,29 +712,11 @@ fn tolerations(spec: &Value, path: &str) -> Vec<FieldError> {
     let mut errors = Vec::new();
     for (i, t) in items(spec, "tolerations").iter().enumerate() {
         let at = format!("{path}.tolerations[{i}]");
+        errors.extend(super::node::toleration_common(t, &at));
         let key = str_at(t, "key").unwrap_or_default();
         let op = str_at(t, "operator").unwrap_or_default();
         let value = str_at(t, "value").unwrap_or_default();
-        if !key.is_empty() {
-            for m in names::qualified_name(key) {
-                errors.push(invalid_str(format!("{at}.key"), key, &m));
-            }
-        }
-        if key.is_empty() && op != "Exists" {
-            errors.push(invalid_str(
-                format!("{at}.operator"),
-                op,
-                "operator must be Exists when `key` is empty, which means \"match all values and all keys\"",
-            ));
-        }
         let effect = str_at(t, "effect").unwrap_or_default();
-        if t.get("tolerationSeconds").is_some_and(|s| !s.is_null()) && effect != "NoExecute" {
-            errors.push(invalid_str(
-                format!("{at}.effect"),
-                effect,
-                "effect must be 'NoExecute' when `tolerationSeconds` is set",
-            ));
-        }
         match op {
             // Upstream reports a bad value at `operator`.
             "" | "Equal" => {

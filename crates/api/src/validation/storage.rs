@@ -28,7 +28,8 @@ const PV_RECLAIM_POLICIES: &[&str] = &["Delete", "Recycle", "Retain"];
 const SC_RECLAIM_POLICIES: &[&str] = &["Delete", "Retain"];
 const VOLUME_MODES: &[&str] = &["Block", "Filesystem"];
 const BINDING_MODES: &[&str] = &["Immediate", "WaitForFirstConsumer"];
-const HOST_PATH_TYPES: &[&str] = &[
+/// The hostPath types (a PV's and a pod volume's).
+pub(crate) const HOST_PATH_TYPES: &[&str] = &[
     "",
     "BlockDevice",
     "CharDevice",
