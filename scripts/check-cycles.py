@@ -156,10 +156,34 @@ def references(module, code):
     return out
 
 
-def deepest(path, mods):
+def reexports(module, code):
+    """Names `module` re-exports (`pub use a::b::Name;`) -> their paths."""
+    out = {}
+    for m in re.finditer(r"\bpub(?:\([^)]*\))?\s+use\s+([^;]*);", code):
+        for path in use_paths(m.group(1)):
+            segs = [s for s in path.split("::") if s]
+            if not segs or segs[-1] == "*":
+                continue
+            if segs[0] not in ("crate", "super", "self"):
+                segs = ["self"] + segs  # a path from this module
+            (target,) = references(module, "use " + "::".join(segs) + ";") or [None]
+            if target is None:
+                continue
+            alias = re.search(r"\bas\s+(\w+)\s*$", m.group(1))
+            out[segs[-1] if not alias else alias.group(1)] = target
+    return out
+
+
+def deepest(path, mods, exported=None, depth=0):
     for k in range(len(path), -1, -1):
         if path[:k] in mods:
-            return path[:k]
+            found = path[:k]
+            # A name the module re-exports counts as where it lives.
+            if exported and depth < 8 and k < len(path):
+                target = exported.get(found, {}).get(path[k])
+                if target is not None and target != path[:k + 1]:
+                    return deepest(target + path[k + 1:], mods, exported, depth + 1)
+            return found
     return ()
 
 
@@ -173,10 +197,11 @@ def check(src, verbose):
         test_only |= {module + (s,) for s in skipped}
     # A file under a test-only module is test code.
     live = {m for m in mods if not any(m[:k] in test_only for k in range(1, len(m) + 1))}
+    exported = {m: reexports(m, codes[m]) for m in mods}
     edges = defaultdict(lambda: defaultdict(list))  # parent -> (a, b) -> why
     for module in sorted(live):
         for ref in sorted(references(module, codes[module])):
-            target = deepest(ref, mods)
+            target = deepest(ref, mods, exported)
             k = 0
             while k < min(len(module), len(target)) and module[k] == target[k]:
                 k += 1

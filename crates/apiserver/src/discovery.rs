@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 
-use crate::resources::{self, Resource};
+use crate::catalog::{Catalog, Resource};
 use crate::status::ApiError;
 use crate::AppState;
 
@@ -111,7 +111,7 @@ fn aggregated_resource(r: &Resource) -> Value {
         .subresources
         .iter()
         .map(|sub| {
-            let (group, version, k, verbs) = resources::subresource_kind(r, sub);
+            let (group, version, k, verbs) = crate::catalog::subresource_kind(r, sub);
             json!({"subresource": sub,
                 "responseKind": {"group": group, "version": version, "kind": k}, "verbs": verbs})
         })
@@ -162,7 +162,7 @@ fn resource_entries(r: &Resource) -> Vec<Value> {
     }
     let mut out = vec![main];
     for sub in r.subresources {
-        let (group, version, kind, verbs) = resources::subresource_kind(r, sub);
+        let (group, version, kind, verbs) = crate::catalog::subresource_kind(r, sub);
         let mut entry = json!({
             "name": format!("{}/{sub}", r.plural),
             "singularName": "",
@@ -212,9 +212,9 @@ fn version_key(v: &str) -> (u8, std::cmp::Reverse<u64>, std::cmp::Reverse<u64>, 
 
 /// The served non-core groups with their versions, preferred first, in
 /// the order the groups first appear.
-fn grouped(owner: Option<u64>) -> Vec<(&'static str, Vec<&'static str>)> {
+fn grouped(catalog: &Catalog) -> Vec<(&'static str, Vec<&'static str>)> {
     let mut out: Vec<(&'static str, Vec<&'static str>)> = Vec::new();
-    for (g, v) in resources::groups_by(owner) {
+    for (g, v) in catalog.groups() {
         match out.iter_mut().find(|(name, _)| *name == g) {
             Some((_, versions)) => {
                 if !versions.contains(&v) {
@@ -279,7 +279,7 @@ fn resource_list(served: &[&Resource], group: &str, version: &str) -> Option<Val
 }
 
 /// Every discovery document, serialized once per change of the served
-/// resources (see `crate::crd::generation`).
+/// resources (see `crate::catalog::Catalog::generation`).
 struct Documents {
     /// (core?, "v2" | "v2beta1") → APIGroupDiscoveryList bytes.
     aggregated: Vec<((bool, &'static str), Vec<u8>)>,
@@ -290,9 +290,9 @@ struct Documents {
     lists: std::collections::HashMap<String, Vec<u8>>,
 }
 
-/// Per API server of the process (its CRD owner id): the generation of
+/// Per API server of the process (its custom resource registry's id): the generation of
 /// the served custom resources the documents reflect, and the documents.
-type Current = std::collections::HashMap<Option<u64>, (u64, std::sync::Arc<Documents>)>;
+type Current = std::collections::HashMap<u64, (u64, std::sync::Arc<Documents>)>;
 
 static CURRENT: std::sync::LazyLock<std::sync::RwLock<Current>> =
     std::sync::LazyLock::new(Default::default);
@@ -301,9 +301,9 @@ fn bytes(v: &Value) -> Vec<u8> {
     serde_json::to_vec(v).unwrap_or_default()
 }
 
-fn build(owner: Option<u64>) -> Documents {
-    let served = resources::served_by(owner);
-    let grouped = grouped(owner);
+fn build(catalog: &Catalog) -> Documents {
+    let served = catalog.served();
+    let grouped = grouped(catalog);
     let mut aggregated = Vec::new();
     for version in ["v2", "v2beta1"] {
         for core in [true, false] {
@@ -353,8 +353,9 @@ fn build(owner: Option<u64>) -> Documents {
 }
 
 /// The current documents (built now if the served resources changed).
-fn documents(owner: Option<u64>) -> std::sync::Arc<Documents> {
-    let generation = crate::crd::generation();
+fn documents(state: &AppState) -> std::sync::Arc<Documents> {
+    let owner = state.crds.id();
+    let generation = state.catalog.generation();
     if let Some((g, docs)) = CURRENT
         .read()
         .unwrap_or_else(|e| e.into_inner())
@@ -371,7 +372,7 @@ fn documents(owner: Option<u64>) -> std::sync::Arc<Documents> {
         }
     }
     let started = std::time::Instant::now();
-    let docs = std::sync::Arc::new(build(owner));
+    let docs = std::sync::Arc::new(build(&state.catalog));
     tracing::debug!(
         groups = docs.groups.len(),
         aggregated_bytes = docs
@@ -391,7 +392,7 @@ fn documents(owner: Option<u64>) -> std::sync::Arc<Documents> {
 /// groups and the time its documents took to build (for measurements).
 pub fn measure() -> (usize, std::time::Duration) {
     let started = std::time::Instant::now();
-    let docs = build(None);
+    let docs = build(crate::resources::builtin());
     let elapsed = started.elapsed();
     let size = docs
         .aggregated
@@ -407,8 +408,11 @@ fn json_bytes(content_type: String, body: Vec<u8>) -> Response {
 
 /// An APIGroupDiscoveryList of the core group (`core = true`) or of all
 /// named groups, in the asked-for version, with the matching Content-Type.
-fn aggregated(owner: Option<u64>, core: bool, version: &str) -> Response {
-    let docs = documents(owner);
+fn aggregated(state: &AppState, core: bool, version: &str) -> Response {
+    aggregated_of(&documents(state), core, version)
+}
+
+fn aggregated_of(docs: &Documents, core: bool, version: &str) -> Response {
     let body = docs
         .aggregated
         .iter()
@@ -422,7 +426,7 @@ fn aggregated(owner: Option<u64>, core: bool, version: &str) -> Response {
 
 pub async fn api_versions(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if let Some(version) = aggregated_version(&headers) {
-        return aggregated(Some(state.crd_owner), true, version);
+        return aggregated(&state, true, version);
     }
     legacy_api_versions(&state).into_response()
 }
@@ -438,18 +442,17 @@ fn legacy_api_versions(state: &AppState) -> Json<Value> {
 }
 
 pub async fn api_groups(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let owner = Some(state.crd_owner);
     if let Some(version) = aggregated_version(&headers) {
-        return aggregated(owner, false, version);
+        return aggregated(&state, false, version);
     }
     json_bytes(
         "application/json".into(),
-        documents(owner).api_groups.clone(),
+        documents(&state).api_groups.clone(),
     )
 }
 
 pub async fn core_resources(State(state): State<AppState>) -> Response {
-    let docs = documents(Some(state.crd_owner));
+    let docs = documents(&state);
     json_bytes(
         "application/json".into(),
         docs.lists.get("v1").cloned().unwrap_or_default(),
@@ -460,7 +463,7 @@ pub async fn group_resources(
     State(state): State<AppState>,
     axum::extract::Path((group, version)): axum::extract::Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    let docs = documents(Some(state.crd_owner));
+    let docs = documents(&state);
     docs.lists
         .get(&format!("{group}/{version}"))
         .map(|b| json_bytes("application/json".into(), b.clone()))
@@ -471,7 +474,7 @@ pub async fn group(
     State(state): State<AppState>,
     axum::extract::Path(group): axum::extract::Path<String>,
 ) -> Result<Response, ApiError> {
-    let docs = documents(Some(state.crd_owner));
+    let docs = documents(&state);
     docs.groups
         .get(&group)
         .map(|b| json_bytes("application/json".into(), b.clone()))
@@ -512,7 +515,7 @@ mod tests {
 
     #[test]
     fn aggregated_lists_every_resource_once() {
-        let response = aggregated(None, false, "v2");
+        let response = aggregated_of(&build(crate::resources::builtin()), false, "v2");
         let ct = response.headers()[header::CONTENT_TYPE]
             .to_str()
             .unwrap()

@@ -35,7 +35,10 @@ pub mod agents;
 pub mod allocators;
 pub mod authn;
 pub mod authz;
+pub mod bootstrap;
+pub mod catalog;
 pub mod crd;
+pub mod customresources;
 pub mod decode;
 pub mod discovery;
 pub mod handlers;
@@ -47,11 +50,16 @@ pub mod rbac_defaults;
 pub mod registry;
 pub mod request;
 pub mod resources;
+pub mod response;
 pub mod reviews;
 pub mod serve;
+pub mod state;
 pub mod status;
 pub mod streaming;
+pub mod table;
 pub mod watchcache;
+
+pub use state::AppState;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -82,7 +90,7 @@ pub enum Error {
     #[error(transparent)]
     Auth(#[from] authn::Error),
     #[error(transparent)]
-    KubeletClient(#[from] handlers::log::Error),
+    KubeletClient(#[from] agents::dial::Error),
     #[error("cannot listen on {addr}: {source}")]
     Listen {
         addr: SocketAddr,
@@ -131,61 +139,6 @@ impl Config {
     }
 }
 
-/// What every handler shares.
-#[derive(Debug, Clone)]
-pub struct AppState {
-    pub store: Arc<dyn Store>,
-    /// host:port clients should use (shared: the state is cloned for
-    /// every request).
-    pub advertise: Arc<str>,
-    /// How often a watch that allows bookmarks gets one.
-    pub bookmark_every: std::time::Duration,
-    /// One watch cache per storage resource name.
-    pub caches: Arc<watchcache::Caches>,
-    /// TLS with the client certificate presented to node agents
-    /// (`pods/log`); none: logs are unavailable.
-    pub kubelet_tls: Option<Arc<rustls::ClientConfig>>,
-    /// Node agents running in this process, reached without TCP or TLS.
-    pub local_agents: agents::LocalAgents,
-    /// Service ClusterIPs and NodePorts taken.
-    pub allocators: Arc<allocators::Allocators>,
-    /// This server's id among the servers of the process, for the custom
-    /// resources its CRD controller serves (`crd::replace`).
-    pub crd_owner: u64,
-    /// What admission plugins decoded of the objects they read, per
-    /// version.
-    pub admission: Arc<admission::memo::Memos>,
-}
-
-impl AppState {
-    pub fn new(
-        store: Arc<dyn Store>,
-        advertise: String,
-        bookmark_every: std::time::Duration,
-    ) -> Self {
-        let caches = Arc::new(watchcache::Caches::new(
-            resources::RESOURCES.iter().map(|r| r.storage),
-        ));
-        AppState {
-            store,
-            advertise: advertise.into(),
-            bookmark_every,
-            caches,
-            kubelet_tls: None,
-            local_agents: agents::LocalAgents::default(),
-            allocators: Arc::default(),
-            crd_owner: crd::new_owner(),
-            admission: Arc::default(),
-        }
-    }
-
-    /// The watch cache of a resource: built-in ones are made with the
-    /// state; a custom resource's is made when first needed.
-    pub fn cache(&self, resource: &resources::Resource) -> Arc<watchcache::WatchCache> {
-        self.caches.get_or_create(resource.storage)
-    }
-}
-
 /// A bound, ready-to-serve API server.
 #[derive(Debug)]
 pub struct ApiServer {
@@ -212,6 +165,7 @@ pub fn router(state: AppState, tokens: Arc<authn::Tokens>) -> Router {
         tokens,
         authorizers,
         reviews,
+        catalog: state.catalog.clone(),
     });
     Router::new()
         .route("/version", get(discovery::version))
@@ -238,7 +192,7 @@ pub fn router(state: AppState, tokens: Arc<authn::Tokens>) -> Router {
         .with_state(state)
 }
 
-async fn bootstrap(store: &dyn Store) -> Result<(), Error> {
+async fn bootstrap_system(store: &dyn Store) -> Result<(), Error> {
     let ns = resources::namespaces();
     for name in SYSTEM_NAMESPACES {
         let body = json!({
@@ -293,7 +247,7 @@ impl ApiServer {
         let token_path = config.data_dir.join("tokens.csv");
         authn::ensure_token_file(&token_path)?;
         let tokens = Arc::new(authn::Tokens::load(&token_path)?);
-        bootstrap(store.as_ref()).await?;
+        bootstrap_system(store.as_ref()).await?;
         let listener = TcpListener::bind(config.bind)
             .await
             .map_err(|source| Error::Listen {
@@ -313,8 +267,8 @@ impl ApiServer {
         let kubeconfig = config.data_dir.join("admin.kubeconfig");
         serve::pki::write_admin_kubeconfig(&pki, &format!("https://{advertise}"), &kubeconfig)?;
         let mut state = AppState::new(store, advertise, config.bookmark_every);
-        state.allocators = Arc::new(
-            allocators::bootstrap::start(
+        state.set_allocators(
+            bootstrap::start(
                 state.store.as_ref(),
                 &config.service_cidr,
                 &config.service_node_port_range,
@@ -322,7 +276,7 @@ impl ApiServer {
             )
             .await?,
         );
-        state.kubelet_tls = Some(handlers::log::kubelet_client_tls(
+        state.kubelet_tls = Some(agents::dial::kubelet_client_tls(
             &pki.kubelet_client_cert,
             &pki.kubelet_client_key,
         )?);

@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::resources::Resource;
+use crate::catalog::{Kind, Resource};
 use crate::status::{ApiError, ApiResult, Cause};
 
 /// The storage key of one object.
@@ -241,15 +241,12 @@ pub fn dns1123_subdomain_errors(name: &str) -> Vec<String> {
 }
 
 /// Fills in server-set metadata of a new object and validates its name.
-pub fn prepare_create(
-    resource: &Resource,
-    namespace: Option<&str>,
-    obj: &mut Value,
-) -> ApiResult<String> {
+pub fn prepare_create(kind: &Kind, namespace: Option<&str>, obj: &mut Value) -> ApiResult<String> {
+    let resource = kind.resource;
     check_type(resource, obj)?;
     // Before any of its fields is read or filled in.
     crate::decode::typed::check_metadata(obj, (resource.kind, resource.version))?;
-    let kind = resource.kind;
+    let kind_name = resource.kind;
     let meta = meta(obj);
     if resource.namespaced {
         let ns = namespace.unwrap_or("default");
@@ -282,7 +279,7 @@ pub fn prepare_create(
             None => {
                 return Err(ApiError::invalid(
                     resource.group,
-                    kind,
+                    kind_name,
                     "",
                     vec![Cause {
                         reason: "FieldValueRequired",
@@ -293,11 +290,11 @@ pub fn prepare_create(
             }
         },
     };
-    let errors = crate::resources::strategy_of(resource).name_errors(&name);
+    let errors = kind.strategy().name_errors(&name);
     if !errors.is_empty() {
         return Err(ApiError::invalid(
             resource.group,
-            kind,
+            kind_name,
             &name,
             errors
                 .into_iter()
@@ -406,9 +403,14 @@ mod tests {
 
     #[test]
     fn generate_name() {
-        let r = crate::resources::find("", "v1", "configmaps").unwrap();
+        let r = crate::resources::find_builtin("", "v1", "configmaps").unwrap();
         let mut obj = json!({"metadata": {"generateName": "cfg-"}});
-        let name = prepare_create(r, Some("default"), &mut obj).unwrap();
+        let name = prepare_create(
+            &crate::resources::builtin().resolve(r),
+            Some("default"),
+            &mut obj,
+        )
+        .unwrap();
         assert!(name.starts_with("cfg-") && name.len() == 9, "{name}");
         assert_eq!(obj["kind"], "ConfigMap");
         assert_eq!(obj["metadata"]["namespace"], "default");

@@ -6,8 +6,8 @@
 //! clean 404: kubectl only asks for it as protobuf.
 //!
 //! Documents are built once and kept: the built-in group-versions' on
-//! first request, those of custom resources (`crate::crd::openapi`) again
-//! whenever the served custom resources change (`crate::crd::generation`),
+//! first request, those of custom resources (`crate::customresources::openapi`)
+//! again whenever a server's custom resources change (their generation),
 //! never per request.
 
 use std::collections::BTreeMap;
@@ -19,8 +19,37 @@ use axum::response::{IntoResponse, Response};
 use schemars::generate::SchemaSettings;
 use serde_json::{json, Map, Value};
 
-use crate::resources::{self, Resource};
+use crate::catalog::{subresource_kind, Catalog, Resource};
+use crate::customresources::Registry;
+use crate::resources;
 use crate::status::ApiError;
+
+/// What a server's documents are built from: its catalog and custom
+/// resources.
+#[derive(Debug, Clone, Copy)]
+pub struct Source<'a> {
+    pub catalog: &'a Catalog,
+    pub crds: &'a Registry,
+}
+
+impl Source<'_> {
+    /// The documents of `state`'s server.
+    pub fn of(state: &crate::AppState) -> Source<'_> {
+        Source {
+            catalog: &state.catalog,
+            crds: &state.crds,
+        }
+    }
+}
+
+/// The built-in kinds alone (no custom resources).
+fn built_in_source() -> Source<'static> {
+    static NONE: std::sync::LazyLock<Registry> = std::sync::LazyLock::new(Registry::default);
+    Source {
+        catalog: resources::builtin(),
+        crds: &NONE,
+    }
+}
 
 /// (url path like "api/v1", document bytes, hash)
 struct Documents {
@@ -29,45 +58,53 @@ struct Documents {
 
 /// The built-in group-versions' documents (they never change).
 static BUILT_IN: OnceLock<Documents> = OnceLock::new();
-/// Every document of each API server of the process (by its CRD owner
-/// id; `None`: all servers'), with the generation of custom resources it
+/// Every document of each API server of the process (by its custom
+/// resource registry's id), with the generation of custom resources it
 /// reflects.
-type Current = std::collections::HashMap<Option<u64>, (u64, Arc<Documents>)>;
+type Current = std::collections::HashMap<u64, (u64, Arc<Documents>)>;
 
 static CURRENT: std::sync::LazyLock<RwLock<Current>> = std::sync::LazyLock::new(Default::default);
 
 /// The schema name and definitions for the kinds of one group-version:
 /// its resources' kinds and their subresources' (Binding, Eviction, Scale),
 /// with the types `resources` names.
-fn schemas_for(group: &str, version: &str) -> (Map<String, Value>, BTreeMap<&'static str, String>) {
+fn schemas_for(
+    src: Source<'_>,
+    group: &str,
+    version: &str,
+) -> (Map<String, Value>, BTreeMap<&'static str, String>) {
     let mut generator = SchemaSettings::openapi3().into_generator();
     let mut names = BTreeMap::new();
     let mut kinds: Vec<(&'static str, &'static str)> = Vec::new();
-    for r in resources::served()
+    for r in src
+        .catalog
+        .served()
         .into_iter()
         .filter(|r| r.group == group && r.version == version)
     {
-        if crate::crd::served(r).is_some() {
+        if src.crds.served(r).is_some() {
             for sub in r.subresources.iter().filter(|s| **s == "scale") {
-                let (g, _, kind, _) = resources::subresource_kind(r, sub);
+                let (g, _, kind, _) = subresource_kind(r, sub);
                 kinds.push((g, kind));
             }
             continue;
         }
         kinds.push((r.group, r.kind));
         for sub in r.subresources {
-            let (g, _, kind, _) = resources::subresource_kind(r, sub);
+            let (g, _, kind, _) = subresource_kind(r, sub);
             kinds.push((g, kind));
         }
     }
     kinds.sort_unstable();
     kinds.dedup();
     for (g, kind) in kinds {
-        if let Some(k) = crate::resources::find_kind(g, kind) {
+        if let Some(k) = src.catalog.find_kind(g, kind) {
             names.insert(kind, k.typed.schema(&mut generator));
         }
     }
-    let custom = crate::crd::all()
+    let custom = src
+        .crds
+        .all()
         .iter()
         .any(|s| s.resource.group == group && s.resource.version == version);
     if !custom {
@@ -78,7 +115,14 @@ fn schemas_for(group: &str, version: &str) -> (Map<String, Value>, BTreeMap<&'st
     let list_meta =
         definition::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta>(&mut generator);
     let mut schemas = generator.take_definitions(true);
-    for (kind, name) in crate::crd::openapi::add(group, version, &mut schemas, &meta, &list_meta) {
+    for (kind, name) in crate::customresources::openapi::add(
+        src.crds,
+        group,
+        version,
+        &mut schemas,
+        &meta,
+        &list_meta,
+    ) {
         names.insert(kind, name);
     }
     (schemas, names)
@@ -129,8 +173,8 @@ fn operation(r: &Resource, action: &str, id: &str, kind: &str, schema: Option<&s
             };
             // Custom resources take no strategic merge patch (upstream
             // answers 415 and leaves it out, so kubectl sends a merge patch).
-            let content = match (crate::crd::served(r), content) {
-                (Some(_), Value::Object(mut types)) => {
+            let content = match (crate::catalog::is_custom_storage(r.storage), content) {
+                (true, Value::Object(mut types)) => {
                     types.remove("application/strategic-merge-patch+json");
                     Value::Object(types)
                 }
@@ -222,10 +266,10 @@ fn annotate_list(
     }
 }
 
-fn build(group: &str, version: &str) -> Value {
-    let (mut schemas, names) = schemas_for(group, version);
+fn build(src: Source<'_>, group: &str, version: &str) -> Value {
+    let (mut schemas, names) = schemas_for(src, group, version);
     for (kind, name) in &names {
-        if crate::resources::find_kind(group, kind).is_none() && *kind != "Scale" {
+        if src.catalog.find_kind(group, kind).is_none() && *kind != "Scale" {
             // A custom kind: its schema carries its own extensions.
             continue;
         }
@@ -256,7 +300,9 @@ fn build(group: &str, version: &str) -> Value {
         format!("/apis/{group}/{version}")
     };
     let mut paths = Map::new();
-    for r in resources::served()
+    for r in src
+        .catalog
+        .served()
         .into_iter()
         .filter(|r| r.group == group && r.version == version)
     {
@@ -291,7 +337,7 @@ fn build(group: &str, version: &str) -> Value {
             }),
         );
         for sub in r.subresources {
-            let (_, _, sub_kind, verbs) = resources::subresource_kind(r, sub);
+            let (_, _, sub_kind, verbs) = subresource_kind(r, sub);
             let sub_schema = names.get(sub_kind).map(String::as_str);
             let mut ops = Map::new();
             for verb in verbs.iter() {
@@ -314,7 +360,7 @@ fn build(group: &str, version: &str) -> Value {
 }
 
 /// The documents of `gvs`, keyed by URL path.
-fn build_all(gvs: Vec<(&str, &str)>) -> BTreeMap<String, (Vec<u8>, String)> {
+fn build_all(src: Source<'_>, gvs: Vec<(&str, &str)>) -> BTreeMap<String, (Vec<u8>, String)> {
     gvs.into_iter()
         .map(|(g, v)| {
             let path = if g.is_empty() {
@@ -322,7 +368,7 @@ fn build_all(gvs: Vec<(&str, &str)>) -> BTreeMap<String, (Vec<u8>, String)> {
             } else {
                 format!("apis/{g}/{v}")
             };
-            let bytes = serde_json::to_vec(&build(g, v)).unwrap_or_default();
+            let bytes = serde_json::to_vec(&build(src, g, v)).unwrap_or_default();
             // A content hash, so clients can cache documents by URL.
             let hash = bytes.iter().fold(0xcbf29ce484222325u64, |h, b| {
                 (h ^ u64::from(*b)).wrapping_mul(0x100000001b3)
@@ -335,7 +381,11 @@ fn build_all(gvs: Vec<(&str, &str)>) -> BTreeMap<String, (Vec<u8>, String)> {
 /// The group-versions served by built-in resources only.
 fn built_in_gvs() -> Vec<(&'static str, &'static str)> {
     let mut gvs = vec![("", "v1")];
-    for r in resources::RESOURCES.iter().filter(|r| !r.group.is_empty()) {
+    for r in resources::builtin()
+        .builtin()
+        .iter()
+        .filter(|r| !r.group.is_empty())
+    {
         if !gvs.contains(&(r.group, r.version)) {
             gvs.push((r.group, r.version));
         }
@@ -343,8 +393,9 @@ fn built_in_gvs() -> Vec<(&'static str, &'static str)> {
     gvs
 }
 
-fn documents(owner: Option<u64>) -> Arc<Documents> {
-    let generation = crate::crd::generation();
+fn documents(src: Source<'_>) -> Arc<Documents> {
+    let owner = src.crds.id();
+    let generation = src.crds.generation();
     if let Some((g, docs)) = CURRENT
         .read()
         .unwrap_or_else(|e| e.into_inner())
@@ -362,10 +413,12 @@ fn documents(owner: Option<u64>) -> Arc<Documents> {
     }
     let started = std::time::Instant::now();
     let built_in = BUILT_IN.get_or_init(|| Documents {
-        by_path: build_all(built_in_gvs()),
+        by_path: build_all(built_in_source(), built_in_gvs()),
     });
     let built_in_gvs = built_in_gvs();
-    let custom: Vec<(&str, &str)> = crate::crd::all_of(owner)
+    let custom: Vec<(&str, &str)> = src
+        .crds
+        .all()
         .iter()
         .filter(|s| s.established)
         .map(|s| (s.resource.group, s.resource.version))
@@ -374,7 +427,7 @@ fn documents(owner: Option<u64>) -> Arc<Documents> {
         .collect();
     let mut by_path = built_in.by_path.clone();
     // A custom resource in a built-in group-version rebuilds that one.
-    by_path.extend(build_all(custom.clone()));
+    by_path.extend(build_all(src, custom.clone()));
     let docs = Arc::new(Documents { by_path });
     tracing::debug!(
         documents = docs.by_path.len(),
@@ -391,15 +444,15 @@ fn documents(owner: Option<u64>) -> Arc<Documents> {
 /// The generation the documents of [`each_document`] belong to: it
 /// changes whenever the set of documents or their content may have (a
 /// CustomResourceDefinition served, changed or gone).
-pub(crate) fn documents_generation() -> u64 {
-    crate::crd::generation()
+pub(crate) fn documents_generation(src: Source<'_>) -> u64 {
+    src.crds.generation()
 }
 
 /// Calls `f(url path, JSON bytes, hash)` for every group-version document
 /// served now. `/openapi/v2` (`crate::openapi_v2`) is built from them and
 /// rebuilt when a hash changes, so keep this answering the current set.
-pub(crate) fn each_document(mut f: impl FnMut(&str, &[u8], &str)) {
-    let docs = documents(None);
+pub(crate) fn each_document(src: Source<'_>, mut f: impl FnMut(&str, &[u8], &str)) {
+    let docs = documents(src);
     for (path, (bytes, hash)) in &docs.by_path {
         f(path, bytes, hash);
     }
@@ -407,7 +460,7 @@ pub(crate) fn each_document(mut f: impl FnMut(&str, &[u8], &str)) {
 
 /// GET /openapi/v3
 pub async fn index(State(state): State<crate::AppState>) -> Response {
-    let paths: Map<String, Value> = documents(Some(state.crd_owner))
+    let paths: Map<String, Value> = documents(Source::of(&state))
         .by_path
         .iter()
         .map(|(path, (_, hash))| {
@@ -426,7 +479,7 @@ pub async fn document(
     Path(path): Path<String>,
     _q: Query<BTreeMap<String, String>>,
 ) -> Response {
-    match documents(Some(state.crd_owner))
+    match documents(Source::of(&state))
         .by_path
         .get(path.trim_matches('/'))
     {
@@ -446,7 +499,7 @@ mod tests {
 
     #[test]
     fn documents_carry_kinds_operations_and_schemas() {
-        let doc = build("", "v1");
+        let doc = build(built_in_source(), "", "v1");
         let patch = &doc["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"];
         assert_eq!(patch["x-kubernetes-group-version-kind"]["kind"], "Pod");
         assert!(patch["parameters"]
@@ -498,7 +551,7 @@ mod tests {
             meta["properties"]["finalizers"]["x-kubernetes-patch-strategy"],
             "merge"
         );
-        let apps = build("apps", "v1");
+        let apps = build(built_in_source(), "apps", "v1");
         let rs_spec = &apps["components"]["schemas"]["io.k8s.api.core.v1.PodSpec"];
         assert_eq!(
             rs_spec["properties"]["containers"]["x-kubernetes-patch-merge-key"],

@@ -451,7 +451,7 @@ pub async fn ensure(store: &dyn Store) -> Result<(), (String, skiff_store::Error
         ("clusterrolebindings", cluster_role_bindings()),
     ];
     for (plural, objects) in pairs {
-        let Some(r) = resources::find("rbac.authorization.k8s.io", "v1", plural) else {
+        let Some(r) = resources::find_builtin("rbac.authorization.k8s.io", "v1", plural) else {
             continue;
         };
         for mut obj in objects {

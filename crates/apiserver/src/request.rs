@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use axum::http::Method;
 
-use crate::resources::{self, Resource};
+use crate::catalog::{Catalog, Resource};
 
 /// A parsed resource URL.
 #[derive(Debug)]
@@ -17,7 +17,7 @@ pub struct Target {
     pub subresource: Option<String>,
 }
 
-pub fn parse_target(path: &str) -> Option<Target> {
+pub fn parse_target(catalog: &Catalog, path: &str) -> Option<Target> {
     // Segments are percent-decoded, as Go's URL.Path is (`a%2Db` is `a-b`).
     let decoded: Vec<String> = path
         .trim_matches('/')
@@ -30,7 +30,7 @@ pub fn parse_target(path: &str) -> Option<Target> {
         ["apis", group, version, rest @ ..] => (*group, *version, rest),
         _ => return None,
     };
-    let lookup = |plural: &str| resources::find(group, version, plural);
+    let lookup = |plural: &str| catalog.find(group, version, plural);
     let (namespace, plural, name, sub) = match rest {
         ["namespaces", ns, plural, tail @ ..]
             if !(tail.is_empty() && matches!(*plural, "status" | "finalize")) =>
@@ -64,12 +64,13 @@ pub fn parse_target(path: &str) -> Option<Target> {
 /// one: `pods "web" is forbidden: User "u" cannot get resource "pods" in
 /// API group "" in the namespace "default"`.
 pub fn forbidden_message(
+    catalog: &Catalog,
     user: &str,
     method: &Method,
     path: &str,
     query: Option<&str>,
 ) -> Option<String> {
-    let target = parse_target(path)?;
+    let target = parse_target(catalog, path)?;
     let q: HashMap<String, String> = query
         .map(|q| url_pairs(q).into_iter().collect())
         .unwrap_or_default();
@@ -152,7 +153,11 @@ mod tests {
 
     #[test]
     fn routes() {
-        let t = parse_target("/api/v1/namespaces/default/pods/web/status").unwrap();
+        let t = parse_target(
+            crate::resources::builtin(),
+            "/api/v1/namespaces/default/pods/web/status",
+        )
+        .unwrap();
         assert_eq!(
             (
                 t.resource.plural,
@@ -162,12 +167,16 @@ mod tests {
             ),
             ("pods", Some("default"), Some("web"), Some("status"))
         );
-        let t = parse_target("/api/v1/namespaces/kube-system").unwrap();
+        let t = parse_target(
+            crate::resources::builtin(),
+            "/api/v1/namespaces/kube-system",
+        )
+        .unwrap();
         assert_eq!(
             (t.resource.plural, t.name.as_deref()),
             ("namespaces", Some("kube-system"))
         );
-        let t = parse_target("/api/v1/namespaces/foo/status").unwrap();
+        let t = parse_target(crate::resources::builtin(), "/api/v1/namespaces/foo/status").unwrap();
         assert_eq!(
             (
                 t.resource.plural,
@@ -176,10 +185,14 @@ mod tests {
             ),
             ("namespaces", Some("foo"), Some("status"))
         );
-        let t = parse_target("/apis/apps/v1/deployments").unwrap();
+        let t = parse_target(crate::resources::builtin(), "/apis/apps/v1/deployments").unwrap();
         assert_eq!((t.resource.kind, t.namespace), ("Deployment", None));
-        assert!(parse_target("/api/v1/namespaces/default/nodes").is_none());
-        assert!(parse_target("/api/v1/widgets").is_none());
+        assert!(parse_target(
+            crate::resources::builtin(),
+            "/api/v1/namespaces/default/nodes"
+        )
+        .is_none());
+        assert!(parse_target(crate::resources::builtin(), "/api/v1/widgets").is_none());
     }
 
     #[test]

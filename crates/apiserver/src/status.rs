@@ -3,7 +3,7 @@
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use serde_json::{json, Value};
 
 /// One cause of an Invalid error (a field path and what is wrong with it).
 #[derive(Debug, Clone)]
@@ -40,7 +40,7 @@ impl ApiError {
     fn with_details(mut self, group: &str, kind: &str, name: &str) -> Self {
         let mut d = json!({ "name": name, "kind": kind });
         if !group.is_empty() {
-            crate::object::set(&mut d, "group", json!(group));
+            set(&mut d, "group", json!(group));
         }
         self.details = Some(d);
         self
@@ -214,7 +214,7 @@ impl ApiError {
             details.get_or_insert_with(|| json!({}))["causes"] = json!(causes);
         }
         if let Some(details) = details {
-            crate::object::set(&mut body, "details", details);
+            set(&mut body, "details", details);
         }
         body
     }
@@ -340,5 +340,12 @@ impl From<skiff_store::Error> for ApiError {
             ),
             other => ApiError::internal(other.to_string()),
         }
+    }
+}
+
+/// Sets `key` of object `v` (nothing for other values).
+fn set(v: &mut Value, key: &str, value: Value) {
+    if let Some(map) = v.as_object_mut() {
+        map.insert(key.to_string(), value);
     }
 }

@@ -559,7 +559,7 @@ async fn get(app: &axum::Router, uri: &str) -> (u16, Vec<u8>) {
 
 /// The stored object decodes as its type (`GET` then the typed decoder).
 fn decodes(kind: &str, group: &str, body: &[u8]) -> Result<(), String> {
-    match skiff_apiserver::resources::find_kind(group, kind) {
+    match skiff_apiserver::resources::builtin().find_kind(group, kind) {
         Some(k) => k.typed.check(body),
         None => Ok(()),
     }
@@ -1280,7 +1280,7 @@ async fn quantities_with_exponents_at_the_i32_limits_are_refused_or_stored() {
 }
 
 /// The collection URL of `r` in namespace `fuzz` (cluster-scoped: none).
-fn collection_of(r: &skiff_apiserver::resources::Resource) -> String {
+fn collection_of(r: &skiff_apiserver::catalog::Resource) -> String {
     let base = if r.group.is_empty() {
         format!("/api/{}", r.version)
     } else {
@@ -1338,7 +1338,11 @@ async fn every_kind_refuses_mistyped_metadata_and_numbers_beyond_float64() {
         ),
     ];
     let mut checked = Vec::new();
-    for r in skiff_apiserver::resources::RESOURCES.iter() {
+    for r in skiff_apiserver::resources::builtin()
+        .builtin()
+        .iter()
+        .copied()
+    {
         let collection = collection_of(r);
         let list_before = get(&app, &collection).await;
         if list_before.0 != 200 {

@@ -12,11 +12,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
+use super::Context;
 use super::{Attributes, Operation, Plugin};
 use crate::object;
 use crate::resources;
 use crate::status::{ApiError, ApiResult};
-use crate::AppState;
 
 /// The annotation that makes a class the default.
 pub const IS_DEFAULT_CLASS: &str = "ingressclass.kubernetes.io/is-default-class";
@@ -64,8 +64,8 @@ fn default_class(classes: &[Value]) -> Option<&str> {
     defaults.first().map(|(_, name)| *name)
 }
 
-async fn ingress_classes(state: &AppState) -> ApiResult<Vec<Value>> {
-    let Some(r) = resources::find("networking.k8s.io", "v1", "ingressclasses") else {
+async fn ingress_classes(state: &Context<'_>) -> ApiResult<Vec<Value>> {
+    let Some(r) = resources::find_builtin("networking.k8s.io", "v1", "ingressclasses") else {
         return Ok(Vec::new());
     };
     let prefix = object::prefix(r, None);

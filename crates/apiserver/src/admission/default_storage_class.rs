@@ -11,11 +11,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
+use super::Context;
 use super::{Attributes, Operation, Plugin};
 use crate::object;
 use crate::resources;
 use crate::status::{ApiError, ApiResult};
-use crate::AppState;
 
 /// How long a claim's creation waits for the cache to catch up before the
 /// store is asked instead.
@@ -37,8 +37,8 @@ fn has_class(claim: &Value) -> bool {
 }
 
 /// Every StorageClass, from a cache as fresh as the store or the store.
-async fn storage_classes(state: &AppState) -> ApiResult<Vec<Value>> {
-    let Some(r) = resources::find("storage.k8s.io", "v1", "storageclasses") else {
+async fn storage_classes(state: &Context<'_>) -> ApiResult<Vec<Value>> {
+    let Some(r) = resources::find_builtin("storage.k8s.io", "v1", "storageclasses") else {
         return Ok(Vec::new());
     };
     let prefix = object::prefix(r, None);

@@ -10,9 +10,13 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::resources::Resource;
+use crate::catalog::Resource;
 use crate::status::ApiResult;
-use crate::AppState;
+use std::sync::Arc;
+
+use skiff_store::Store;
+
+use crate::watchcache::{Caches, WatchCache};
 
 mod default_ingress_class;
 mod default_storage_class;
@@ -32,6 +36,23 @@ pub use default_storage_class::DefaultStorageClass;
 pub use default_toleration_seconds::DefaultTolerationSeconds;
 pub use namespace_lifecycle::NamespaceLifecycle;
 
+/// What admission plugins read: the store, the watch caches and what
+/// the plugins decoded of them (narrower than the server's state: no
+/// plugin writes through the handlers or reaches the allocators).
+#[derive(Debug, Clone, Copy)]
+pub struct Context<'a> {
+    pub store: &'a dyn Store,
+    pub caches: &'a Caches,
+    pub admission: &'a memo::Memos,
+}
+
+impl Context<'_> {
+    /// The watch cache of a resource.
+    pub fn cache(&self, resource: &Resource) -> Arc<WatchCache> {
+        self.caches.get_or_create(resource.storage)
+    }
+}
+
 /// What the write does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Operation {
@@ -42,7 +63,7 @@ pub enum Operation {
 /// One write as the plugins see it.
 #[derive(Debug)]
 pub struct Attributes<'a> {
-    pub state: &'a AppState,
+    pub state: &'a Context<'a>,
     pub resource: &'a Resource,
     pub namespace: Option<&'a str>,
     pub name: &'a str,

@@ -7,11 +7,12 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::Context;
 use super::{Attributes, Operation, Plugin};
+use crate::catalog::Resource;
 use crate::object;
-use crate::resources::{self, Resource};
+use crate::resources;
 use crate::status::{ApiError, ApiResult};
-use crate::AppState;
 
 #[derive(Debug)]
 pub struct NamespaceLifecycle;
@@ -33,7 +34,7 @@ impl Plugin for NamespaceLifecycle {
 /// Admission: a namespaced object needs its namespace to exist and not be
 /// terminating (upstream NamespaceLifecycle).
 async fn namespace_admits(
-    state: &AppState,
+    state: &Context<'_>,
     r: &Resource,
     ns: Option<&str>,
     name: &str,

@@ -7,17 +7,17 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::Context;
+use crate::catalog::Resource;
 use crate::object;
-use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult};
-use crate::AppState;
 
 /// How long a plugin waits for the cache before asking the store.
 const CACHE_WAIT: Duration = Duration::from_secs(1);
 
 /// Every object of `r` in `ns` (all namespaces for none), as fresh as
 /// the store.
-pub async fn list(state: &AppState, r: &Resource, ns: Option<&str>) -> ApiResult<Vec<Value>> {
+pub async fn list(state: &Context<'_>, r: &Resource, ns: Option<&str>) -> ApiResult<Vec<Value>> {
     let prefix = object::prefix(r, ns);
     let revision = state.store.current_revision().await?;
     let cache = state.cache(r);
@@ -34,7 +34,7 @@ pub async fn list(state: &AppState, r: &Resource, ns: Option<&str>) -> ApiResult
 /// ago may be missing), from the store while the cache is not ready.
 /// Cheap enough for every write.
 pub async fn list_cached(
-    state: &AppState,
+    state: &Context<'_>,
     r: &Resource,
     ns: Option<&str>,
 ) -> ApiResult<Vec<Value>> {
@@ -45,7 +45,7 @@ pub async fn list_cached(
     list_store(state, &prefix).await
 }
 
-async fn list_store(state: &AppState, prefix: &str) -> ApiResult<Vec<Value>> {
+async fn list_store(state: &Context<'_>, prefix: &str) -> ApiResult<Vec<Value>> {
     store_items(state, prefix)
         .await?
         .iter()
@@ -57,7 +57,7 @@ async fn list_store(state: &AppState, prefix: &str) -> ApiResult<Vec<Value>> {
 }
 
 /// Every stored key under `prefix`, page by page at one revision.
-async fn store_items(state: &AppState, prefix: &str) -> ApiResult<Vec<skiff_store::KeyValue>> {
+async fn store_items(state: &Context<'_>, prefix: &str) -> ApiResult<Vec<skiff_store::KeyValue>> {
     let mut out = Vec::new();
     let mut opts = skiff_store::ListOptions::default();
     loop {
@@ -76,13 +76,13 @@ async fn store_items(state: &AppState, prefix: &str) -> ApiResult<Vec<skiff_stor
 /// [`list_cached`] for the resource served at `group`/`version`/`plural`
 /// (none when it is not served).
 pub async fn list_of(
-    state: &AppState,
+    state: &Context<'_>,
     group: &str,
     version: &str,
     plural: &str,
     ns: Option<&str>,
 ) -> ApiResult<Vec<Value>> {
-    match crate::resources::find(group, version, plural) {
+    match crate::resources::find_builtin(group, version, plural) {
         Some(r) => list_cached(state, r, ns).await,
         None => Ok(Vec::new()),
     }
@@ -101,13 +101,13 @@ pub struct Version {
 /// watch cache has them now, for a plugin that decodes them through a
 /// [`super::memo::Memo`]; from the store while the cache is not ready.
 pub async fn versions_of(
-    state: &AppState,
+    state: &Context<'_>,
     group: &str,
     version: &str,
     plural: &str,
     ns: Option<&str>,
 ) -> ApiResult<Vec<Version>> {
-    let Some(r) = crate::resources::find(group, version, plural) else {
+    let Some(r) = crate::resources::find_builtin(group, version, plural) else {
         return Ok(Vec::new());
     };
     let prefix = object::prefix(r, ns);

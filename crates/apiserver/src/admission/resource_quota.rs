@@ -18,17 +18,17 @@ use serde_json::{json, Value};
 use skiff_api::quota::{self, Amount, Usage};
 
 use super::objects::{forbidden, list, list_of};
+use super::Context;
 use super::{Attributes, Operation, Plugin};
 use crate::object;
 use crate::status::ApiResult;
-use crate::AppState;
 
 #[derive(Debug)]
 pub struct ResourceQuota;
 
 /// After a create or delete of a `r` object in `ns` was stored: the
 /// quotas of `ns` that count `r` get its current usage in status.used.
-pub async fn recount(state: &AppState, r: &crate::resources::Resource, ns: &str) {
+pub async fn recount(state: &Context<'_>, r: &crate::catalog::Resource, ns: &str) {
     let Ok(quotas) = list_of(state, "", "v1", "resourcequotas", Some(ns)).await else {
         return;
     };
@@ -73,8 +73,8 @@ fn name_of(v: &Value) -> &str {
 
 /// Sets status.hard to spec.hard and `used` into status.used, compare
 /// and swap; a concurrent writer wins (the controller recomputes).
-async fn charge(state: &AppState, ns: &str, quota_name: &str, used: &Usage) {
-    let Some(r) = crate::resources::find("", "v1", "resourcequotas") else {
+async fn charge(state: &Context<'_>, ns: &str, quota_name: &str, used: &Usage) {
+    let Some(r) = crate::resources::find_builtin("", "v1", "resourcequotas") else {
         return;
     };
     let key = object::key(r, Some(ns), quota_name);

@@ -2,8 +2,9 @@
 //! storage does: Service ClusterIPs from the service CIDR and NodePorts
 //! from the node-port range ([`services`] applies them to Services on
 //! create, update and delete), with the `networking.k8s.io/v1` objects
-//! that show them (one IPAddress per ClusterIP, the `kubernetes`
-//! ServiceCIDR) and the `kubernetes` Service in `default` ([`bootstrap`]).
+//! that show them (one IPAddress per ClusterIP, [`ipaddresses`]); the
+//! Services' storage hooks (`crate::resources::services`) call
+//! [`services`], and `crate::bootstrap` rebuilds the taken sets at start.
 //!
 //! The taken addresses and ports live in memory behind one lock; they are
 //! rebuilt from the stored Services at every start (and the IPAddress
@@ -11,7 +12,7 @@
 //! restart keeps every assignment. It does not validate Services beyond
 //! what allocation needs (crates/api's validation does).
 
-pub mod bootstrap;
+pub mod ipaddresses;
 pub mod ipv4;
 pub mod ports;
 pub mod services;
@@ -85,7 +86,7 @@ impl Allocators {
     }
 
     /// Runs `f` with the taken sets locked.
-    fn with<T>(&self, f: impl FnOnce(&mut IpRange, &mut Ports) -> T) -> T {
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&mut IpRange, &mut Ports) -> T) -> T {
         let mut taken = match self.taken.lock() {
             Ok(t) => t,
             // A panic while holding the lock left sets that are still

@@ -7,18 +7,19 @@
 //! what the old object held but the new one does not is released once the
 //! update is stored; a deleted Service releases everything. Each
 //! allocation is a [`Reservation`] that the write path finishes after the
-//! store answered (which also has the namespace's ResourceQuota usage
-//! recounted after any stored create or delete). It owns no validation
-//! beyond that.
+//! store answered. The Services' storage hooks
+//! (`crate::resources::services`) call it. It owns no validation beyond
+//! that.
 
 use std::net::Ipv4Addr;
 
 use serde_json::{json, Map, Value};
 
-use super::random;
-use crate::resources::Resource;
+use skiff_store::Store;
+
+use super::ipaddresses::{delete_ip_address, put_ip_address};
+use super::{random, Allocators};
 use crate::status::{ApiError, ApiResult, Cause};
-use crate::AppState;
 
 /// What one write took and what it gives back once stored.
 #[derive(Debug, Default)]
@@ -32,9 +33,6 @@ pub struct Reservation {
     old_ports: Vec<u16>,
     /// Whether the new values are held (not for dry runs).
     held: bool,
-    /// The (group, version, plural) and namespace whose ResourceQuota
-    /// usage a stored create changes.
-    recount: Option<(String, String, String, String)>,
 }
 
 impl Reservation {
@@ -46,12 +44,7 @@ impl Reservation {
     /// After the store answered: a stored write keeps what it took and
     /// gives back what the old object held; a failed one gives back what
     /// it took.
-    pub async fn finish(self, state: &AppState, stored: bool) {
-        if let (true, Some((group, version, plural, ns))) = (stored, &self.recount) {
-            if let Some(r) = crate::resources::find(group, version, plural) {
-                crate::admission::resource_quota::recount(state, r, ns).await;
-            }
-        }
+    pub async fn finish(self, store: &dyn Store, allocators: &Allocators, stored: bool) {
         if !self.held {
             return;
         }
@@ -60,26 +53,22 @@ impl Reservation {
         };
         if stored {
             for ip in &self.old_ips {
-                super::bootstrap::delete_ip_address(state.store.as_ref(), *ip, ns, name).await;
+                delete_ip_address(store, *ip, ns, name).await;
             }
-            state.allocators.with(|ips, ports| {
+            allocators.with(|ips, ports| {
                 self.old_ips.iter().for_each(|ip| ips.release(*ip));
                 self.old_ports.iter().for_each(|p| ports.release(*p));
             });
             for ip in &self.new_ips {
-                super::bootstrap::put_ip_address(state.store.as_ref(), *ip, ns, name).await;
+                put_ip_address(store, *ip, ns, name).await;
             }
         } else {
-            state.allocators.with(|ips, ports| {
+            allocators.with(|ips, ports| {
                 self.new_ips.iter().for_each(|ip| ips.release(*ip));
                 self.new_ports.iter().for_each(|p| ports.release(*p));
             });
         }
     }
-}
-
-fn is_services(r: &Resource) -> bool {
-    r.group.is_empty() && r.plural == "services"
 }
 
 fn spec_type(svc: &Value) -> &str {
@@ -305,7 +294,7 @@ struct Plan {
 /// `svc`, keeping what `keep_ips`/`keep_ports` (the old object's) already
 /// hold. A failure takes nothing.
 fn plan(
-    state: &AppState,
+    allocators: &Allocators,
     svc: &Value,
     keep_ips: &[Ipv4Addr],
     keep_ports: &[u16],
@@ -313,7 +302,7 @@ fn plan(
 ) -> Result<Plan, ApiError> {
     let mut causes = Vec::new();
     let mut internal = None;
-    let plan = state.allocators.with(|ips, ports_set| {
+    let plan = allocators.with(|ips, ports_set| {
         let mut plan = Plan {
             ip: None,
             node_ports: Vec::new(),
@@ -512,32 +501,13 @@ fn family_errors(svc: &mut Value) -> ApiResult<()> {
 }
 
 /// A new Service (stored form, validated): sets what upstream allocates.
-pub async fn on_create(
-    state: &AppState,
-    r: &Resource,
+pub fn on_create(
+    allocators: &Allocators,
     svc: &mut Value,
     dry_run: bool,
 ) -> ApiResult<Reservation> {
-    let recount = svc
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .filter(|_| r.namespaced && !dry_run)
-        .map(|ns| {
-            (
-                r.group.to_string(),
-                r.version.to_string(),
-                r.plural.to_string(),
-                ns.to_string(),
-            )
-        });
-    if !is_services(r) {
-        return Ok(Reservation {
-            recount,
-            ..Reservation::none()
-        });
-    }
     family_errors(svc)?;
-    let plan = plan(state, svc, &[], &[], dry_run)?;
+    let plan = plan(allocators, svc, &[], &[], dry_run)?;
     apply(svc, &plan);
     Ok(Reservation {
         owner: owner(svc),
@@ -546,7 +516,6 @@ pub async fn on_create(
         old_ips: Vec::new(),
         old_ports: Vec::new(),
         held: !dry_run,
-        recount,
     })
 }
 
@@ -554,10 +523,7 @@ pub async fn on_create(
 /// when the client left it as it was (upstream `dropTypeDependentFields`)
 /// and keeps the allocated values the client left out
 /// (`patchAllocatedValues`).
-pub fn patch_allocated(r: &Resource, old: &Value, new: &mut Value) {
-    if !is_services(r) {
-        return;
-    }
+pub fn patch_allocated(old: &Value, new: &mut Value) {
     let same = |new: &Value, path: &str| old.pointer(path) == new.pointer(path);
     if needs_cluster_ip(old) && !needs_cluster_ip(new) {
         let drop_ips = same(new, "/spec/clusterIP") && same(new, "/spec/clusterIPs");
@@ -672,20 +638,16 @@ pub fn patch_allocated(r: &Resource, old: &Value, new: &mut Value) {
 
 /// An update about to be stored: takes what the new object needs beyond
 /// what the old one held; releases (on finish) what it no longer holds.
-pub async fn on_update(
-    state: &AppState,
-    r: &Resource,
+pub fn on_update(
+    allocators: &Allocators,
     old: &Value,
     new: &mut Value,
     dry_run: bool,
 ) -> ApiResult<Reservation> {
-    if !is_services(r) {
-        return Ok(Reservation::none());
-    }
     family_errors(new)?;
     let keep_ips = ips_of(old);
     let keep_ports = node_ports_of(old);
-    let plan = plan(state, new, &keep_ips, &keep_ports, dry_run)?;
+    let plan = plan(allocators, new, &keep_ips, &keep_ports, dry_run)?;
     apply(new, &plan);
     let now_ips = ips_of(new);
     let now_ports = if needs_node_ports(new) || needs_health_check_port(new) {
@@ -706,27 +668,18 @@ pub async fn on_update(
             .filter(|p| !now_ports.contains(p))
             .collect(),
         held: !dry_run,
-        recount: None,
     })
 }
 
 /// After a Service left the store: gives back everything it held.
-pub async fn on_deleted(state: &AppState, r: &Resource, svc: &Value) {
-    if r.namespaced {
-        if let Some(ns) = svc.pointer("/metadata/namespace").and_then(Value::as_str) {
-            crate::admission::resource_quota::recount(state, r, ns).await;
-        }
-    }
-    if !is_services(r) {
-        return;
-    }
+pub async fn on_deleted(store: &dyn Store, allocators: &Allocators, svc: &Value) {
     let Some((ns, name)) = owner(svc) else { return };
     let ips = ips_of(svc);
     for ip in &ips {
-        super::bootstrap::delete_ip_address(state.store.as_ref(), *ip, &ns, &name).await;
+        delete_ip_address(store, *ip, &ns, &name).await;
     }
     let ports = node_ports_of(svc);
-    state.allocators.with(|ip_set, port_set| {
+    allocators.with(|ip_set, port_set| {
         ips.iter().for_each(|ip| ip_set.release(*ip));
         ports.iter().for_each(|p| port_set.release(*p));
     });

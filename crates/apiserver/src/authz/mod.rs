@@ -53,7 +53,11 @@ pub trait Authorizer: Send + Sync + std::fmt::Debug {
 /// Request filter (see `crate::serve::filters`): asks each authorizer in
 /// turn; the first Allow or Deny decides, and no Allow is a 403. Public
 /// paths pass.
-pub fn authorize(authorizers: &[Box<dyn Authorizer>], req: Request) -> Result<Request, ApiError> {
+pub fn authorize(
+    authorizers: &[Box<dyn Authorizer>],
+    catalog: &crate::catalog::Catalog,
+    req: Request,
+) -> Result<Request, ApiError> {
     let path = req.uri().path().to_string();
     if crate::authn::is_public(&path) {
         return Ok(req);
@@ -75,13 +79,14 @@ pub fn authorize(authorizers: &[Box<dyn Authorizer>], req: Request) -> Result<Re
     if decision == Decision::Allow {
         return Ok(req);
     }
-    let message = crate::request::forbidden_message(&user.name, attrs.method, &path, attrs.query)
-        .unwrap_or_else(|| {
-            let verb = attrs.method.as_str().to_lowercase();
-            format!(
-                "forbidden: User \"{}\" cannot {verb} path \"{path}\"",
-                user.name
-            )
-        });
+    let message =
+        crate::request::forbidden_message(catalog, &user.name, attrs.method, &path, attrs.query)
+            .unwrap_or_else(|| {
+                let verb = attrs.method.as_str().to_lowercase();
+                format!(
+                    "forbidden: User \"{}\" cannot {verb} path \"{path}\"",
+                    user.name
+                )
+            });
     Err(ApiError::forbidden(message))
 }

@@ -6,11 +6,11 @@
 
 use std::sync::Arc;
 
-use crate::crd::engine::Structural;
+use crate::customresources::engine::Structural;
 use serde_json::Value;
 
 use super::names::{self, CrdNames};
-use super::{Column, Names, ScalePaths, Served};
+use crate::customresources::{intern, intern_list, Column, Names, Registry, ScalePaths, Served};
 
 fn text(v: &Value, key: &str) -> String {
     v.get(key)
@@ -52,7 +52,7 @@ fn scale(version: &Value) -> Option<ScalePaths> {
 
 /// The entries `crd` (with status `accepted` names) serves; none unless
 /// its names are accepted or it is established.
-pub fn entries(crd: &Value, accepted: &CrdNames, owner: u64) -> Vec<Served> {
+pub fn entries(served_now: &Registry, crd: &Value, accepted: &CrdNames) -> Vec<Served> {
     let established = names::is_true(crd, "Established");
     if accepted.plural.is_empty() || !(established || names::is_true(crd, "NamesAccepted")) {
         return Vec::new();
@@ -107,7 +107,7 @@ pub fn entries(crd: &Value, accepted: &CrdNames, owner: u64) -> Vec<Served> {
         if scale.is_some() {
             subresources.push("scale".to_string());
         }
-        let resource = super::intern(&Names {
+        let resource = intern(&Names {
             group: group.to_string(),
             version: version.clone(),
             plural: accepted.plural.clone(),
@@ -122,7 +122,7 @@ pub fn entries(crd: &Value, accepted: &CrdNames, owner: u64) -> Vec<Served> {
             .pointer("/schema/openAPIV3Schema")
             .cloned()
             .unwrap_or(Value::Null);
-        let schema = match super::find(group, &version, &accepted.plural) {
+        let schema = match served_now.find(group, &version, &accepted.plural) {
             Some(prev) if prev.raw_schema == raw_schema => prev.schema.clone(),
             _ if raw_schema.is_null() => None,
             _ => Some(Arc::new(Structural::unchecked(&raw_schema))),
@@ -143,9 +143,8 @@ pub fn entries(crd: &Value, accepted: &CrdNames, owner: u64) -> Vec<Served> {
                     .collect()
             })
             .unwrap_or_default();
-        let selectable = super::intern_list(&selectable);
+        let selectable = intern_list(&selectable);
         out.push(Served {
-            owner,
             resource,
             crd_name: crd_name.to_string(),
             list_kind: list_kind.clone(),

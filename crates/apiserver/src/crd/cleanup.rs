@@ -11,31 +11,12 @@ use serde_json::{json, Value};
 use skiff_store::ListOptions;
 
 use super::names::{self, Condition, CrdNames};
-use super::{Names, CLEANUP_FINALIZER};
+use crate::catalog::Resource;
+use crate::customresources::{intern, Names};
 use crate::object;
 use crate::registry::delete::DeleteOptions;
-use crate::resources::Resource;
+use crate::resources::customresourcedefinitions::CLEANUP_FINALIZER;
 use crate::AppState;
-
-/// On the first delete of a CRD: the finalizer (into `fins`, which the
-/// delete writes) and the Terminating condition.
-pub fn mark(obj: &mut Value, fins: &mut Vec<String>) {
-    if obj.pointer("/metadata/deletionTimestamp").is_some() {
-        return;
-    }
-    if !fins.iter().any(|f| f == CLEANUP_FINALIZER) {
-        fins.push(CLEANUP_FINALIZER.to_string());
-    }
-    names::set_condition(
-        obj,
-        &Condition::new(
-            "Terminating",
-            "True",
-            "InstanceDeletionPending",
-            "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
-        ),
-    );
-}
 
 /// Where a cleanup stands.
 #[derive(Debug, PartialEq, Eq)]
@@ -60,7 +41,7 @@ fn finalizers(crd: &Value) -> Vec<String> {
 }
 
 /// The resource a CRD's objects are stored under (its storage version).
-fn storage_resource(crd: &Value, accepted: &CrdNames) -> Resource {
+fn storage_resource(crd: &Value, accepted: &CrdNames) -> &'static Resource {
     let text = |p: &str| {
         crd.pointer(p)
             .and_then(Value::as_str)
@@ -78,7 +59,7 @@ fn storage_resource(crd: &Value, accepted: &CrdNames) -> Resource {
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
-    *super::intern(&Names {
+    intern(&Names {
         group: text("/spec/group"),
         version,
         plural: accepted.plural.clone(),
@@ -117,7 +98,7 @@ pub async fn step(state: &AppState, crd: &mut Value) -> Step {
             ),
         );
         let r = storage_resource(crd, &accepted);
-        match delete_all(state, &r).await {
+        match delete_all(state, r).await {
             Ok(true) => Condition::new(
                 "Terminating",
                 "False",
@@ -149,7 +130,7 @@ pub async fn step(state: &AppState, crd: &mut Value) -> Step {
 }
 
 /// Deletes every object of `r`; true when none is left.
-async fn delete_all(state: &AppState, r: &Resource) -> crate::status::ApiResult<bool> {
+async fn delete_all(state: &AppState, r: &'static Resource) -> crate::status::ApiResult<bool> {
     let prefix = object::prefix(r, None);
     let page = state.store.list(&prefix, ListOptions::default()).await?;
     for kv in &page.items {
@@ -160,7 +141,8 @@ async fn delete_all(state: &AppState, r: &Resource) -> crate::status::ApiResult<
             Some((ns, name)) if r.namespaced => (Some(ns), name),
             _ => (None, rest),
         };
-        match crate::registry::delete::delete_one(state, r, ns, name, &DeleteOptions::default())
+        let kind = state.catalog.resolve(r);
+        match crate::registry::delete::delete_one(state, &kind, ns, name, &DeleteOptions::default())
             .await
         {
             Ok(_) => {}
@@ -184,12 +166,15 @@ pub async fn finish(state: &AppState, crd: &Value, revision: i64) {
     // Serving stops before the CRD is gone, so nobody sees it deleted and
     // its resource still served (a failed write below brings it back on
     // the next pass).
-    super::remove(state.crd_owner, name);
-    let Some(written) = super::controller::write_status(state, crd, revision).await else {
+    state.crds.remove(name);
+    let Some(written) = super::write::write_status(state, crd, revision).await else {
         return;
     };
     let key = object::key(r, None, name);
-    if let Err(e) = crate::registry::delete::finish_if_done(state, r, &key, crd, written).await {
+    let kind = state.catalog.resolve(r);
+    if let Err(e) =
+        crate::registry::finalize::finish_if_done(state, &kind, &key, crd, written).await
+    {
         tracing::warn!(crd = %name, error = %e.message, "cannot remove deleted CRD");
     }
 }

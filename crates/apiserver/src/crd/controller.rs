@@ -25,16 +25,14 @@ pub async fn run(state: AppState, shutdown: CancellationToken) {
     let Some(r) = super::crd_resource() else {
         return;
     };
-    let owner = state.crd_owner;
-    run_as(&state, r, owner, &shutdown).await;
+    run_as(&state, r, &shutdown).await;
     // This server no longer serves its custom resources.
-    super::replace(owner, Vec::new());
+    state.crds.replace(Vec::new());
 }
 
 async fn run_as(
     state: &AppState,
-    r: &'static crate::resources::Resource,
-    owner: u64,
+    r: &'static crate::catalog::Resource,
     shutdown: &CancellationToken,
 ) {
     loop {
@@ -52,7 +50,7 @@ async fn run_as(
             }
         };
         let mut live = sub.live;
-        let mut pending = reconcile(state, owner).await;
+        let mut pending = reconcile(state).await;
         loop {
             let retry = async {
                 if pending {
@@ -72,13 +70,13 @@ async fn run_as(
                 }
                 _ = retry => {}
             }
-            pending = reconcile(state, owner).await;
+            pending = reconcile(state).await;
         }
     }
 }
 
 /// One pass over every CRD; true when a cleanup still waits for objects.
-async fn reconcile(state: &AppState, owner: u64) -> bool {
+async fn reconcile(state: &AppState) -> bool {
     let Some(r) = super::crd_resource() else {
         return false;
     };
@@ -157,15 +155,15 @@ async fn reconcile(state: &AppState, owner: u64) -> bool {
             }
         }
         let accepted_now = CrdNames::from_json(next.pointer("/status/acceptedNames"));
-        entries.extend(super::build::entries(&next, &accepted_now, owner));
+        entries.extend(super::build::entries(&state.crds, &next, &accepted_now));
         if next != crd {
             writes.push((next, revision));
         }
     }
     // Served first: a client that sees Established can use the resource.
-    super::replace(owner, entries);
+    state.crds.replace(entries);
     for (crd, revision) in writes {
-        write_status(state, &crd, revision).await;
+        super::write::write_status(state, &crd, revision).await;
     }
     pending
 }
@@ -175,26 +173,4 @@ fn text(v: &Value, pointer: &str) -> String {
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string()
-}
-
-/// Writes `crd` (whose stored revision was `revision`) back; a conflict
-/// means a newer version exists, whose event brings another pass.
-pub(super) async fn write_status(state: &AppState, crd: &Value, revision: i64) -> Option<i64> {
-    let r = super::crd_resource()?;
-    let name = object::name_of(crd)?;
-    let mut stored = crd.clone();
-    object::meta(&mut stored).remove("resourceVersion");
-    let value = serde_json::to_vec(&stored).ok()?;
-    match state
-        .store
-        .update(&object::key(r, None, name), value.into(), revision)
-        .await
-    {
-        Ok(kv) => Some(kv.mod_revision),
-        Err(skiff_store::Error::Conflict { .. } | skiff_store::Error::NotFound { .. }) => None,
-        Err(e) => {
-            tracing::warn!(crd = %name, error = %e, "cannot write CRD status");
-            None
-        }
-    }
 }

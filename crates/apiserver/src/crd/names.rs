@@ -11,6 +11,10 @@ use std::collections::HashSet;
 
 use serde_json::{json, Value};
 
+pub use crate::resources::customresourcedefinitions::{
+    conditions, is_true, set_condition, Condition,
+};
+
 /// Accepted (or requested) names of a CRD, as in `status.acceptedNames`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CrdNames {
@@ -71,26 +75,6 @@ impl CrdNames {
             crate::object::set(&mut out, "categories", json!(self.categories));
         }
         out
-    }
-}
-
-/// One condition (type, status, reason, message).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Condition {
-    pub type_: &'static str,
-    pub status: &'static str,
-    pub reason: String,
-    pub message: String,
-}
-
-impl Condition {
-    pub fn new(type_: &'static str, status: &'static str, reason: &str, message: &str) -> Self {
-        Condition {
-            type_,
-            status,
-            reason: reason.into(),
-            message: message.into(),
-        }
     }
 }
 
@@ -189,106 +173,6 @@ pub fn established(old: Option<&Condition>, names_accepted: bool) -> Condition {
             "not all names are accepted",
         ),
     }
-}
-
-/// The conditions of a stored CRD.
-pub fn conditions(crd: &Value) -> Vec<(Condition, Option<String>)> {
-    crd.pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|c| {
-                    let type_ = match c.get("type").and_then(Value::as_str)? {
-                        "NamesAccepted" => "NamesAccepted",
-                        "Established" => "Established",
-                        "Terminating" => "Terminating",
-                        "NonStructuralSchema" => "NonStructuralSchema",
-                        "KubernetesAPIApprovalPolicyConformant" => {
-                            "KubernetesAPIApprovalPolicyConformant"
-                        }
-                        _ => return None,
-                    };
-                    let status = match c.get("status").and_then(Value::as_str)? {
-                        "True" => "True",
-                        "False" => "False",
-                        _ => "Unknown",
-                    };
-                    Some((
-                        Condition::new(
-                            type_,
-                            status,
-                            c.get("reason").and_then(Value::as_str).unwrap_or_default(),
-                            c.get("message").and_then(Value::as_str).unwrap_or_default(),
-                        ),
-                        c.get("lastTransitionTime")
-                            .and_then(Value::as_str)
-                            .map(String::from),
-                    ))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Sets `c` among `crd`'s conditions as upstream's SetCRDCondition does:
-/// a new type is appended; the transition time changes only with the
-/// status. Returns whether anything changed.
-pub fn set_condition(crd: &mut Value, c: &Condition) -> bool {
-    let now = crate::object::now();
-    if !crd.get("status").is_some_and(Value::is_object) {
-        crate::object::set(crd, "status", json!({}));
-    }
-    let Some(status) = crd.get_mut("status") else {
-        return false;
-    };
-    if !status.get("conditions").is_some_and(Value::is_array) {
-        crate::object::set(status, "conditions", json!([]));
-    }
-    let Some(list) = status.get_mut("conditions").and_then(Value::as_array_mut) else {
-        return false;
-    };
-    let entry = json!({
-        "type": c.type_,
-        "status": c.status,
-        "lastTransitionTime": now,
-        "reason": c.reason,
-        "message": c.message,
-    });
-    match list
-        .iter_mut()
-        .find(|x| x.get("type").and_then(Value::as_str) == Some(c.type_))
-    {
-        None => {
-            list.push(entry);
-            true
-        }
-        Some(existing) => {
-            let same_status = existing.get("status").and_then(Value::as_str) == Some(c.status);
-            let same = same_status
-                && existing.get("reason").and_then(Value::as_str) == Some(c.reason.as_str())
-                && existing.get("message").and_then(Value::as_str) == Some(c.message.as_str());
-            if same {
-                return false;
-            }
-            let time = if same_status {
-                existing.get("lastTransitionTime").cloned()
-            } else {
-                None
-            };
-            *existing = entry;
-            if let Some(t) = time {
-                crate::object::set(existing, "lastTransitionTime", t);
-            }
-            true
-        }
-    }
-}
-
-/// Whether `crd` has condition `type_` with status True.
-pub fn is_true(crd: &Value, type_: &str) -> bool {
-    conditions(crd)
-        .iter()
-        .any(|(c, _)| c.type_ == type_ && c.status == "True")
 }
 
 #[cfg(test)]

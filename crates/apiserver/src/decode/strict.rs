@@ -306,7 +306,7 @@ mod tests {
         let raw = br#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","name":"b"},
             "spec":{"foo":1,"containers":[{"name":"c","image":"i","bogus":true}]}}"#;
         let obj: Value = serde_json::from_slice(raw).unwrap();
-        let found = crate::resources::field_findings("", "Pod", raw, &obj);
+        let found = crate::resources::builtin().field_findings("", "Pod", raw, &obj);
         assert_eq!(
             found,
             vec![
@@ -328,7 +328,7 @@ mod tests {
             "containers":[{"name":"c","image":"i"},{"name":"d","image":"i","q":[1]}]}}"#;
         let obj: Value = serde_json::from_slice(raw).unwrap();
         assert_eq!(
-            crate::resources::field_findings("", "Pod", raw, &obj),
+            crate::resources::builtin().field_findings("", "Pod", raw, &obj),
             vec![
                 "duplicate field \"spec.foo\"",
                 "unknown field \"metadata.x\"",
@@ -346,7 +346,9 @@ mod tests {
             "spec":{"replicas":1,"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},
             "spec":{"containers":[{"name":"c","image":"i","resources":{}}]}}}}"#;
         let obj: Value = serde_json::from_slice(raw).unwrap();
-        assert!(crate::resources::field_findings("apps", "Deployment", raw, &obj).is_empty());
+        assert!(crate::resources::builtin()
+            .field_findings("apps", "Deployment", raw, &obj)
+            .is_empty());
     }
 
     #[test]
@@ -361,7 +363,7 @@ mod tests {
         );
         let obj: Value = serde_json::from_slice(raw.as_bytes()).unwrap();
         assert_eq!(
-            crate::resources::field_findings("", "ConfigMap", raw.as_bytes(), &obj),
+            crate::resources::builtin().field_findings("", "ConfigMap", raw.as_bytes(), &obj),
             vec![
                 "duplicate field \"metadata.labels.k3\"",
                 "duplicate field \"metadata.labels.ab\"",

@@ -390,7 +390,8 @@ mod tests {
     use serde_json::json;
 
     fn err(group: &str, kind: &str, obj: Value) -> String {
-        crate::resources::normalize(group, kind, (kind, "v1"), obj)
+        crate::resources::builtin()
+            .normalize(group, kind, (kind, "v1"), obj)
             .expect_err("must not decode")
             .message
     }
@@ -431,7 +432,9 @@ mod tests {
     fn unknown_fields_and_nulls_go() {
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "c", "labels": null, "bogus": 1}, "data": {"a": "b"}, "x": null});
-        let out = crate::resources::normalize("", "ConfigMap", ("ConfigMap", "v1"), cm).unwrap();
+        let out = crate::resources::builtin()
+            .normalize("", "ConfigMap", ("ConfigMap", "v1"), cm)
+            .unwrap();
         assert_eq!(
             out,
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "b"}})

@@ -7,9 +7,9 @@
 use axum::response::Response;
 use serde_json::Value;
 
+use crate::catalog::Kind;
 use crate::object;
 use crate::registry::write::{self, WriteOptions};
-use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult, Cause};
 use crate::AppState;
 
@@ -34,12 +34,13 @@ fn apply_error(e: skiff_api::apply::ApplyError) -> ApiError {
 
 pub async fn server_side_apply(
     state: &AppState,
-    r: &'static Resource,
+    kind: &Kind,
     ns: Option<&str>,
     name: &str,
     body: &[u8],
     opts: &WriteOptions,
 ) -> ApiResult<Response> {
+    let r = kind.resource;
     let Some(manager) = opts.field_manager.clone() else {
         return Err(ApiError::invalid(
             r.group,
@@ -76,7 +77,7 @@ pub async fn server_side_apply(
             )));
         }
     }
-    let warnings = write::check_fields(r, body, &applied, opts)?;
+    let warnings = write::check_fields(&state.catalog, r, body, &applied, opts)?;
     let api_version = r.group_version();
     let now = object::now();
     // Ownership is recorded here; the shared write path must not record an
@@ -97,11 +98,19 @@ pub async fn server_side_apply(
                 &now,
             )
             .map_err(apply_error)?;
-            write::create(state, r, ns, write::Body::Sent(created), &plain, Vec::new()).await?
+            write::create(
+                state,
+                kind,
+                ns,
+                write::Body::Sent(created),
+                &plain,
+                Vec::new(),
+            )
+            .await?
         }
         Err(e) => return Err(e),
         Ok(_) => {
-            write::update(state, r, ns, name, None, &plain, |live| {
+            write::update(state, kind, ns, name, None, &plain, |live| {
                 skiff_api::apply::apply(
                     r.kind,
                     Some(live),
@@ -117,5 +126,5 @@ pub async fn server_side_apply(
         }
     };
     outcome.warnings = warnings;
-    Ok(crate::handlers::written(r, outcome))
+    Ok(crate::handlers::written(kind, outcome))
 }

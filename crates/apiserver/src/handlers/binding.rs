@@ -4,8 +4,8 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{json, Value};
 
+use crate::catalog::Kind;
 use crate::object::{self};
-use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult};
 use crate::AppState;
 
@@ -14,11 +14,12 @@ use super::json_response;
 /// POST pods/NAME/binding: sets spec.nodeName once, and PodScheduled.
 pub(super) async fn bind(
     state: &AppState,
-    r: &Resource,
+    kind: &Kind,
     ns: Option<&str>,
     name: &str,
     body: &[u8],
 ) -> ApiResult<Response> {
+    let r = kind.resource;
     let binding = object::decode(body)?;
     // Typed, as upstream decodes it: a target or metadata field of the
     // wrong type is a 400 before anything is bound.

@@ -2,8 +2,8 @@
 
 use axum::response::Response;
 
+use crate::catalog::Kind;
 use crate::registry::write::WriteOptions;
-use crate::resources::Resource;
 use crate::status::ApiResult;
 use crate::AppState;
 
@@ -11,13 +11,15 @@ use super::written;
 
 pub(super) async fn create(
     state: &AppState,
-    r: &Resource,
+    kind: &Kind,
     ns: Option<&str>,
     body: &[u8],
     opts: &WriteOptions,
 ) -> ApiResult<Response> {
-    let checked = crate::registry::write::check_create_body(r, body, opts)?;
+    let r = kind.resource;
+    let checked = crate::registry::write::check_create_body(&state.catalog, r, body, opts)?;
     let outcome =
-        crate::registry::write::create(state, r, ns, checked.body, opts, checked.warnings).await?;
-    Ok(written(r, outcome))
+        crate::registry::write::create(state, kind, ns, checked.body, opts, checked.warnings)
+            .await?;
+    Ok(written(kind, outcome))
 }

@@ -7,9 +7,9 @@ use axum::response::Response;
 use serde_json::{json, Value};
 use skiff_store::ListOptions;
 
+use crate::catalog::Kind;
 use crate::object::{self};
 use crate::registry::delete::DeleteOptions;
-use crate::resources::Resource;
 use crate::status::ApiResult;
 use crate::watchcache::filter::Filter;
 use crate::AppState;
@@ -18,23 +18,25 @@ use super::{json_response, parse_stored};
 
 pub(super) async fn delete(
     state: &AppState,
-    r: &Resource,
+    kind: &Kind,
     ns: Option<&str>,
     name: &str,
     opts: &DeleteOptions,
 ) -> ApiResult<Response> {
-    let outcome = crate::registry::delete::delete_one(state, r, ns, name, opts).await?;
-    Ok(super::written(r, outcome))
+    let outcome = crate::registry::delete::delete_one(state, kind, ns, name, opts).await?;
+    Ok(super::written(kind, outcome))
 }
 
 pub(super) async fn delete_collection(
     state: &AppState,
-    r: &Resource,
+    kind: &Kind,
     ns: Option<&str>,
     q: &HashMap<String, String>,
     opts: &DeleteOptions,
 ) -> ApiResult<Response> {
-    let filter = Filter::parse(r, q)?;
+    let r = kind.resource;
+    let filter = Filter::parse(r, state.catalog.selectable_fields(r), q)?;
+    let view = state.catalog.selectable_for_storage(r.storage);
     let page = state
         .store
         .list(&object::prefix(r, ns), ListOptions::default())
@@ -42,7 +44,7 @@ pub(super) async fn delete_collection(
     let mut items = Vec::new();
     for kv in page.items {
         let obj = parse_stored(&kv.value)?;
-        if !filter.matches_object(r, &obj) {
+        if !filter.matches_object(r, view, &obj) {
             continue;
         }
         let name = object::name_of(&obj).unwrap_or_default().to_string();
@@ -50,7 +52,8 @@ pub(super) async fn delete_collection(
             .pointer("/metadata/namespace")
             .and_then(Value::as_str)
             .map(String::from);
-        match crate::registry::delete::delete_one(state, r, obj_ns.as_deref(), &name, opts).await {
+        match crate::registry::delete::delete_one(state, kind, obj_ns.as_deref(), &name, opts).await
+        {
             Ok(outcome) => items.push(outcome.object),
             Err(e) if e.code == StatusCode::NOT_FOUND => {}
             Err(e) => return Err(e),

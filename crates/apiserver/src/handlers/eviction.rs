@@ -14,11 +14,11 @@ use axum::response::Response;
 use serde_json::{json, Value};
 use skiff_api::selectors::LabelSelector;
 
-use crate::handlers::json_response;
+use crate::catalog::Kind;
 use crate::object;
 use crate::registry::delete::DeleteOptions;
 use crate::registry::write::{self, WriteOptions};
-use crate::resources::Resource;
+use crate::response::json_response;
 use crate::status::{ApiError, ApiResult};
 use crate::AppState;
 
@@ -78,9 +78,14 @@ fn int(v: &Value, path: &str) -> i64 {
 /// The budgets of the pod's namespace whose (non-empty) selector
 /// matches it.
 async fn budgets(state: &AppState, pod: &Value, ns: &str) -> ApiResult<Vec<Value>> {
-    let all =
-        crate::admission::objects::list_of(state, "policy", "v1", "poddisruptionbudgets", Some(ns))
-            .await?;
+    let all = crate::admission::objects::list_of(
+        &state.admission_context(),
+        "policy",
+        "v1",
+        "poddisruptionbudgets",
+        Some(ns),
+    )
+    .await?;
     Ok(all
         .into_iter()
         .filter(|pdb| {
@@ -139,7 +144,7 @@ async fn take_disruption(
     pdb_name: &str,
     dry_run: bool,
 ) -> ApiResult<()> {
-    let Some(r) = crate::resources::find("policy", "v1", "poddisruptionbudgets") else {
+    let Some(r) = crate::resources::find_builtin("policy", "v1", "poddisruptionbudgets") else {
         return Ok(());
     };
     for _ in 0..ATTEMPTS {
@@ -207,7 +212,7 @@ async fn take_disruption(
 /// Adds the DisruptionTarget condition (not on dry runs), then deletes.
 async fn condition_and_delete(
     state: &AppState,
-    r: &Resource,
+    kind: &Kind,
     ns: Option<&str>,
     name: &str,
     opts: &DeleteOptions,
@@ -219,7 +224,7 @@ async fn condition_and_delete(
             validation: crate::decode::strict::FieldValidation::Ignore,
             force: false,
         };
-        let added = write::update(state, r, ns, name, Some("status"), &wopts, |pod| {
+        let added = write::update(state, kind, ns, name, Some("status"), &wopts, |pod| {
             let mut pod = pod.clone();
             let condition = json!({
                 "type": "DisruptionTarget",
@@ -250,19 +255,20 @@ async fn condition_and_delete(
             tracing::debug!(pod = name, error = %e.message, "adding the DisruptionTarget condition");
         }
     }
-    crate::registry::delete::delete_one(state, r, ns, name, opts).await?;
+    crate::registry::delete::delete_one(state, kind, ns, name, opts).await?;
     Ok(())
 }
 
 /// POST pods/NAME/eviction.
 pub async fn evict(
     state: &AppState,
-    r: &Resource,
+    kind: &Kind,
     ns: Option<&str>,
     name: &str,
     body: &[u8],
     opts: &WriteOptions,
 ) -> ApiResult<Response> {
+    let r = kind.resource;
     if !r.subresources.contains(&"eviction") {
         return Err(ApiError::not_found_path());
     }
@@ -292,7 +298,7 @@ pub async fn evict(
         DeleteOptions::parse(&delete_options, &Default::default())?.dry_run(opts.dry_run);
     let (pod, _) = write::current(state, r, ns, name).await?;
     if can_ignore_pdb(&pod) {
-        condition_and_delete(state, r, ns, name, &delete_opts).await?;
+        condition_and_delete(state, kind, ns, name, &delete_opts).await?;
         return Ok(success());
     }
     let namespace = ns.unwrap_or("default");
@@ -327,7 +333,7 @@ pub async fn evict(
             take_disruption(state, namespace, name, pdb_name, delete_opts.dry_run).await?;
         }
     }
-    condition_and_delete(state, r, ns, name, &delete_opts).await?;
+    condition_and_delete(state, kind, ns, name, &delete_opts).await?;
     Ok(success())
 }
 

@@ -28,9 +28,9 @@ use axum::extract::Request;
 use axum::response::Response;
 use serde_json::Value;
 
+use crate::catalog::Kind;
 use crate::object;
 use crate::request::url_pairs;
-use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult};
 use crate::streaming::proxy::{self, Agent};
 use crate::streaming::translate::{self, Streams};
@@ -112,10 +112,11 @@ impl ExecOptions {
 /// The pod `name`, or its 404.
 pub(super) async fn get_pod(
     state: &AppState,
-    r: &Resource,
+    kind: &Kind,
     ns: Option<&str>,
     name: &str,
 ) -> ApiResult<Value> {
+    let r = kind.resource;
     match state.store.get(&object::key(r, ns, name)).await {
         Ok(kv) => parse_stored(&kv.value),
         Err(skiff_store::Error::NotFound { .. }) => {
@@ -142,14 +143,14 @@ pub(super) async fn pod_agent(state: &AppState, pod: &Value, name: &str) -> ApiR
 /// GET|POST pods/NAME/exec (`sub` "exec") or pods/NAME/attach.
 pub(super) async fn exec(
     state: &AppState,
-    r: &Resource,
+    kind: &Kind,
     ns: Option<&str>,
     name: &str,
     sub: &str,
     req: Request,
 ) -> ApiResult<Response> {
     let opts = ExecOptions::parse(req.uri().query().unwrap_or(""));
-    let pod = get_pod(state, r, ns, name).await?;
+    let pod = get_pod(state, kind, ns, name).await?;
     let container = choose_container(&pod, opts.container.as_deref(), name)?;
     let agent = pod_agent(state, &pod, name).await?;
     let mut path = format!(

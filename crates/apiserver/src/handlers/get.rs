@@ -3,8 +3,8 @@
 use axum::http::StatusCode;
 use axum::response::Response;
 
+use crate::catalog::Kind;
 use crate::object::{self, with_revision};
-use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult};
 use crate::AppState;
 
@@ -12,15 +12,19 @@ use super::{json_response, parse_stored, Output};
 
 pub(super) async fn get(
     state: &AppState,
-    r: &Resource,
+    kind: &Kind,
     ns: Option<&str>,
     name: &str,
     out: Output,
 ) -> ApiResult<Response> {
+    let r = kind.resource;
     match state.store.get(&object::key(r, ns, name)).await {
         Ok(kv) => Ok(json_response(
             StatusCode::OK,
-            &out.object(r, with_revision(parse_stored(&kv.value)?, kv.mod_revision)),
+            &out.object(
+                kind,
+                with_revision(parse_stored(&kv.value)?, kv.mod_revision),
+            ),
         )),
         Err(skiff_store::Error::NotFound { .. }) => {
             Err(ApiError::not_found(r.group, r.plural, name))

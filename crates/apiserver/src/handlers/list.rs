@@ -8,8 +8,8 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use skiff_store::ListOptions;
 
+use crate::catalog::Kind;
 use crate::object::{self, with_revision};
-use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult};
 use crate::watchcache::filter::Filter;
 use crate::AppState;
@@ -73,11 +73,12 @@ pub(super) fn list_mode(q: &HashMap<String, String>) -> ApiResult<ListMode> {
 
 pub(super) async fn list(
     state: &AppState,
-    r: &Resource,
+    kind: &Kind,
     ns: Option<&str>,
     q: &HashMap<String, String>,
     out: Output,
 ) -> ApiResult<Response> {
+    let r = kind.resource;
     let limit = q.get("limit").and_then(|l| l.parse::<usize>().ok());
     let revision = match q.get("resourceVersion").map(String::as_str) {
         None | Some("") | Some("0") => None,
@@ -91,12 +92,12 @@ pub(super) async fn list(
         continue_token: q.get("continue").filter(|c| !c.is_empty()).cloned(),
         revision,
     };
-    let filter = Filter::parse(r, q)?;
+    let filter = Filter::parse(r, state.catalog.selectable_fields(r), q)?;
     let page = state.store.list(&object::prefix(r, ns), opts).await?;
     let mut items = Vec::with_capacity(page.items.len());
     for kv in &page.items {
         let obj = parse_stored(&kv.value)?;
-        if filter.matches_object(r, &obj) {
+        if filter.matches_object(r, state.catalog.selectable_for_storage(r.storage), &obj) {
             items.push(with_revision(obj, kv.mod_revision));
         }
     }
@@ -104,7 +105,10 @@ pub(super) async fn list(
     if let Some(token) = page.continue_token {
         crate::object::set(&mut metadata, "continue", json!(token));
     }
-    Ok(json_response(StatusCode::OK, &out.list(r, items, metadata)))
+    Ok(json_response(
+        StatusCode::OK,
+        &out.list(kind, items, metadata),
+    ))
 }
 
 /// A list served from the watch cache. With `limit`, the first page comes
@@ -112,13 +116,14 @@ pub(super) async fn list(
 /// snapshot of the same revision.
 pub(super) async fn list_from_cache(
     state: &AppState,
-    r: &Resource,
+    kind: &Kind,
     ns: Option<&str>,
     q: &HashMap<String, String>,
     out: Output,
     at_least: Option<i64>,
 ) -> ApiResult<Response> {
-    let filter = Filter::parse(r, q)?;
+    let r = kind.resource;
+    let filter = Filter::parse(r, state.catalog.selectable_fields(r), q)?;
     let cache = state.cache(r);
     if !cache.wait_for(at_least.unwrap_or(0), CONSISTENT_WAIT).await {
         return Err(ApiError::unavailable("the watch cache is not ready yet"));
@@ -149,11 +154,11 @@ pub(super) async fn list_from_cache(
     if let Some(token) = &continue_token {
         crate::object::set(&mut metadata, "continue", json!(token));
     }
-    if out.table.is_some() || crate::registry::convert::needed(r) {
+    if out.table.is_some() || crate::registry::convert::needed(kind) {
         let objects = items.iter().filter_map(|i| i.object()).collect();
         return Ok(json_response(
             StatusCode::OK,
-            &out.list(r, objects, metadata),
+            &out.list(kind, objects, metadata),
         ));
     }
     // The common case: splice the cached JSON, no re-serialization.

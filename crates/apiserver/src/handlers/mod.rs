@@ -12,9 +12,9 @@ use axum::http::{header, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
+use crate::catalog::Kind;
 use crate::registry::delete::DeleteOptions;
 use crate::registry::write::WriteOptions;
-use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult};
 use crate::AppState;
 
@@ -23,6 +23,8 @@ mod binding;
 
 pub use crate::request::forbidden_message;
 use crate::request::{is_true, parse_target, url_pairs};
+use crate::table;
+mod componentstatuses;
 mod create;
 mod delete;
 pub mod eviction;
@@ -34,9 +36,10 @@ pub mod params;
 mod patch;
 mod portforward;
 pub mod scale;
-pub mod table;
 mod update;
 mod watch;
+
+use crate::response::{json_response, MAX_BODY};
 
 use binding::bind;
 use create::create;
@@ -47,9 +50,6 @@ pub(crate) use patch::patch_error;
 use patch::{content_type, patch, PatchBody};
 use update::update;
 use watch::watch;
-
-/// Largest request body accepted (upstream's 3 MiB).
-pub const MAX_BODY: usize = 3 * 1024 * 1024;
 
 fn query(req: &Request) -> HashMap<String, String> {
     req.uri()
@@ -62,15 +62,6 @@ fn query(req: &Request) -> HashMap<String, String> {
         .unwrap_or_default()
 }
 
-pub(crate) fn json_response(status: StatusCode, body: &Value) -> Response {
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        serde_json::to_vec(body).unwrap_or_default(),
-    )
-        .into_response()
-}
-
 /// The fallback handler: every resource request lands here.
 pub async fn dispatch(State(state): State<AppState>, req: Request) -> Response {
     let req = match buffered(req).await {
@@ -79,8 +70,13 @@ pub async fn dispatch(State(state): State<AppState>, req: Request) -> Response {
     };
     // The requesting user, for strategies that record it (CSRs).
     let user = req.extensions().get::<crate::authn::User>().cloned();
-    // A deprecated custom resource version warns (crate::crd).
-    let deprecated = crate::crd::deprecation(req.uri().path());
+    // A deprecated custom resource version warns.
+    let deprecated = if state.catalog.custom_kinds().any_deprecated() {
+        parse_target(&state.catalog, req.uri().path())
+            .and_then(|t| state.catalog.deprecation(t.resource))
+    } else {
+        None
+    };
     let mut response = match crate::resources::requester::scope(user, handle(state, req)).await {
         Ok(response) => response,
         Err(e) => e.into_response(),
@@ -246,21 +242,20 @@ async fn handle(state: AppState, req: Request) -> ApiResult<Response> {
         Ok(answer) => return answer,
         Err(req) => req,
     };
-    let Some(target) = parse_target(req.uri().path()) else {
+    let Some(target) = parse_target(&state.catalog, req.uri().path()) else {
         return Err(ApiError::not_found_path());
     };
-    if crate::crd::foreign(target.resource, state.crd_owner) {
-        return Err(ApiError::not_found_path());
-    }
     let q = query(&req);
     crate::handlers::params::check(&q, req.headers())?;
     let method = req.method().clone();
-    let r = target.resource;
+    // Resolved once: every stage below takes its rules from `kind`.
+    let kind = state.catalog.resolve(target.resource);
+    let r = kind.resource;
     let ns = target.namespace.as_deref();
-    if crate::resources::componentstatuses::is(r) {
-        return crate::resources::componentstatuses::handle(
+    if componentstatuses::is(r) {
+        return componentstatuses::handle(
             &state,
-            r,
+            &kind,
             &method,
             target.name.as_deref(),
             target.subresource.as_deref(),
@@ -270,16 +265,17 @@ async fn handle(state: AppState, req: Request) -> ApiResult<Response> {
         .await;
     }
     let out = Output {
-        table: table::wanted(req.headers()).then(|| table::Include::parse(q.get("includeObject"))),
+        table: crate::handlers::params::wants_table(req.headers())
+            .then(|| table::Include::parse(q.get("includeObject"))),
     };
     match (
         method,
         target.name.as_deref(),
         target.subresource.as_deref(),
     ) {
-        (Method::GET, Some(name), None | Some("status")) => get(&state, r, ns, name, out).await,
+        (Method::GET, Some(name), None | Some("status")) => get(&state, &kind, ns, name, out).await,
         (Method::GET, Some(name), Some("approval")) if r.subresources.contains(&"approval") => {
-            get(&state, r, ns, name, out).await
+            get(&state, &kind, ns, name, out).await
         }
         (Method::PATCH, Some(name), sub @ Some("approval"))
             if r.subresources.contains(&"approval") =>
@@ -291,31 +287,33 @@ async fn handle(state: AppState, req: Request) -> ApiResult<Response> {
                 content_type: &ct,
                 bytes: &body,
             };
-            patch(&state, r, ns, name, sub, body, &opts).await
+            patch(&state, &kind, ns, name, sub, body, &opts).await
         }
         (Method::PUT, Some(name), sub @ Some("approval"))
             if r.subresources.contains(&"approval") =>
         {
             let opts = WriteOptions::parse(&q)?;
             let body = read_body(req).await?;
-            update(&state, r, ns, name, sub, &body, &opts).await
+            update(&state, &kind, ns, name, sub, &body, &opts).await
         }
-        (Method::GET, None, None) if is_true(q.get("watch")) => watch(&state, r, ns, &q, out).await,
+        (Method::GET, None, None) if is_true(q.get("watch")) => {
+            watch(&state, &kind, ns, &q, out).await
+        }
         (Method::GET, None, None) => match list_mode(&q)? {
-            ListMode::Any => list_from_cache(&state, r, ns, &q, out, None).await,
+            ListMode::Any => list_from_cache(&state, &kind, ns, &q, out, None).await,
             ListMode::Consistent => {
                 // Consistent read from the cache once it has caught up with
                 // the store; the store itself if it does not in time.
                 let current = state.store.current_revision().await?;
                 if state.cache(r).wait_for(current, CONSISTENT_WAIT).await {
-                    list_from_cache(&state, r, ns, &q, out, Some(current)).await
+                    list_from_cache(&state, &kind, ns, &q, out, Some(current)).await
                 } else {
-                    list(&state, r, ns, &q, out).await
+                    list(&state, &kind, ns, &q, out).await
                 }
             }
             ListMode::NotOlderThan(revision) => {
                 if state.cache(r).wait_for(revision, CONSISTENT_WAIT).await {
-                    list_from_cache(&state, r, ns, &q, out, Some(revision)).await
+                    list_from_cache(&state, &kind, ns, &q, out, Some(revision)).await
                 } else {
                     Err(ApiError::timeout(format!(
                         "Too large resource version: {revision}, current: {}",
@@ -323,48 +321,50 @@ async fn handle(state: AppState, req: Request) -> ApiResult<Response> {
                     )))
                 }
             }
-            ListMode::Exact => list(&state, r, ns, &q, out).await,
+            ListMode::Exact => list(&state, &kind, ns, &q, out).await,
         },
-        (Method::GET, Some(name), Some("log")) => log::log(&state, r, ns, name, &q).await,
+        (Method::GET, Some(name), Some("log")) => log::log(&state, &kind, ns, name, &q).await,
         (Method::GET | Method::POST, Some(name), Some(sub @ ("exec" | "attach"))) => {
-            exec::exec(&state, r, ns, name, sub, req).await
+            exec::exec(&state, &kind, ns, name, sub, req).await
         }
         (Method::GET | Method::POST, Some(name), Some("portforward")) => {
-            portforward::portforward(&state, r, ns, name, req).await
+            portforward::portforward(&state, &kind, ns, name, req).await
         }
         (Method::GET, Some(name), Some("scale")) => {
-            crate::handlers::scale::get(&state, r, ns, name).await
+            crate::handlers::scale::get(&state, &kind, ns, name).await
         }
         (Method::POST, Some(name), Some("binding")) => {
             let body = read_body(req).await?;
-            bind(&state, r, ns, name, &body).await
+            bind(&state, &kind, ns, name, &body).await
         }
         (Method::POST, Some(name), Some("eviction")) => {
             let opts = WriteOptions::parse(&q)?;
             let body = read_body(req).await?;
-            crate::handlers::eviction::evict(&state, r, ns, name, &body, &opts).await
+            crate::handlers::eviction::evict(&state, &kind, ns, name, &body, &opts).await
         }
         (Method::POST, None, None) => {
-            crate::crd::strategy::check_create(r)?;
+            crate::customresources::strategy::check_create(crate::customresources::served_of(
+                &kind,
+            ))?;
             let opts = WriteOptions::parse(&q)?;
             let body = read_body(req).await?;
-            create(&state, r, ns, &body, &opts).await
+            create(&state, &kind, ns, &body, &opts).await
         }
         (Method::PUT, Some(name), Some("scale")) => {
             let opts = WriteOptions::parse(&q)?;
             let body = read_body(req).await?;
-            crate::handlers::scale::update(&state, r, ns, name, &body, &opts).await
+            crate::handlers::scale::update(&state, &kind, ns, name, &body, &opts).await
         }
         (Method::PUT, Some(name), sub @ (None | Some("status"))) => {
             let opts = WriteOptions::parse(&q)?;
             let body = read_body(req).await?;
-            update(&state, r, ns, name, sub, &body, &opts).await
+            update(&state, &kind, ns, name, sub, &body, &opts).await
         }
         (Method::PATCH, Some(name), Some("scale")) => {
             let opts = WriteOptions::parse(&q)?;
             let ct = content_type(req.headers());
             let body = read_raw_body(req).await?;
-            crate::handlers::scale::patch(&state, r, ns, name, &ct, &body, &opts).await
+            crate::handlers::scale::patch(&state, &kind, ns, name, &ct, &body, &opts).await
         }
         (Method::PATCH, Some(name), sub @ (None | Some("status"))) => {
             let opts = WriteOptions::parse(&q)?;
@@ -374,14 +374,14 @@ async fn handle(state: AppState, req: Request) -> ApiResult<Response> {
                 content_type: &ct,
                 bytes: &body,
             };
-            patch(&state, r, ns, name, sub, body, &opts).await
+            patch(&state, &kind, ns, name, sub, body, &opts).await
         }
         (Method::DELETE, Some(name), None) => {
             let dry_run = WriteOptions::parse(&q)?.dry_run;
             let body = read_body(req).await?;
             delete(
                 &state,
-                r,
+                &kind,
                 ns,
                 name,
                 &DeleteOptions::parse(&body, &q)?.dry_run(dry_run),
@@ -392,7 +392,7 @@ async fn handle(state: AppState, req: Request) -> ApiResult<Response> {
             let dry_run = WriteOptions::parse(&q)?.dry_run;
             let body = read_body(req).await?;
             let opts = DeleteOptions::parse(&body, &q)?.dry_run(dry_run);
-            delete_collection(&state, r, ns, &q, &opts).await
+            delete_collection(&state, &kind, ns, &q, &opts).await
         }
         _ => Err(ApiError::method_not_allowed()),
     }
@@ -411,28 +411,33 @@ struct Output {
 
 impl Output {
     /// One object (converted to the served version), as itself or a Table.
-    fn object(&self, r: &Resource, obj: Value) -> Value {
-        let obj = crate::registry::convert::to_served(r, obj);
+    fn object(&self, kind: &Kind, obj: Value) -> Value {
+        let obj = crate::registry::convert::to_served(kind, obj);
         match self.table {
-            Some(include) => match crate::crd::served(r) {
-                Some(custom) => crate::crd::table::table(&custom, &[&obj], json!({}), include),
-                None => table::table(r.kind, &[&obj], json!({}), include),
+            Some(include) => match crate::customresources::served_of(kind) {
+                Some(custom) => {
+                    crate::customresources::table::table(custom, &[&obj], json!({}), include)
+                }
+                None => table::table(kind.resource.kind, &[&obj], json!({}), include),
             },
             None => obj,
         }
     }
 
     /// A list response from objects in stored form.
-    fn list(&self, r: &Resource, items: Vec<Value>, metadata: Value) -> Value {
+    fn list(&self, kind: &Kind, items: Vec<Value>, metadata: Value) -> Value {
+        let r = kind.resource;
         let items: Vec<Value> = items
             .into_iter()
-            .map(|o| crate::registry::convert::to_served(r, o))
+            .map(|o| crate::registry::convert::to_served(kind, o))
             .collect();
         match self.table {
             Some(include) => {
                 let refs: Vec<&Value> = items.iter().collect();
-                match crate::crd::served(r) {
-                    Some(custom) => crate::crd::table::table(&custom, &refs, metadata, include),
+                match crate::customresources::served_of(kind) {
+                    Some(custom) => {
+                        crate::customresources::table::table(custom, &refs, metadata, include)
+                    }
                     None => table::table(r.kind, &refs, metadata, include),
                 }
             }
@@ -448,12 +453,12 @@ impl Output {
 
 /// A write's answer: the object (served form), with any field-validation
 /// warnings as `Warning: 299` headers.
-pub(crate) fn written(r: &Resource, outcome: crate::registry::write::Outcome) -> Response {
+pub(crate) fn written(kind: &Kind, outcome: crate::registry::write::Outcome) -> Response {
     // The stored bytes with the resourceVersion spliced in, when they are
     // the served form: serializing the tree again was most of the cost of
     // answering a write.
     let spliced = match &outcome.stored {
-        Some(stored) if !crate::registry::convert::needed(r) => match stored.slot {
+        Some(stored) if !crate::registry::convert::needed(kind) => match stored.slot {
             Some(slot) => crate::object::with_revision_at(&stored.bytes, slot, stored.revision),
             None => {
                 crate::watchcache::with_revision_spliced(Vec::new(), &stored.bytes, stored.revision)
@@ -470,7 +475,7 @@ pub(crate) fn written(r: &Resource, outcome: crate::registry::write::Outcome) ->
             .into_response(),
         None => json_response(
             outcome.status,
-            &crate::registry::convert::to_served(r, outcome.object),
+            &crate::registry::convert::to_served(kind, outcome.object),
         ),
     };
     for warning in outcome.warnings {

@@ -166,6 +166,15 @@ fn check_accept(headers: &HeaderMap) -> ApiResult<()> {
     Err(e)
 }
 
+/// Does the client want Tables? Only when the first clause of `Accept`
+/// we can answer asks for one (see `params::negotiate`).
+pub fn wants_table(headers: &axum::http::HeaderMap) -> bool {
+    let accept = headers
+        .get(axum::http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok());
+    negotiate(accept) == Some(Wanted::Table)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,8 +4,8 @@ use axum::http::header;
 use axum::response::Response;
 use serde_json::{json, Value};
 
+use crate::catalog::Kind;
 use crate::registry::write::WriteOptions;
-use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult};
 use crate::AppState;
 
@@ -40,13 +40,14 @@ pub(super) struct PatchBody<'a> {
 
 pub(super) async fn patch(
     state: &AppState,
-    r: &'static Resource,
+    kind: &Kind,
     ns: Option<&str>,
     name: &str,
     subresource: Option<&str>,
     patch: PatchBody<'_>,
     opts: &WriteOptions,
 ) -> ApiResult<Response> {
+    let r = kind.resource;
     let (content_type, body) = (patch.content_type, patch.bytes);
     use skiff_api::patch::{apply_patch, PatchType};
     let Some(patch_type) = PatchType::from_content_type(content_type) else {
@@ -55,7 +56,8 @@ pub(super) async fn patch(
             skiff_api::patch::PATCH_TYPES,
         ));
     };
-    if patch_type == PatchType::StrategicMerge && crate::crd::served(r).is_some() {
+    if patch_type == PatchType::StrategicMerge && crate::customresources::served_of(kind).is_some()
+    {
         // Custom resources have no patch strategies (upstream: 415).
         return Err(patch_error(
             skiff_api::patch::PatchError::UnsupportedMediaType,
@@ -72,7 +74,7 @@ pub(super) async fn patch(
         return Err(ApiError::bad_request(detail));
     }
     if patch_type == PatchType::Apply {
-        return crate::handlers::apply::server_side_apply(state, r, ns, name, body, opts).await;
+        return crate::handlers::apply::server_side_apply(state, kind, ns, name, body, opts).await;
     }
     let mut warnings = Vec::new();
     if patch_type != PatchType::Json
@@ -87,18 +89,18 @@ pub(super) async fn patch(
             warnings = if patch_type == PatchType::StrategicMerge {
                 let fields = skiff_api::patch::without_directives(typed);
                 let raw = serde_json::to_vec(&fields).unwrap_or_default();
-                crate::registry::write::check_fields(r, &raw, &fields, opts)?
+                crate::registry::write::check_fields(&state.catalog, r, &raw, &fields, opts)?
             } else {
-                crate::registry::write::check_fields(r, body, &typed, opts)?
+                crate::registry::write::check_fields(&state.catalog, r, body, &typed, opts)?
             };
         }
     }
-    let kind = r.kind;
+    let kind_name = r.kind;
     let mut outcome =
-        crate::registry::write::update(state, r, ns, name, subresource, opts, |current| {
-            apply_patch(kind, current, patch_type, body).map_err(patch_error)
+        crate::registry::write::update(state, kind, ns, name, subresource, opts, |current| {
+            apply_patch(kind_name, current, patch_type, body).map_err(patch_error)
         })
         .await?;
     outcome.warnings = warnings;
-    Ok(written(r, outcome))
+    Ok(written(kind, outcome))
 }

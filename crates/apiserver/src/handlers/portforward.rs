@@ -17,8 +17,8 @@
 use axum::extract::Request;
 use axum::response::Response;
 
+use crate::catalog::Kind;
 use crate::request::url_pairs;
-use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult};
 use crate::streaming::{proxy, translate, websocket};
 use crate::AppState;
@@ -53,13 +53,13 @@ pub fn parse_ports(query: &str) -> ApiResult<Vec<u16>> {
 /// GET|POST pods/NAME/portforward.
 pub(super) async fn portforward(
     state: &AppState,
-    r: &Resource,
+    kind: &Kind,
     ns: Option<&str>,
     name: &str,
     req: Request,
 ) -> ApiResult<Response> {
     let ports = parse_ports(req.uri().query().unwrap_or(""))?;
-    let pod = get_pod(state, r, ns, name).await?;
+    let pod = get_pod(state, kind, ns, name).await?;
     let agent = pod_agent(state, &pod, name).await?;
     let mut path = format!(
         "/portForward/{}/{}",

@@ -6,10 +6,10 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{json, Value};
 
-use crate::handlers::json_response;
+use crate::catalog::{Kind, Resource};
 use crate::object;
 use crate::registry::write::{self, WriteOptions};
-use crate::resources::Resource;
+use crate::response::json_response;
 use crate::status::{ApiError, ApiResult};
 use crate::AppState;
 
@@ -86,20 +86,20 @@ pub fn to_scale(obj: &Value) -> Value {
     })
 }
 
-/// The Scale view of `obj` of `r` (a workload, or a custom resource
+/// The Scale view of `obj` of `kind` (a workload, or a custom resource
 /// through its CRD's scale paths).
-fn view(r: &Resource, obj: &Value) -> Value {
-    match crate::crd::served(r).and_then(|s| s.scale.clone()) {
-        Some(paths) => crate::crd::scale::to_scale(&paths, obj),
+fn view(kind: &Kind, obj: &Value) -> Value {
+    match crate::customresources::served_of(kind).and_then(|s| s.scale.clone()) {
+        Some(paths) => crate::customresources::scale::to_scale(&paths, obj),
         None => to_scale(obj),
     }
 }
 
-/// `workload` changed by `scale`, for `r`.
-fn apply_scale(r: &Resource, workload: &Value, scale: &Value) -> ApiResult<Value> {
+/// `workload` changed by `scale`, for `kind`.
+fn apply_scale(kind: &Kind, workload: &Value, scale: &Value) -> ApiResult<Value> {
     check_scale(scale)?;
     let next = from_scale(workload, scale)?;
-    match crate::crd::served(r).and_then(|s| s.scale.clone()) {
+    match crate::customresources::served_of(kind).and_then(|s| s.scale.clone()) {
         Some(paths) => {
             let replicas = scale
                 .pointer("/spec/replicas")
@@ -107,7 +107,7 @@ fn apply_scale(r: &Resource, workload: &Value, scale: &Value) -> ApiResult<Value
                 .unwrap_or(0);
             // from_scale checked the value and carried the precondition;
             // the replicas go where the CRD says.
-            let mut out = crate::crd::scale::set_replicas(&paths, workload, replicas);
+            let mut out = crate::customresources::scale::set_replicas(&paths, workload, replicas);
             match next.pointer("/metadata/resourceVersion") {
                 Some(rv) => {
                     object::meta(&mut out).insert("resourceVersion".into(), rv.clone());
@@ -160,13 +160,14 @@ fn check(r: &Resource) -> ApiResult<()> {
 
 pub async fn get(
     state: &AppState,
-    r: &Resource,
+    kind: &Kind,
     ns: Option<&str>,
     name: &str,
 ) -> ApiResult<Response> {
+    let r = kind.resource;
     check(r)?;
     let (obj, _) = write::current(state, r, ns, name).await?;
-    Ok(json_response(StatusCode::OK, &view(r, &obj)))
+    Ok(json_response(StatusCode::OK, &view(kind, &obj)))
 }
 
 /// Applies a changed Scale back onto the workload.
@@ -208,30 +209,32 @@ fn from_scale(workload: &Value, scale: &Value) -> ApiResult<Value> {
 
 pub async fn update(
     state: &AppState,
-    r: &Resource,
+    kind: &Kind,
     ns: Option<&str>,
     name: &str,
     body: &[u8],
     opts: &WriteOptions,
 ) -> ApiResult<Response> {
+    let r = kind.resource;
     check(r)?;
     let scale = object::decode(body)?;
-    let outcome = write::update(state, r, ns, name, None, opts, |workload| {
-        apply_scale(r, workload, &scale)
+    let outcome = write::update(state, kind, ns, name, None, opts, |workload| {
+        apply_scale(kind, workload, &scale)
     })
     .await?;
-    Ok(json_response(StatusCode::OK, &view(r, &outcome.object)))
+    Ok(json_response(StatusCode::OK, &view(kind, &outcome.object)))
 }
 
 pub async fn patch(
     state: &AppState,
-    r: &Resource,
+    kind: &Kind,
     ns: Option<&str>,
     name: &str,
     content_type: &str,
     body: &[u8],
     opts: &WriteOptions,
 ) -> ApiResult<Response> {
+    let r = kind.resource;
     use skiff_api::patch::{apply_patch, PatchType};
     check(r)?;
     let patch_type = PatchType::from_content_type(content_type)
@@ -239,13 +242,13 @@ pub async fn patch(
         .ok_or_else(|| {
             ApiError::unsupported_media_type(content_type, skiff_api::patch::PATCH_TYPES)
         })?;
-    let outcome = write::update(state, r, ns, name, None, opts, |workload| {
-        let scale = view(r, workload);
+    let outcome = write::update(state, kind, ns, name, None, opts, |workload| {
+        let scale = view(kind, workload);
         // The same statuses as any other patch (400, 422, 415).
         let patched =
             apply_patch("Scale", &scale, patch_type, body).map_err(crate::handlers::patch_error)?;
-        apply_scale(r, workload, &patched)
+        apply_scale(kind, workload, &patched)
     })
     .await?;
-    Ok(json_response(StatusCode::OK, &view(r, &outcome.object)))
+    Ok(json_response(StatusCode::OK, &view(kind, &outcome.object)))
 }

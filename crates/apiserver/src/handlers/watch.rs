@@ -12,8 +12,8 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use skiff_store::EventKind;
 
+use crate::catalog::{Kind, Resource};
 use crate::object::{self, with_revision};
-use crate::resources::{self, Resource};
 use crate::status::{ApiError, ApiResult};
 use crate::watchcache::filter::Filter;
 use crate::AppState;
@@ -63,16 +63,17 @@ pub(super) fn stream_response(body: Body) -> ApiResult<Response> {
 
 pub(super) async fn watch(
     state: &AppState,
-    r: &Resource,
+    kind: &Kind,
     ns: Option<&str>,
     q: &HashMap<String, String>,
     out: Output,
 ) -> ApiResult<Response> {
+    let r = kind.resource;
     let prefix = object::prefix(r, ns);
-    let filter = Filter::parse(r, q)?;
-    let plain = out.table.is_none() && !crate::registry::convert::needed(r);
-    let resource: &'static Resource =
-        resources::find(r.group, r.version, r.plural).ok_or_else(ApiError::not_found_path)?;
+    let filter = Filter::parse(r, state.catalog.selectable_fields(r), q)?;
+    let plain = out.table.is_none() && !crate::registry::convert::needed(kind);
+    // Owned, for the stream below.
+    let served = kind.clone();
     let timeout = q
         .get("timeoutSeconds")
         .and_then(|t| t.parse::<u64>().ok())
@@ -142,7 +143,7 @@ pub(super) async fn watch(
             };
             Some(watch_line(
                 crate::watchcache::kind_name(kind),
-                &out.object(resource, object),
+                &out.object(&served, object),
             ))
         };
         if filter.is_everything() {
@@ -184,6 +185,7 @@ pub(super) async fn watch(
         bookmarks.then(|| tokio::time::interval_at(tokio::time::Instant::now() + every, every));
     let live_state = (subscription.live, subscription.revision, ticker);
     let cache_for_bookmarks = cache.clone();
+    let resource = kind.resource;
     let live = futures::stream::unfold(live_state, move |(mut rx, mut seen, mut ticker)| {
         let to_line = to_line_live.clone();
         let cache_for_bookmarks = cache_for_bookmarks.clone();

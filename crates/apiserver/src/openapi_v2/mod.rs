@@ -22,6 +22,7 @@
 mod convert;
 mod proto;
 
+use crate::openapi::Source;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
@@ -73,11 +74,13 @@ struct Built {
     last_modified: DateTime<Utc>,
 }
 
-static CURRENT: Mutex<Option<Arc<Built>>> = Mutex::new(None);
+/// Per server (its custom resource registry's id).
+static CURRENT: std::sync::LazyLock<Mutex<std::collections::HashMap<u64, Arc<Built>>>> =
+    std::sync::LazyLock::new(Default::default);
 
-fn build(generation: u64) -> Built {
+fn build(src: Source<'_>, generation: u64) -> Built {
     let mut docs = Vec::new();
-    crate::openapi::each_document(|_, bytes, _| {
+    crate::openapi::each_document(src, |_, bytes, _| {
         if let Ok(doc) = serde_json::from_slice::<Value>(bytes) {
             docs.push(doc);
         }
@@ -102,28 +105,31 @@ fn build(generation: u64) -> Built {
 }
 
 /// The document for the v3 documents served now, built if they changed.
-fn current() -> Arc<Built> {
+fn current(src: Source<'_>) -> Arc<Built> {
     // Read before the documents, so a change while building rebuilds.
-    let generation = crate::openapi::documents_generation();
+    let generation = crate::openapi::documents_generation(src);
     let mut guard = CURRENT.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(built) = guard.as_ref().filter(|b| b.generation == generation) {
+    if let Some(built) = guard
+        .get(&src.crds.id())
+        .filter(|b| b.generation == generation)
+    {
         return built.clone();
     }
     let started = std::time::Instant::now();
-    let built = Arc::new(build(generation));
+    let built = Arc::new(build(src, generation));
     tracing::debug!(
         json_bytes = built.json.plain.len(),
         protobuf_bytes = built.protobuf.plain.len(),
         elapsed_ms = started.elapsed().as_millis() as u64,
         "OpenAPI v2 document built"
     );
-    *guard = Some(built.clone());
+    guard.insert(src.crds.id(), built.clone());
     built
 }
 
 /// The Swagger 2.0 document served now, as JSON (for tests and tools).
-pub fn document() -> Value {
-    serde_json::from_slice(&current().json.plain).unwrap_or(Value::Null)
+pub fn document(src: Source<'_>) -> Value {
+    serde_json::from_slice(&current(src).json.plain).unwrap_or(Value::Null)
 }
 
 /// One clause of an `Accept` header (goautoneg's `ParseAccept`).
@@ -221,8 +227,12 @@ fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
 }
 
 /// GET (and HEAD) /openapi/v2
-pub async fn handler(method: Method, headers: HeaderMap) -> Response {
-    let Ok(built) = tokio::task::spawn_blocking(current).await else {
+pub async fn handler(
+    axum::extract::State(state): axum::extract::State<crate::AppState>,
+    method: Method,
+    headers: HeaderMap,
+) -> Response {
+    let Ok(built) = tokio::task::spawn_blocking(move || current(Source::of(&state))).await else {
         return StatusCode::SERVICE_UNAVAILABLE.into_response();
     };
     respond(&built, &method, &headers)

@@ -16,9 +16,10 @@
 use serde_json::{json, Value};
 use skiff_store::ListOptions;
 
+use crate::catalog::{Kind, Resource};
 use crate::object::{self, with_revision};
+use crate::registry::finalize::finalizers;
 use crate::registry::write::{Outcome, Stored};
-use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult, Cause};
 use crate::AppState;
 
@@ -198,25 +199,15 @@ fn options_invalid(reason: &'static str, field: &str, message: String) -> ApiErr
     )
 }
 
-fn finalizers(obj: &Value) -> Vec<String> {
-    obj.pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|f| f.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// Deletes (or marks for deletion) one object; returns the response body.
 pub async fn delete_one(
     state: &AppState,
-    r: &Resource,
+    kind: &Kind,
     ns: Option<&str>,
     name: &str,
     opts: &DeleteOptions,
 ) -> ApiResult<Outcome> {
+    let r = kind.resource;
     let key = object::key(r, ns, name);
     let is_namespace = r.group.is_empty() && r.plural == "namespaces";
     // The first attempt starts from the watch cache's copy, as upstream's
@@ -272,9 +263,9 @@ pub async fn delete_one(
         }
 
         let mut fins = finalizers(&obj);
-        if crate::crd::is_crd(r) && !opts.dry_run {
-            // Its objects go first (crate::crd::cleanup).
-            crate::crd::cleanup::mark(&mut obj, &mut fins);
+        if !opts.dry_run {
+            // A CRD's objects go first (crate::crd::cleanup).
+            kind.strategy().prepare_for_delete(&mut obj, &mut fins);
         }
         match opts.propagation_policy.as_deref() {
             Some("Orphan") if !fins.iter().any(|f| f == "orphan") => fins.push("orphan".into()),
@@ -294,7 +285,7 @@ pub async fn delete_one(
         if fins.is_empty() && grace == 0 {
             return match state.store.delete(&key, Some(revision)).await {
                 Ok(d) => {
-                    crate::allocators::services::on_deleted(state, r, &obj).await;
+                    super::observe::deleted(state, kind, &obj).await;
                     // Answered with the bytes it had, at the delete's revision.
                     let stored = read_at(d.revision);
                     Ok(answer(with_revision(obj, d.revision), stored))
@@ -446,17 +437,18 @@ async fn delete_namespace(
         Err(e) => return Err(e.into()),
     };
     let mut seen = std::collections::HashSet::new();
-    for resource in crate::resources::all().into_iter().filter(|r| r.namespaced) {
+    for resource in state.catalog.all().into_iter().filter(|r| r.namespaced) {
         if !seen.insert(resource.storage) {
             continue;
         }
+        let kind = state.catalog.resolve(resource);
         let prefix = object::prefix(resource, Some(name));
         let page = state.store.list(&prefix, ListOptions::default()).await?;
         for kv in page.items {
             match state.store.delete(&kv.key, None).await {
                 Ok(d) => {
                     if let Ok(obj) = serde_json::from_slice::<Value>(&d.prev.value) {
-                        crate::allocators::services::on_deleted(state, resource, &obj).await;
+                        super::observe::deleted(state, &kind, &obj).await;
                     }
                 }
                 Err(skiff_store::Error::NotFound { .. }) => {}
@@ -467,35 +459,6 @@ async fn delete_namespace(
     match state.store.delete(&key, None).await {
         Ok(d) => Ok(with_revision(obj, d.revision)),
         Err(skiff_store::Error::NotFound { .. }) => Ok(with_revision(obj, marked.mod_revision)),
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// After an update: an object marked for deletion whose finalizers are
-/// gone (and, for a pod, whose grace period is 0) is removed.
-pub async fn finish_if_done(
-    state: &AppState,
-    r: &Resource,
-    key: &str,
-    obj: &Value,
-    revision: i64,
-) -> ApiResult<bool> {
-    if obj.pointer("/metadata/deletionTimestamp").is_none() || !finalizers(obj).is_empty() {
-        return Ok(false);
-    }
-    let grace = obj
-        .pointer("/metadata/deletionGracePeriodSeconds")
-        .and_then(Value::as_i64)
-        .unwrap_or(0);
-    if r.plural == "pods" && r.group.is_empty() && grace > 0 {
-        return Ok(false);
-    }
-    match state.store.delete(key, Some(revision)).await {
-        Ok(_) => {
-            crate::allocators::services::on_deleted(state, r, obj).await;
-            Ok(true)
-        }
-        Err(skiff_store::Error::NotFound { .. } | skiff_store::Error::Conflict { .. }) => Ok(false),
         Err(e) => Err(e.into()),
     }
 }
@@ -538,7 +501,7 @@ mod tests {
     async fn a_stale_cached_copy_is_tried_again_from_the_store() {
         let dir = tempfile::tempdir().expect("tempdir");
         let (state, store) = state(&dir);
-        let r = crate::resources::find("", "v1", "pods").expect("pods");
+        let r = crate::resources::find_builtin("", "v1", "pods").expect("pods");
         let key = object::key(r, Some("default"), "p");
         let first = store
             .create(&key, pod(json!({"v": "1"})))
@@ -559,9 +522,15 @@ mod tests {
             precondition_resource_version: Some(second.mod_revision.to_string()),
             ..DeleteOptions::default()
         };
-        let out = delete_one(&state, r, Some("default"), "p", &opts)
-            .await
-            .expect("a precondition on the current version holds");
+        let out = delete_one(
+            &state,
+            &state.catalog.resolve(r),
+            Some("default"),
+            "p",
+            &opts,
+        )
+        .await
+        .expect("a precondition on the current version holds");
         // The mark is written on the store's version, not the cached one.
         assert_eq!(out.object.pointer("/metadata/labels/v"), Some(&json!("2")));
         assert!(out.object.pointer("/metadata/deletionTimestamp").is_some());
@@ -578,9 +547,15 @@ mod tests {
             precondition_uid: Some("another".into()),
             ..DeleteOptions::default()
         };
-        let err = delete_one(&state, r, Some("default"), "p", &opts)
-            .await
-            .expect_err("wrong uid");
+        let err = delete_one(
+            &state,
+            &state.catalog.resolve(r),
+            Some("default"),
+            "p",
+            &opts,
+        )
+        .await
+        .expect_err("wrong uid");
         assert_eq!(err.code, axum::http::StatusCode::CONFLICT);
     }
 
@@ -588,7 +563,7 @@ mod tests {
     async fn a_cached_copy_of_an_object_gone_from_the_store_is_not_found() {
         let dir = tempfile::tempdir().expect("tempdir");
         let (state, store) = state(&dir);
-        let r = crate::resources::find("", "v1", "pods").expect("pods");
+        let r = crate::resources::find_builtin("", "v1", "pods").expect("pods");
         let key = object::key(r, Some("default"), "p");
         let created = store.create(&key, pod(json!({}))).await.expect("create");
         state
@@ -603,9 +578,15 @@ mod tests {
                 grace_period_seconds: grace,
                 ..DeleteOptions::default()
             };
-            let err = delete_one(&state, r, Some("default"), "p", &opts)
-                .await
-                .expect_err("gone");
+            let err = delete_one(
+                &state,
+                &state.catalog.resolve(r),
+                Some("default"),
+                "p",
+                &opts,
+            )
+            .await
+            .expect_err("gone");
             assert_eq!(
                 err.code,
                 axum::http::StatusCode::NOT_FOUND,

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::resources::Resource;
+use crate::catalog::Resource;
 
 /// Records an Update by `manager` from `old` to `new` in
 /// metadata.managedFields.

@@ -11,9 +11,9 @@ use axum::http::StatusCode;
 use serde_json::{json, Value};
 
 use crate::admission;
+use crate::catalog::{Catalog, Kind, NothingPending, Pending, Resource};
 use crate::decode::strict::{self, FieldValidation};
 use crate::object::{self, with_revision};
-use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult, Cause};
 use crate::AppState;
 
@@ -102,6 +102,7 @@ pub(crate) fn encode(obj: &Value) -> ApiResult<(bytes::Bytes, Option<object::Rev
 /// Field validation of a request body: a 400 under Strict, warnings under
 /// Warn, nothing under Ignore.
 pub fn check_fields(
+    catalog: &Catalog,
     r: &Resource,
     raw: &[u8],
     obj: &Value,
@@ -111,7 +112,7 @@ pub fn check_fields(
         return Ok(Vec::new());
     }
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or(r.kind);
-    let findings = crate::resources::field_findings(r.group, kind, raw, obj);
+    let findings = catalog.field_findings(r.group, kind, raw, obj);
     verdict(r, kind, findings, opts)
 }
 
@@ -139,14 +140,19 @@ pub enum Body {
 /// refuses a body naming another kind or apiVersion (k8s-openapi checks
 /// both), and malformed JSON; those take the general path, which words
 /// the error as before.
-pub fn check_create_body(r: &Resource, raw: &[u8], opts: &WriteOptions) -> ApiResult<Checked> {
+pub fn check_create_body(
+    catalog: &Catalog,
+    r: &Resource,
+    raw: &[u8],
+    opts: &WriteOptions,
+) -> ApiResult<Checked> {
     check_numbers(r, raw)?;
     let unknown = opts.validation != FieldValidation::Ignore;
     // A `Kind` or `APIVERSION` key is skipped by the typed decoder but read
     // by Go's: such a body takes the general path, which checks them.
     let one_pass = !has_type_key_variants(raw);
     if let Some(one) = one_pass
-        .then(|| crate::resources::decode_one_pass(r.group, r.kind, raw, unknown))
+        .then(|| catalog.decode_one_pass(r.group, r.kind, raw, unknown))
         .flatten()
     {
         return Ok(Checked {
@@ -155,9 +161,9 @@ pub fn check_create_body(r: &Resource, raw: &[u8], opts: &WriteOptions) -> ApiRe
         });
     }
     let obj = object::decode(raw)?;
-    crate::resources::check_duplicated_types(r.group, r.kind, (r.kind, r.version), raw)?;
+    catalog.check_duplicated_types(r.group, r.kind, (r.kind, r.version), raw)?;
     Ok(Checked {
-        warnings: check_fields(r, raw, &obj, opts)?,
+        warnings: check_fields(catalog, r, raw, &obj, opts)?,
         body: Body::Sent(obj),
     })
 }
@@ -230,34 +236,36 @@ pub fn check_valid(
 /// Creates `body` (served form, not yet checked).
 pub async fn create(
     state: &AppState,
-    r: &Resource,
+    kind: &Kind,
     ns: Option<&str>,
     body: Body,
     opts: &WriteOptions,
     warnings: Vec<String>,
 ) -> ApiResult<Outcome> {
-    let strategy = crate::resources::strategy_of(r);
-    let served = (r.kind, r.version);
+    let r = kind.resource;
+    let strategy = kind.strategy();
+    let served = kind.served();
     let (mut tree, typed) = match body {
         Body::Typed(tree) => (tree, true),
         Body::Sent(tree) => (tree, false),
     };
-    let name = object::prepare_create(r, ns, &mut tree)?;
+    let name = object::prepare_create(kind, ns, &mut tree)?;
     let obj = if typed {
-        crate::resources::prepared_typed(r.kind, served, tree)?
+        crate::catalog::prepared_typed(r.kind, served, tree)?
     } else {
-        crate::resources::normalize(r.group, r.kind, served, tree)?
+        state.catalog.normalize(r.group, r.kind, served, tree)?
     };
     check_valid(r, &name, strategy.validate_served(&obj))?;
-    let mut obj = crate::registry::convert::to_stored(r, obj);
+    let mut obj = crate::registry::convert::to_stored(kind, obj);
     strategy.defaults(&mut obj);
     strategy.prepare_for_create(&mut obj);
     let ns = obj
         .pointer("/metadata/namespace")
         .and_then(Value::as_str)
         .map(String::from);
+    let admission = state.admission_context();
     let attrs = admission::Attributes {
-        state,
+        state: &admission,
         resource: r,
         namespace: ns.as_deref(),
         name: &name,
@@ -275,9 +283,12 @@ pub async fn create(
     } else {
         obj = skiff_api::apply::keep_decodable_managed_fields(None, obj);
     }
-    // Service ClusterIPs and NodePorts (given back if the create fails).
-    let reservation =
-        crate::allocators::services::on_create(state, r, &mut obj, opts.dry_run).await?;
+    // The kind's storage hooks (a Service's ClusterIPs and NodePorts,
+    // given back if the create fails).
+    let pending: Box<dyn Pending> = match kind.hooks() {
+        Some(hooks) => hooks.begin_create(&mut obj, opts.dry_run).await?,
+        None => Box::new(NothingPending),
+    };
     if opts.dry_run {
         return Ok(Outcome {
             object: obj,
@@ -289,7 +300,10 @@ pub async fn create(
     let key = object::key(r, ns.as_deref(), &name);
     let (value, slot) = encode(&obj)?;
     let created = state.store.create(&key, value.clone()).await;
-    reservation.finish(state, created.is_ok()).await;
+    if created.is_ok() {
+        super::observe::created_or_deleted(state, r, &obj).await;
+    }
+    pending.finish(created.is_ok()).await;
     match created {
         Ok(kv) => Ok(Outcome {
             object: with_revision(obj, kv.mod_revision),
@@ -356,8 +370,6 @@ pub async fn current_for_update(
 /// read: every top-level field of their types but metadata is optional,
 /// so the candidate without them goes through the type exactly when the
 /// whole one does.
-const STATUS_READS_LESS: &[(&str, &str)] = &[("", "Pod"), ("", "Node")];
-
 /// A status update's candidate in normal form, as far as the update reads
 /// it: its metadata (preconditions, name and namespace) and status. The
 /// other top-level fields the mutation left as they are in `base` (the
@@ -366,11 +378,17 @@ const STATUS_READS_LESS: &[(&str, &str)] = &[("", "Pod"), ("", "Node")];
 /// are dropped instead of going through the type again. When one of
 /// them changed, the whole candidate is normalized, so a bad field is
 /// refused as before.
-fn normalize_for_status(r: &Resource, base: &Value, mut candidate: Value) -> ApiResult<Value> {
+fn normalize_for_status(
+    catalog: &Catalog,
+    kind: &Kind,
+    base: &Value,
+    mut candidate: Value,
+) -> ApiResult<Value> {
+    let r = kind.resource;
     let served = (r.kind, r.version);
     let read = |k: &str| matches!(k, "apiVersion" | "kind" | "metadata" | "status");
-    let untouched = STATUS_READS_LESS.contains(&(r.group, r.kind))
-        && !crate::registry::convert::needed(r)
+    let untouched = kind.strategy().status_reads_less()
+        && !crate::registry::convert::needed(kind)
         && match (candidate.as_object(), base.as_object()) {
             (Some(c), Some(b)) => c.iter().all(|(k, v)| read(k) || b.get(k) == Some(v)),
             _ => false,
@@ -380,7 +398,7 @@ fn normalize_for_status(r: &Resource, base: &Value, mut candidate: Value) -> Api
             fields.retain(|k, _| read(k));
         }
     }
-    crate::resources::normalize(r.group, r.kind, served, candidate)
+    catalog.normalize(r.group, r.kind, served, candidate)
 }
 
 /// Whether `new` (stored form, without resourceVersion) is `old` (as
@@ -421,13 +439,15 @@ fn same_metadata(old: &Value, new: &Value) -> bool {
 /// "status" keeps everything but status; otherwise status is kept.
 pub async fn update(
     state: &AppState,
-    r: &Resource,
+    kind: &Kind,
     ns: Option<&str>,
     name: &str,
     subresource: Option<&str>,
     opts: &WriteOptions,
     mut mutate: impl FnMut(&Value) -> ApiResult<Value>,
 ) -> ApiResult<Outcome> {
+    let r = kind.resource;
+    let strategy = kind.strategy();
     let key = object::key(r, ns, name);
     let mut warnings = Vec::new();
     for attempt in 0..UPDATE_ATTEMPTS {
@@ -436,8 +456,8 @@ pub async fn update(
         // a version the mutation leaves as it was pins nothing.
         // Only a kind served in another form than stored needs a copy.
         let converted;
-        let base = if crate::registry::convert::needed(r) {
-            converted = crate::registry::convert::to_served(r, old.clone());
+        let base = if crate::registry::convert::needed(kind) {
+            converted = crate::registry::convert::to_served(kind, old.clone());
             &converted
         } else {
             &old
@@ -450,11 +470,13 @@ pub async fn update(
             object::meta(&mut candidate).remove("resourceVersion");
         }
         let candidate = if subresource == Some("status") {
-            normalize_for_status(r, base, candidate)?
+            normalize_for_status(&state.catalog, kind, base, candidate)?
         } else {
-            crate::resources::normalize(r.group, r.kind, (r.kind, r.version), candidate)?
+            state
+                .catalog
+                .normalize(r.group, r.kind, (r.kind, r.version), candidate)?
         };
-        let mut candidate = crate::registry::convert::to_stored(r, candidate);
+        let mut candidate = crate::registry::convert::to_stored(kind, candidate);
         if !r.namespaced {
             // A cluster-scoped object has no namespace: one set by an
             // update or patch is dropped, as upstream's BeforeUpdate does.
@@ -519,19 +541,19 @@ pub async fn update(
                     .and_then(|o| o.remove("status"))
                     .unwrap_or(Value::Null);
                 crate::object::set(&mut merged, "status", status);
-                crate::resources::strategy_of(r).prepare_for_status_update(&old, &mut merged);
+                strategy.prepare_for_status_update(&old, &mut merged);
                 merged
             }
             Some("approval") => {
                 // Only the conditions change (CertificateSigningRequests).
                 let mut obj = candidate;
-                crate::resources::strategy_of(r).prepare_for_approval_update(&old, &mut obj);
+                strategy.prepare_for_approval_update(&old, &mut obj);
                 obj
             }
-            _ if !crate::resources::strategy_of(r).keeps_status() => {
+            _ if !strategy.keeps_status() => {
                 // Status is no subresource: the body's status is written.
                 let mut obj = candidate;
-                crate::resources::strategy_of(r).defaults(&mut obj);
+                strategy.defaults(&mut obj);
                 obj
             }
             _ => {
@@ -544,13 +566,14 @@ pub async fn update(
                         }
                     }
                 }
-                crate::resources::strategy_of(r).defaults(&mut obj);
-                crate::resources::strategy_of(r).prepare_for_update(&old, &mut obj);
+                strategy.defaults(&mut obj);
+                strategy.prepare_for_update(&old, &mut obj);
                 obj
             }
         };
+        let admission = state.admission_context();
         let attrs = admission::Attributes {
-            state,
+            state: &admission,
             resource: r,
             namespace: ns,
             name,
@@ -559,16 +582,12 @@ pub async fn update(
             old: Some(&old),
         };
         admission::mutate(&attrs, &mut new).await?;
-        crate::allocators::services::patch_allocated(r, &old, &mut new);
+        if let Some(hooks) = kind.hooks() {
+            hooks.before_update_validation(&old, &mut new);
+        }
         check_valid(r, name, {
             let mut errors = skiff_api::validation::object_meta(&new);
-            errors.extend(
-                crate::resources::strategy_of(r).validate_subresource_update(
-                    subresource,
-                    &old,
-                    &new,
-                ),
-            );
+            errors.extend(strategy.validate_subresource_update(subresource, &old, &new));
             errors
         })?;
         admission::validate(&attrs, &new).await?;
@@ -581,8 +600,10 @@ pub async fn update(
         } else {
             new = skiff_api::apply::keep_decodable_managed_fields(Some(&old), new);
         }
-        let reservation =
-            crate::allocators::services::on_update(state, r, &old, &mut new, opts.dry_run).await?;
+        let pending: Box<dyn Pending> = match kind.hooks() {
+            Some(hooks) => hooks.begin_update(&old, &mut new, opts.dry_run).await?,
+            None => Box::new(NothingPending),
+        };
         if opts.dry_run {
             return Ok(Outcome {
                 object: with_revision(new, revision),
@@ -596,11 +617,11 @@ pub async fn update(
             // as stored writes nothing (no new resourceVersion, no watch
             // event), so a controller's idempotent update does not wake it
             // again. A cached copy may be stale: the store confirms first.
-            reservation.finish(state, false).await;
+            pending.finish(false).await;
             if cached {
                 continue;
             }
-            crate::registry::delete::finish_if_done(state, r, &key, &new, revision).await?;
+            super::finalize::finish_if_done(state, kind, &key, &new, revision).await?;
             return Ok(Outcome {
                 object: with_revision(new, revision),
                 stored: None,
@@ -610,11 +631,10 @@ pub async fn update(
         }
         let (value, slot) = encode(&new)?;
         let stored = state.store.update(&key, value.clone(), revision).await;
-        reservation.finish(state, stored.is_ok()).await;
+        pending.finish(stored.is_ok()).await;
         match stored {
             Ok(kv) => {
-                crate::registry::delete::finish_if_done(state, r, &key, &new, kv.mod_revision)
-                    .await?;
+                super::finalize::finish_if_done(state, kind, &key, &new, kv.mod_revision).await?;
                 return Ok(Outcome {
                     object: with_revision(new, kv.mod_revision),
                     stored: Some(Stored {
@@ -667,17 +687,26 @@ mod tests {
 
     #[test]
     fn a_status_update_normalizes_only_what_it_reads_unless_more_changed() {
-        let pods = crate::resources::find("", "v1", "pods").unwrap();
+        let pods = crate::resources::find_builtin("", "v1", "pods").unwrap();
         let stored = json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "web", "namespace": "d", "uid": "u"},
             "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
-        let base = crate::resources::normalize("", "Pod", ("Pod", "v1"), stored).unwrap();
+        let base = crate::resources::builtin()
+            .normalize("", "Pod", ("Pod", "v1"), stored)
+            .unwrap();
         // The kubelet's patch: spec as stored, status new (an unknown
         // field dropped by the type, as the whole object's pass drops it).
         let mut candidate = base.clone();
         candidate["status"] = json!({"phase": "Running", "podIP": "10.0.0.2", "bogus": 1});
-        let whole = crate::resources::normalize("", "Pod", ("Pod", "v1"), candidate.clone());
-        let lean = normalize_for_status(pods, &base, candidate).unwrap();
+        let whole =
+            crate::resources::builtin().normalize("", "Pod", ("Pod", "v1"), candidate.clone());
+        let lean = normalize_for_status(
+            crate::resources::builtin(),
+            &crate::resources::builtin().resolve(pods),
+            &base,
+            candidate,
+        )
+        .unwrap();
         assert_eq!(
             lean.get("spec"),
             None,
@@ -689,21 +718,38 @@ mod tests {
         // refused as before, a good one kept.
         let mut bad = base.clone();
         bad["spec"]["containers"] = json!("not a list");
-        let full_err = crate::resources::normalize("", "Pod", ("Pod", "v1"), bad.clone());
-        let lean_err = normalize_for_status(pods, &base, bad);
+        let full_err = crate::resources::builtin().normalize("", "Pod", ("Pod", "v1"), bad.clone());
+        let lean_err = normalize_for_status(
+            crate::resources::builtin(),
+            &crate::resources::builtin().resolve(pods),
+            &base,
+            bad,
+        );
         assert_eq!(
             full_err.unwrap_err().to_string(),
             lean_err.unwrap_err().to_string()
         );
         let mut changed = base.clone();
         changed["spec"]["containers"][0]["image"] = json!("nginx");
-        let lean = normalize_for_status(pods, &base, changed).unwrap();
+        let lean = normalize_for_status(
+            crate::resources::builtin(),
+            &crate::resources::builtin().resolve(pods),
+            &base,
+            changed,
+        )
+        .unwrap();
         assert_eq!(lean["spec"]["containers"][0]["image"], "nginx");
         // Other kinds are normalized whole.
-        let cms = crate::resources::find("", "v1", "configmaps").unwrap();
+        let cms = crate::resources::find_builtin("", "v1", "configmaps").unwrap();
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
             "data": {"k": "v"}});
-        let out = normalize_for_status(cms, &cm, cm.clone()).unwrap();
+        let out = normalize_for_status(
+            crate::resources::builtin(),
+            &crate::resources::builtin().resolve(cms),
+            &cm,
+            cm.clone(),
+        )
+        .unwrap();
         assert_eq!(out["data"], json!({"k": "v"}));
     }
 }

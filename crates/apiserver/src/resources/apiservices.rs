@@ -8,9 +8,9 @@ use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use serde_json::{json, Value};
 use skiff_api::validation::{names, rbac, FieldError};
 
-use super::{resource, Kind, Strategy, Typed, NONE};
+use crate::catalog::{resource, KindDef, Strategy, Typed, NONE};
 
-pub static KIND: Kind = Kind {
+pub static KIND: KindDef = KindDef {
     group: "apiregistration.k8s.io",
     kind: "APIService",
     resource: Some(resource(

@@ -2,9 +2,9 @@
 
 use k8s_openapi::api::core::v1::Binding;
 
-use super::{Kind, Plain, Typed};
+use crate::catalog::{KindDef, Plain, Typed};
 
-pub static KIND: Kind = Kind {
+pub static KIND: KindDef = KindDef {
     group: "",
     kind: "Binding",
     resource: None,

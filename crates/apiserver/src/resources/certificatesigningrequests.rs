@@ -16,9 +16,9 @@ use skiff_api::validation::certificates::{
 };
 use skiff_api::validation::FieldError;
 
-use super::{resource, Kind, Strategy, Typed, NONE};
+use crate::catalog::{resource, KindDef, Strategy, Typed, NONE};
 
-pub static KIND: Kind = Kind {
+pub static KIND: KindDef = KindDef {
     group: "certificates.k8s.io",
     kind: "CertificateSigningRequest",
     resource: Some(resource(

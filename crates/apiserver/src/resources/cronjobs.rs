@@ -6,9 +6,9 @@ use k8s_openapi::api::batch::v1::CronJob;
 use serde_json::Value;
 use skiff_api::validation::FieldError;
 
-use super::{resource, Kind, Strategy, Typed, ALL};
+use crate::catalog::{resource, KindDef, Strategy, Typed, ALL};
 
-pub static KIND: Kind = Kind {
+pub static KIND: KindDef = KindDef {
     group: "batch",
     kind: "CronJob",
     resource: Some(resource(

@@ -6,9 +6,9 @@ use k8s_openapi::api::storage::v1::CSINode;
 use serde_json::Value;
 use skiff_api::validation::FieldError;
 
-use super::{resource, Kind, Strategy, Typed, NONE};
+use crate::catalog::{resource, KindDef, Strategy, Typed, NONE};
 
-pub static KIND: Kind = Kind {
+pub static KIND: KindDef = KindDef {
     group: "storage.k8s.io",
     kind: "CSINode",
     resource: Some(resource(

@@ -2,9 +2,9 @@
 
 use k8s_openapi::api::policy::v1::Eviction;
 
-use super::{Kind, Plain, Typed};
+use crate::catalog::{KindDef, Plain, Typed};
 
-pub static KIND: Kind = Kind {
+pub static KIND: KindDef = KindDef {
     group: "policy",
     kind: "Eviction",
     resource: None,

@@ -7,11 +7,11 @@ use k8s_openapi::api::autoscaling::{v1, v2};
 use serde_json::Value;
 use skiff_api::validation::FieldError;
 
-use super::{resource, Kind, Strategy, Typed, TypedKind, ALL};
+use crate::catalog::{resource, KindDef, Strategy, Typed, TypedKind, ALL};
 use crate::decode::strict::Segment;
 use crate::status::ApiResult;
 
-pub static KIND: Kind = Kind {
+pub static KIND: KindDef = KindDef {
     group: "autoscaling",
     kind: "HorizontalPodAutoscaler",
     resource: Some(resource(

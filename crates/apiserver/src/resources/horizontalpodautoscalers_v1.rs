@@ -10,9 +10,10 @@
 use serde_json::{json, Map, Value};
 
 use super::horizontalpodautoscalers::{HorizontalPodAutoscalerStrategy, HpaTyped};
-use super::{resource, Kind, ALL};
+use crate::catalog::{resource, KindDef, Strategy, ALL};
+use skiff_api::validation::FieldError;
 
-pub static KIND: Kind = Kind {
+pub static KIND: KindDef = KindDef {
     group: "autoscaling",
     kind: "HorizontalPodAutoscaler",
     resource: Some(resource(
@@ -27,19 +28,39 @@ pub static KIND: Kind = Kind {
         &["status"],
     )),
     selectable_fields: &[],
-    strategy: &HorizontalPodAutoscalerStrategy,
+    strategy: &HpaV1Strategy,
     typed: &HpaTyped,
 };
+
+/// The v2 rules, served through the v1 view.
+#[derive(Debug)]
+struct HpaV1Strategy;
+
+impl Strategy for HpaV1Strategy {
+    fn defaults(&self, obj: &mut Value) {
+        HorizontalPodAutoscalerStrategy.defaults(obj);
+    }
+    fn prepare_for_create(&self, obj: &mut Value) {
+        HorizontalPodAutoscalerStrategy.prepare_for_create(obj);
+    }
+    fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        HorizontalPodAutoscalerStrategy.validate(obj)
+    }
+    fn converts(&self) -> bool {
+        true
+    }
+    fn to_served(&self, obj: Value) -> Value {
+        to_v1(obj)
+    }
+    fn to_stored(&self, obj: Value) -> Value {
+        from_v1(obj)
+    }
+}
 
 const METRICS: &str = "autoscaling.alpha.kubernetes.io/metrics";
 const CURRENT_METRICS: &str = "autoscaling.alpha.kubernetes.io/current-metrics";
 const CONDITIONS: &str = "autoscaling.alpha.kubernetes.io/conditions";
 const BEHAVIOR: &str = "autoscaling.alpha.kubernetes.io/behavior";
-
-/// Whether `r` is the autoscaling/v1 view.
-pub fn is_v1(r: &super::Resource) -> bool {
-    r.group == "autoscaling" && r.version == "v1" && r.plural == "horizontalpodautoscalers"
-}
 
 fn set(map: &mut Map<String, Value>, key: &str, v: Option<&Value>) {
     if let Some(v) = v.filter(|v| !v.is_null()) {

@@ -8,9 +8,9 @@ use k8s_openapi::api::networking::v1::IngressClass;
 use serde_json::Value;
 use skiff_api::validation::FieldError;
 
-use super::{resource, Kind, Strategy, Typed, NONE};
+use crate::catalog::{resource, KindDef, Strategy, Typed, NONE};
 
-pub static KIND: Kind = Kind {
+pub static KIND: KindDef = KindDef {
     group: "networking.k8s.io",
     kind: "IngressClass",
     resource: Some(resource(

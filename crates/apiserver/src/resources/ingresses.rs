@@ -6,9 +6,9 @@ use k8s_openapi::api::networking::v1::Ingress;
 use serde_json::{json, Value};
 use skiff_api::validation::FieldError;
 
-use super::{resource, Kind, Strategy, Typed, NONE};
+use crate::catalog::{resource, KindDef, Strategy, Typed, NONE};
 
-pub static KIND: Kind = Kind {
+pub static KIND: KindDef = KindDef {
     group: "networking.k8s.io",
     kind: "Ingress",
     resource: Some(resource(

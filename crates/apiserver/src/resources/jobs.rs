@@ -4,9 +4,9 @@ use k8s_openapi::api::batch::v1::Job;
 use serde_json::Value;
 use skiff_api::validation::FieldError;
 
-use super::{resource, Kind, Strategy, Typed, ALL, NONE};
+use crate::catalog::{resource, KindDef, Strategy, Typed, ALL, NONE};
 
-pub static KIND: Kind = Kind {
+pub static KIND: KindDef = KindDef {
     group: "batch",
     kind: "Job",
     resource: Some(resource(

@@ -4,9 +4,9 @@ use k8s_openapi::api::coordination::v1::Lease;
 use serde_json::Value;
 use skiff_api::validation::FieldError;
 
-use super::{resource, Kind, Strategy, Typed, NONE};
+use crate::catalog::{resource, KindDef, Strategy, Typed, NONE};
 
-pub static KIND: Kind = Kind {
+pub static KIND: KindDef = KindDef {
     group: "coordination.k8s.io",
     kind: "Lease",
     resource: Some(resource(

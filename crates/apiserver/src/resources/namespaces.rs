@@ -3,9 +3,9 @@
 use k8s_openapi::api::core::v1::Namespace;
 use serde_json::Value;
 
-use super::{resource, Kind, Strategy, Typed, NONE};
+use crate::catalog::{resource, KindDef, Strategy, Typed, NONE};
 
-pub static KIND: Kind = Kind {
+pub static KIND: KindDef = KindDef {
     group: "",
     kind: "Namespace",
     resource: Some(resource(

@@ -4,9 +4,9 @@ use k8s_openapi::api::core::v1::Node;
 use serde_json::Value;
 use skiff_api::validation::FieldError;
 
-use super::{resource, Kind, Strategy, Typed, NONE};
+use crate::catalog::{resource, KindDef, Strategy, Typed, NONE};
 
-pub static KIND: Kind = Kind {
+pub static KIND: KindDef = KindDef {
     group: "",
     kind: "Node",
     resource: Some(resource(
@@ -29,6 +29,11 @@ pub static KIND: Kind = Kind {
 struct NodeStrategy;
 
 impl Strategy for NodeStrategy {
+    /// Every top-level field of the type but metadata is optional (see
+    /// [`Strategy::status_reads_less`]).
+    fn status_reads_less(&self) -> bool {
+        true
+    }
     /// `spec.podCIDR` and `spec.podCIDRs` as upstream's v1 conversion
     /// leaves them: podCIDR wins when the two differ, and is the first of
     /// podCIDRs.

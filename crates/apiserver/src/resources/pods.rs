@@ -5,9 +5,9 @@ use k8s_openapi::api::core::v1::Pod;
 use serde_json::Value;
 use skiff_api::validation::FieldError;
 
-use super::{resource, Kind, Strategy, Typed, ALL};
+use crate::catalog::{resource, KindDef, Strategy, Typed, ALL};
 
-pub static KIND: Kind = Kind {
+pub static KIND: KindDef = KindDef {
     group: "",
     kind: "Pod",
     resource: Some(resource(
@@ -47,6 +47,11 @@ pub static KIND: Kind = Kind {
 struct PodStrategy;
 
 impl Strategy for PodStrategy {
+    /// Every top-level field of the type but metadata is optional (see
+    /// [`Strategy::status_reads_less`]).
+    fn status_reads_less(&self) -> bool {
+        true
+    }
     fn defaults(&self, obj: &mut Value) {
         skiff_api::defaults::pod(obj);
     }

@@ -8,9 +8,9 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use serde_json::{json, Value};
 use skiff_api::validation::FieldError;
 
-use super::{resource, Kind, Strategy, Typed, NONE};
+use crate::catalog::{resource, KindDef, Strategy, Typed, NONE};
 
-pub static KIND: Kind = Kind {
+pub static KIND: KindDef = KindDef {
     group: "scheduling.k8s.io",
     kind: "PriorityClass",
     resource: Some(resource(

@@ -9,9 +9,9 @@ use k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration;
 use serde_json::{json, Value};
 use skiff_api::validation::FieldError;
 
-use super::{resource, Kind, Strategy, Typed, NONE};
+use crate::catalog::{resource, KindDef, Strategy, Typed, NONE};
 
-pub static KIND: Kind = Kind {
+pub static KIND: KindDef = KindDef {
     group: "flowcontrol.apiserver.k8s.io",
     kind: "PriorityLevelConfiguration",
     resource: Some(resource(

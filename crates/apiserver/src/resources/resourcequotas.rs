@@ -8,9 +8,9 @@ use k8s_openapi::api::core::v1::ResourceQuota;
 use serde_json::{json, Value};
 use skiff_api::validation::FieldError;
 
-use super::{resource, Kind, Strategy, Typed, NONE};
+use crate::catalog::{resource, KindDef, Strategy, Typed, NONE};
 
-pub static KIND: Kind = Kind {
+pub static KIND: KindDef = KindDef {
     group: "",
     kind: "ResourceQuota",
     resource: Some(resource(

@@ -4,9 +4,9 @@
 
 use k8s_openapi::api::authentication::v1::{SelfSubjectReview, TokenReview};
 
-use super::{resource, Kind, Plain, Typed, NONE};
+use crate::catalog::{resource, KindDef, Plain, Typed, NONE};
 
-pub static TOKEN_REVIEW: Kind = Kind {
+pub static TOKEN_REVIEW: KindDef = KindDef {
     group: "authentication.k8s.io",
     kind: "TokenReview",
     resource: Some(resource(
@@ -25,7 +25,7 @@ pub static TOKEN_REVIEW: Kind = Kind {
     typed: &Typed::<TokenReview>::NEW,
 };
 
-pub static SELF_SUBJECT_REVIEW: Kind = Kind {
+pub static SELF_SUBJECT_REVIEW: KindDef = KindDef {
     group: "authentication.k8s.io",
     kind: "SelfSubjectReview",
     resource: Some(resource(

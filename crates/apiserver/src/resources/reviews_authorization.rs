@@ -7,11 +7,11 @@ use k8s_openapi::api::authorization::v1::{
     LocalSubjectAccessReview, SelfSubjectAccessReview, SelfSubjectRulesReview, SubjectAccessReview,
 };
 
-use super::{resource, Kind, Plain, Typed, NONE};
+use crate::catalog::{resource, KindDef, Plain, Typed, NONE};
 
 const GROUP: &str = "authorization.k8s.io";
 
-pub static SUBJECT_ACCESS_REVIEW: Kind = Kind {
+pub static SUBJECT_ACCESS_REVIEW: KindDef = KindDef {
     group: GROUP,
     kind: "SubjectAccessReview",
     resource: Some(resource(
@@ -30,7 +30,7 @@ pub static SUBJECT_ACCESS_REVIEW: Kind = Kind {
     typed: &Typed::<SubjectAccessReview>::NEW,
 };
 
-pub static SELF_SUBJECT_ACCESS_REVIEW: Kind = Kind {
+pub static SELF_SUBJECT_ACCESS_REVIEW: KindDef = KindDef {
     group: GROUP,
     kind: "SelfSubjectAccessReview",
     resource: Some(resource(
@@ -49,7 +49,7 @@ pub static SELF_SUBJECT_ACCESS_REVIEW: Kind = Kind {
     typed: &Typed::<SelfSubjectAccessReview>::NEW,
 };
 
-pub static LOCAL_SUBJECT_ACCESS_REVIEW: Kind = Kind {
+pub static LOCAL_SUBJECT_ACCESS_REVIEW: KindDef = KindDef {
     group: GROUP,
     kind: "LocalSubjectAccessReview",
     resource: Some(resource(
@@ -68,7 +68,7 @@ pub static LOCAL_SUBJECT_ACCESS_REVIEW: Kind = Kind {
     typed: &Typed::<LocalSubjectAccessReview>::NEW,
 };
 
-pub static SELF_SUBJECT_RULES_REVIEW: Kind = Kind {
+pub static SELF_SUBJECT_RULES_REVIEW: KindDef = KindDef {
     group: GROUP,
     kind: "SelfSubjectRulesReview",
     resource: Some(resource(

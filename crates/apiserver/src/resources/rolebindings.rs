@@ -6,9 +6,9 @@ use k8s_openapi::api::rbac::v1::RoleBinding;
 use serde_json::Value;
 use skiff_api::validation::{rbac, FieldError};
 
-use super::{resource, Kind, Strategy, Typed, NONE};
+use crate::catalog::{resource, KindDef, Strategy, Typed, NONE};
 
-pub static KIND: Kind = Kind {
+pub static KIND: KindDef = KindDef {
     group: "rbac.authorization.k8s.io",
     kind: "RoleBinding",
     resource: Some(resource(

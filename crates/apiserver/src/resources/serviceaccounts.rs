@@ -2,9 +2,9 @@
 
 use k8s_openapi::api::core::v1::ServiceAccount;
 
-use super::{resource, Kind, Plain, Typed, NONE};
+use crate::catalog::{resource, KindDef, Plain, Typed, NONE};
 
-pub static KIND: Kind = Kind {
+pub static KIND: KindDef = KindDef {
     group: "",
     kind: "ServiceAccount",
     resource: Some(resource(

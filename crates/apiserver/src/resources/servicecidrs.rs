@@ -7,9 +7,9 @@ use k8s_openapi::api::networking::v1::ServiceCIDR;
 use serde_json::Value;
 use skiff_api::validation::FieldError;
 
-use super::{resource, Kind, Strategy, Typed, NONE};
+use crate::catalog::{resource, KindDef, Strategy, Typed, NONE};
 
-pub static KIND: Kind = Kind {
+pub static KIND: KindDef = KindDef {
     group: "networking.k8s.io",
     kind: "ServiceCIDR",
     resource: Some(resource(

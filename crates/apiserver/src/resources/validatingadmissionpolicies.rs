@@ -10,11 +10,11 @@ use k8s_openapi::api::admissionregistration::v1::{
 use serde_json::{json, Value};
 use skiff_api::validation::FieldError;
 
-use super::{resource, Kind, Strategy, Typed, NONE};
+use crate::catalog::{resource, KindDef, Strategy, Typed, NONE};
 
 const API_EXTENSIONS: &[&str] = &["api-extensions"];
 
-pub static POLICY: Kind = Kind {
+pub static POLICY: KindDef = KindDef {
     group: "admissionregistration.k8s.io",
     kind: "ValidatingAdmissionPolicy",
     resource: Some(resource(
@@ -33,7 +33,7 @@ pub static POLICY: Kind = Kind {
     typed: &Typed::<ValidatingAdmissionPolicy>::NEW,
 };
 
-pub static BINDING: Kind = Kind {
+pub static BINDING: KindDef = KindDef {
     group: "admissionregistration.k8s.io",
     kind: "ValidatingAdmissionPolicyBinding",
     resource: Some(resource(

@@ -9,12 +9,12 @@ use k8s_openapi::api::admissionregistration::v1::{
 use serde_json::Value;
 use skiff_api::validation::FieldError;
 
-use super::{resource, Kind, Strategy, Typed, NONE};
+use crate::catalog::{resource, KindDef, Strategy, Typed, NONE};
 
 /// Upstream's category for admission configuration.
 const API_EXTENSIONS: &[&str] = &["api-extensions"];
 
-pub static MUTATING: Kind = Kind {
+pub static MUTATING: KindDef = KindDef {
     group: "admissionregistration.k8s.io",
     kind: "MutatingWebhookConfiguration",
     resource: Some(resource(
@@ -33,7 +33,7 @@ pub static MUTATING: Kind = Kind {
     typed: &Typed::<MutatingWebhookConfiguration>::NEW,
 };
 
-pub static VALIDATING: Kind = Kind {
+pub static VALIDATING: KindDef = KindDef {
     group: "admissionregistration.k8s.io",
     kind: "ValidatingWebhookConfiguration",
     resource: Some(resource(

@@ -77,11 +77,11 @@ pub fn local(group: &str, version: &str) -> Value {
 /// Creates the missing Local APIServices and deletes automanaged Local ones
 /// of groups no longer served.
 pub async fn sync(store: &dyn Store) -> Result<(), skiff_store::Error> {
-    let Some(r) = resources::find("apiregistration.k8s.io", "v1", "apiservices") else {
+    let Some(r) = resources::find_builtin("apiregistration.k8s.io", "v1", "apiservices") else {
         return Ok(());
     };
     let mut wanted: Vec<(&str, &str)> = vec![("", "v1")];
-    wanted.extend(resources::groups());
+    wanted.extend(resources::builtin().groups());
     let names: Vec<String> = wanted.iter().map(|(g, v)| format!("{v}.{g}")).collect();
     let stored = store
         .list(&object::prefix(r, None), ListOptions::default())

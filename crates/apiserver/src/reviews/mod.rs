@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 
 use crate::authn::{Tokens, User};
 use crate::authz::Authorizer;
-use crate::resources::Resource;
+use crate::catalog::Resource;
 use crate::status::{ApiError, ApiResult};
 use crate::AppState;
 
@@ -123,7 +123,7 @@ pub async fn intercept(state: &AppState, req: Request) -> Result<ApiResult<Respo
     {
         return Err(req);
     }
-    let review = match crate::request::parse_target(req.uri().path()) {
+    let review = match crate::request::parse_target(crate::resources::builtin(), req.uri().path()) {
         Some(t)
             if t.resource.plural == "apiservices"
                 && t.resource.group == "apiregistration.k8s.io" =>
@@ -175,15 +175,18 @@ async fn answer(review: Review, req: Request) -> ApiResult<Response> {
     let (raw, obj) = body(req, group, version, kind).await?;
     // Field validation against the v1 type (the older versions' shape is
     // the same).
-    if let Some(r) = crate::resources::find_kind(group, kind).and_then(|k| k.resource.as_ref()) {
-        crate::registry::write::check_fields(r, &raw, &obj, &opts)?;
+    if let Some(r) = crate::resources::builtin()
+        .find_kind(group, kind)
+        .and_then(|k| k.resource.as_ref())
+    {
+        crate::registry::write::check_fields(crate::resources::builtin(), r, &raw, &obj, &opts)?;
     }
     // The older SelfSubjectReview versions have v1's shape: decode as v1.
     let mut obj = obj;
     if version != "v1" {
         crate::object::set(&mut obj, "apiVersion", json!(format!("{group}/v1")));
     }
-    let mut obj = crate::resources::normalize(group, kind, (kind, version), obj)?;
+    let mut obj = crate::resources::builtin().normalize(group, kind, (kind, version), obj)?;
     crate::object::set(&mut obj, "apiVersion", json!(format!("{group}/{version}")));
     let answered = match review {
         Review::Token => authentication::token_review(&ctx, obj)?,
@@ -199,7 +202,7 @@ async fn answer(review: Review, req: Request) -> ApiResult<Response> {
             authorization::self_subject_rules_review(&ctx, user.as_ref(), obj)?
         }
     };
-    Ok(crate::handlers::json_response(
+    Ok(crate::response::json_response(
         StatusCode::CREATED,
         &answered,
     ))
@@ -222,7 +225,7 @@ async fn body(req: Request, group: &str, version: &str, kind: &str) -> ApiResult
             "application/json, application/vnd.kubernetes.protobuf",
         ));
     }
-    let bytes = axum::body::to_bytes(req.into_body(), crate::handlers::MAX_BODY)
+    let bytes = axum::body::to_bytes(req.into_body(), crate::response::MAX_BODY)
         .await
         .map_err(|_| ApiError::too_large("Request entity too large: limit is 3145728"))?;
     let raw = if protobuf {

@@ -23,7 +23,7 @@ use futures::StreamExt as _;
 use hyper::upgrade::{OnUpgrade, Upgraded};
 use hyper_util::rt::TokioIo;
 
-use crate::handlers::log::{connect_agent, join_host_port, unknown, MAX_ERROR_BODY};
+use crate::agents::dial::{connect_agent, join_host_port, unknown, MAX_ERROR_BODY};
 use crate::status::{ApiError, ApiResult};
 
 /// The header that names the streaming protocols (SPDY's negotiation).

@@ -42,7 +42,7 @@ use tokio_util::sync::CancellationToken;
 use super::proxy::{self, Agent, Answer, PROTOCOL_VERSION};
 use super::spdy;
 use super::websocket::{self, Incoming, Socket};
-use crate::handlers::log::MAX_ERROR_BODY;
+use crate::agents::dial::MAX_ERROR_BODY;
 use crate::status::ApiResult;
 
 /// The remote command protocol spoken to the agent.
@@ -709,7 +709,7 @@ mod tests {
             }
         });
         Agent {
-            tls: crate::handlers::log::kubelet_client_tls(&cert_pem, &key_pem).unwrap(),
+            tls: crate::agents::dial::kubelet_client_tls(&cert_pem, &key_pem).unwrap(),
             host: "127.0.0.1".into(),
             port,
             local: None,

@@ -8,58 +8,9 @@ use std::collections::HashMap;
 use serde_json::Value;
 use skiff_api::selectors::{FieldSelector, LabelSelector};
 
-use crate::resources::Resource;
+use crate::catalog::Resource;
 use crate::status::{ApiError, ApiResult};
-
-/// Fields a resource can be selected by, besides metadata.name and
-/// metadata.namespace (its kind's, in `resources`).
-fn selectable_fields(r: &Resource) -> &'static [&'static str] {
-    match crate::resources::kind_of(r) {
-        Some(k) => k.selectable_fields,
-        // A custom resource's CRD names its own (selectableFields).
-        None => crate::crd::selectable_fields(r),
-    }
-}
-
-/// What selectors can read of one object: its name, namespace, labels and
-/// the selectable fields of its resource, as field selectors compare them
-/// (numbers and booleans as text). The watch cache keeps this for every
-/// item instead of the parsed object; a few hundred bytes, where a tree of
-/// the same paths cost a couple of kilobytes in map nodes.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Selectable {
-    /// The kept paths that are set to a scalar, in [`view_paths`] order.
-    fields: Box<[(&'static str, Box<str>)]>,
-    /// `metadata.labels`, sorted by key.
-    labels: Box<[(Box<str>, Box<str>)]>,
-}
-
-impl Selectable {
-    /// The value of a kept field path (`metadata.name`, `spec.nodeName`…).
-    pub fn field(&self, path: &str) -> Option<&str> {
-        self.fields
-            .iter()
-            .find(|(p, _)| *p == path)
-            .map(|(_, v)| &**v)
-    }
-
-    /// The value of label `key`.
-    pub fn label(&self, key: &str) -> Option<&str> {
-        self.labels
-            .binary_search_by(|(k, _)| (**k).cmp(key))
-            .ok()
-            .and_then(|i| self.labels.get(i))
-            .map(|(_, v)| &**v)
-    }
-
-    fn new(fields: Vec<(&'static str, Box<str>)>, mut labels: Vec<(Box<str>, Box<str>)>) -> Self {
-        labels.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        Selectable {
-            fields: fields.into_boxed_slice(),
-            labels: labels.into_boxed_slice(),
-        }
-    }
-}
+pub use crate::watchcache::selectable::Selectable;
 
 /// The text a field selector compares a value as; `None` for null,
 /// objects and arrays (as [`skiff_api::selectors::field_value`]).
@@ -88,11 +39,12 @@ fn label_pairs(labels: &serde_json::Map<String, Value>) -> Vec<(Box<str>, Box<st
 
 const LABELS: &str = "metadata.labels";
 
-/// [`Selectable`] of a parsed object of storage resource `storage`.
-pub fn selectable_view(storage: &str, obj: &Value) -> Selectable {
+/// [`Selectable`] of a parsed object of storage resource `storage`, whose
+/// resources select by `kept`.
+pub fn selectable_view(storage: &str, kept: &[&'static str], obj: &Value) -> Selectable {
     let mut fields = Vec::new();
     let mut labels = Vec::new();
-    for path in view_paths(storage) {
+    for path in view_paths(storage, kept) {
         let mut at = Some(obj);
         for segment in path.split('.') {
             at = at.and_then(|v| v.as_object()).and_then(|o| o.get(segment));
@@ -109,14 +61,13 @@ pub fn selectable_view(storage: &str, obj: &Value) -> Selectable {
     Selectable::new(fields, labels)
 }
 
-/// The paths [`selectable_view`] keeps for `storage`; none of a built-in
-/// resource is more than two segments deep (a custom resource's may be).
-fn view_paths(storage: &str) -> impl Iterator<Item = &'static str> {
-    let fields = crate::resources::RESOURCES
-        .iter()
-        .find(|r| r.storage == storage && r.group != "events.k8s.io")
-        .map(selectable_fields)
-        .unwrap_or_else(|| crate::crd::selectable_for_storage(storage));
+/// The paths [`selectable_view`] keeps for `storage`, whose resources
+/// select by `fields`; none of a built-in resource is more than two
+/// segments deep (a custom resource's may be).
+fn view_paths<'a>(
+    storage: &str,
+    fields: &'a [&'static str],
+) -> impl Iterator<Item = &'static str> + 'a {
     let extra: &[&str] = if storage == "events" {
         &["source.component"]
     } else {
@@ -141,6 +92,7 @@ pub type RawFields<'a> = HashMap<&'a str, &'a serde_json::value::RawValue>;
 /// parses the whole object.
 pub fn selectable_view_fields(
     storage: &str,
+    kept: &[&'static str],
     top: &RawFields,
     metadata: Option<&RawFields>,
 ) -> Option<Selectable> {
@@ -148,7 +100,7 @@ pub fn selectable_view_fields(
     let mut nested: Vec<(&str, Option<RawFields>)> = Vec::new();
     let mut fields = Vec::new();
     let mut labels = Vec::new();
-    for path in view_paths(storage) {
+    for path in view_paths(storage, kept) {
         if path.matches('.').count() > 1 {
             // Deeper than this reads: the caller walks the whole tree.
             return None;
@@ -226,7 +178,10 @@ pub struct Filter {
 }
 
 impl Filter {
-    pub fn parse(r: &Resource, q: &HashMap<String, String>) -> ApiResult<Filter> {
+    /// `r`'s selectors in `q`; `fields` are those `r` may be selected by
+    /// besides metadata.name and metadata.namespace
+    /// (`Catalog::selectable_fields`).
+    pub fn parse(r: &Resource, fields: &[&str], q: &HashMap<String, String>) -> ApiResult<Filter> {
         let labels = match q.get("labelSelector").filter(|s| !s.is_empty()) {
             Some(s) => {
                 Some(LabelSelector::parse(s).map_err(|e| ApiError::bad_request(e.to_string()))?)
@@ -237,7 +192,7 @@ impl Filter {
             Some(s) => {
                 let selector =
                     FieldSelector::parse(s).map_err(|e| ApiError::bad_request(e.to_string()))?;
-                let allowed = selectable_fields(r);
+                let allowed = fields;
                 for (field, _, _) in selector.fields() {
                     if field != "metadata.name"
                         && field != "metadata.namespace"
@@ -312,8 +267,10 @@ impl Filter {
 
     /// [`Filter::matches`] for a whole object of `r` (lists and deletes
     /// that read the store rather than the watch cache).
-    pub fn matches_object(&self, r: &Resource, obj: &Value) -> bool {
-        self.is_everything() || self.matches(&selectable_view(r.storage, obj))
+    /// `view` are the fields kept for `r`'s storage
+    /// (`Catalog::selectable_for_storage`).
+    pub fn matches_object(&self, r: &Resource, view: &[&'static str], obj: &Value) -> bool {
+        self.is_everything() || self.matches(&selectable_view(r.storage, view, obj))
     }
 }
 
@@ -332,7 +289,12 @@ mod tests {
             }
             _ => None,
         };
-        selectable_view_fields(storage, &top, meta.as_ref())
+        selectable_view_fields(
+            storage,
+            crate::resources::builtin().selectable_for_storage(storage),
+            &top,
+            meta.as_ref(),
+        )
     }
 
     fn q(key: &str, s: &str) -> HashMap<String, String> {
@@ -346,7 +308,11 @@ mod tests {
             "spec": {"nodeName": "n1", "hostNetwork": true, "containers": [{"name": "c", "image": "i"}]},
             "status": {"phase": "Running", "conditions": []},
         });
-        let view = selectable_view("pods", &pod);
+        let view = selectable_view(
+            "pods",
+            crate::resources::builtin().selectable_for_storage("pods"),
+            &pod,
+        );
         assert_eq!(view.field("metadata.name"), Some("web"));
         assert_eq!(view.field("metadata.namespace"), Some("d"));
         assert_eq!(view.field("spec.nodeName"), Some("n1"));
@@ -364,7 +330,11 @@ mod tests {
             "source": {"component": "default-scheduler", "host": "h"},
             "reason": "Scheduled", "message": "m", "count": 3,
         });
-        let view = selectable_view("events", &event);
+        let view = selectable_view(
+            "events",
+            crate::resources::builtin().selectable_for_storage("events"),
+            &event,
+        );
         assert_eq!(view.field("source.component"), Some("default-scheduler"));
         assert_eq!(view.field("involvedObject.kind"), Some("Pod"));
         assert_eq!(view.field("reason"), Some("Scheduled"));
@@ -384,13 +354,30 @@ mod tests {
             let raw = serde_json::to_vec(obj).unwrap();
             assert_eq!(
                 selectable_view_raw(storage, &raw),
-                Some(selectable_view(storage, obj)),
+                Some(selectable_view(
+                    storage,
+                    crate::resources::builtin().selectable_for_storage(storage),
+                    obj
+                )),
                 "{storage} {obj}"
             );
         }
-        assert_eq!(selectable_view("pods", &numbers).label("n"), Some("1"));
         assert_eq!(
-            selectable_view("pods", &numbers).field("status.phase"),
+            selectable_view(
+                "pods",
+                crate::resources::builtin().selectable_for_storage("pods"),
+                &numbers
+            )
+            .label("n"),
+            Some("1")
+        );
+        assert_eq!(
+            selectable_view(
+                "pods",
+                crate::resources::builtin().selectable_for_storage("pods"),
+                &numbers
+            )
+            .field("status.phase"),
             Some("2.5")
         );
         // An escaped key is left to the tree.
@@ -402,8 +389,9 @@ mod tests {
 
     #[test]
     fn view_paths_are_at_most_two_segments_deep() {
-        for r in crate::resources::RESOURCES.iter() {
-            for path in view_paths(r.storage) {
+        let catalog = crate::resources::builtin();
+        for r in catalog.builtin() {
+            for path in view_paths(r.storage, catalog.selectable_for_storage(r.storage)) {
                 assert!(path.split('.').count() <= 2, "{path}");
             }
         }
@@ -416,7 +404,7 @@ mod tests {
             "spec": {"nodeName": "n1"},
             "status": {"phase": "Running"},
         });
-        let pods = crate::resources::find("", "v1", "pods").unwrap();
+        let pods = crate::resources::find_builtin("", "v1", "pods").unwrap();
         let cases = [
             ("fieldSelector", "spec.nodeName=n1", true),
             ("fieldSelector", "spec.nodeName!=n1", false),
@@ -440,11 +428,28 @@ mod tests {
             ("labelSelector", "v>2", true),
             ("labelSelector", "v<2", false),
         ];
-        let view = selectable_view("pods", &pod);
+        let view = selectable_view(
+            "pods",
+            crate::resources::builtin().selectable_for_storage("pods"),
+            &pod,
+        );
         for (key, selector, want) in cases {
-            let f = Filter::parse(pods, &q(key, selector)).unwrap();
+            let f = Filter::parse(
+                pods,
+                crate::resources::builtin().selectable_fields(pods),
+                &q(key, selector),
+            )
+            .unwrap();
             assert_eq!(f.matches(&view), want, "{selector}");
-            assert_eq!(f.matches_object(pods, &pod), want, "{selector}");
+            assert_eq!(
+                f.matches_object(
+                    pods,
+                    crate::resources::builtin().selectable_for_storage(pods.storage),
+                    &pod
+                ),
+                want,
+                "{selector}"
+            );
             let labels = pod["metadata"]["labels"].as_object().unwrap();
             if let Some(l) = &f.labels {
                 assert_eq!(l.matches(labels), want, "{selector}");
@@ -452,25 +457,52 @@ mod tests {
         }
         // Events select by `source` (source.component); events.k8s.io by
         // its own names, rewritten to the stored core fields.
-        let events = crate::resources::find("", "v1", "events").unwrap();
+        let events = crate::resources::find_builtin("", "v1", "events").unwrap();
         let event = json!({"metadata": {"name": "e"}, "source": {"component": "kubelet"},
             "involvedObject": {"kind": "Pod", "name": "web"}, "reportingComponent": "kubelet"});
-        let view = selectable_view("events", &event);
-        let f = Filter::parse(events, &q("fieldSelector", "source=kubelet")).unwrap();
+        let view = selectable_view(
+            "events",
+            crate::resources::builtin().selectable_for_storage("events"),
+            &event,
+        );
+        let f = Filter::parse(
+            events,
+            crate::resources::builtin().selectable_fields(events),
+            &q("fieldSelector", "source=kubelet"),
+        )
+        .unwrap();
         assert!(f.matches(&view));
-        let new_events = crate::resources::find("events.k8s.io", "v1", "events").unwrap();
+        let new_events = crate::resources::find_builtin("events.k8s.io", "v1", "events").unwrap();
         for (selector, want) in [
             ("regarding.name=web,reportingController=kubelet", true),
             ("regarding.kind=Node", false),
         ] {
-            let f = Filter::parse(new_events, &q("fieldSelector", selector)).unwrap();
+            let f = Filter::parse(
+                new_events,
+                crate::resources::builtin().selectable_fields(new_events),
+                &q("fieldSelector", selector),
+            )
+            .unwrap();
             assert_eq!(f.matches(&view), want, "{selector}");
         }
         // Numbers select as their text (jobs' status.successful).
-        let jobs = crate::resources::find("batch", "v1", "jobs").unwrap();
+        let jobs = crate::resources::find_builtin("batch", "v1", "jobs").unwrap();
         let job = json!({"metadata": {"name": "j"}, "status": {"successful": 2}});
-        let f = Filter::parse(jobs, &q("fieldSelector", "status.successful=2")).unwrap();
-        assert!(f.matches(&selectable_view("jobs", &job)));
-        assert!(f.matches_object(jobs, &job));
+        let f = Filter::parse(
+            jobs,
+            crate::resources::builtin().selectable_fields(jobs),
+            &q("fieldSelector", "status.successful=2"),
+        )
+        .unwrap();
+        assert!(f.matches(&selectable_view(
+            "jobs",
+            crate::resources::builtin().selectable_for_storage("jobs"),
+            &job
+        )));
+        assert!(f.matches_object(
+            jobs,
+            crate::resources::builtin().selectable_for_storage(jobs.storage),
+            &job
+        ));
     }
 }

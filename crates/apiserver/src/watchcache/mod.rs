@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, OnceLock, RwLock};
 
 pub mod filter;
+pub mod selectable;
 pub mod watchers;
 use std::time::Duration;
 
@@ -28,7 +29,8 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::object::with_revision;
-use crate::watchcache::filter::{RawFields, Selectable};
+use crate::watchcache::filter::RawFields;
+use crate::watchcache::selectable::Selectable;
 
 /// Events kept for watchers that resume from a recent resourceVersion.
 const HISTORY: usize = 10_000;
@@ -54,6 +56,9 @@ pub struct Cached {
     line_kind: EventKind,
     /// The bytes as stored, kept for an object parsed when first read.
     stored: Option<Bytes>,
+    /// The selectable fields of its storage resource, for parsing
+    /// `stored` (see [`FieldsOf`]).
+    fields: &'static [&'static str],
     parsed: OnceLock<Option<Parsed>>,
 }
 
@@ -100,6 +105,7 @@ impl Cached {
             revision,
             line_kind: kind,
             stored: None,
+            fields: &[],
             parsed: OnceLock::from(Some(parsed)),
         }
     }
@@ -112,7 +118,13 @@ impl Cached {
         self.parsed
             .get_or_init(|| {
                 let stored = self.stored.as_ref()?;
-                parse(&self.key, stored, self.revision, self.line_kind)
+                parse(
+                    &self.key,
+                    stored,
+                    self.revision,
+                    self.line_kind,
+                    self.fields,
+                )
             })
             .as_ref()
     }
@@ -247,7 +259,13 @@ pub struct WatchCache {
 /// now and does not parse, and for a delete that lost its value (etcd
 /// without prevKV after compaction), which the caller rebuilds from the
 /// cached version.
-fn cached(key: &str, value: &[u8], revision: i64, kind: EventKind) -> Option<Arc<Cached>> {
+fn cached(
+    key: &str,
+    value: &[u8],
+    revision: i64,
+    kind: EventKind,
+    fields: &'static [&'static str],
+) -> Option<Arc<Cached>> {
     let storage = storage_of(key).unwrap_or_default();
     if PARSED_WHEN_READ.contains(&storage) {
         if kind == EventKind::Deleted && value.is_empty() {
@@ -260,15 +278,22 @@ fn cached(key: &str, value: &[u8], revision: i64, kind: EventKind) -> Option<Arc
             // A copy: a value may be a slice of a larger response buffer
             // (etcd), which the cache must not keep alive.
             stored: Some(Bytes::copy_from_slice(value)),
+            fields,
             parsed: OnceLock::new(),
         }));
     }
-    let parsed = parse(key, value, revision, kind)?;
+    let parsed = parse(key, value, revision, kind, fields)?;
     Some(Arc::new(Cached::parsed_now(key, revision, kind, parsed)))
 }
 
 /// Parses a stored object into what the cache serves of it.
-fn parse(key: &str, value: &[u8], revision: i64, kind: EventKind) -> Option<Parsed> {
+fn parse(
+    key: &str,
+    value: &[u8],
+    revision: i64,
+    kind: EventKind,
+    fields: &'static [&'static str],
+) -> Option<Parsed> {
     let storage = storage_of(key).unwrap_or_default();
     // The usual case reads the bytes without building the object's tree,
     // and reads its top level and metadata once for both uses.
@@ -277,7 +302,7 @@ fn parse(key: &str, value: &[u8], revision: i64, kind: EventKind) -> Option<Pars
         let meta: RawFields = serde_json::from_str(top.get("metadata")?.get()).ok()?;
         let line = spliced(line_start(kind, 0), value, &top, &meta, revision)?;
         let selectable =
-            crate::watchcache::filter::selectable_view_fields(storage, &top, Some(&meta))?;
+            crate::watchcache::filter::selectable_view_fields(storage, fields, &top, Some(&meta))?;
         Some((line, selectable))
     };
     match fast() {
@@ -286,7 +311,7 @@ fn parse(key: &str, value: &[u8], revision: i64, kind: EventKind) -> Option<Pars
             let object: Value = serde_json::from_slice(value)
                 .map_err(|e| tracing::warn!(key, error = %e, "stored object is not JSON"))
                 .ok()?;
-            let selectable = crate::watchcache::filter::selectable_view(storage, &object);
+            let selectable = crate::watchcache::filter::selectable_view(storage, fields, &object);
             let json = serde_json::to_vec(&with_revision(object, revision)).ok()?;
             Some(Parsed::new(selectable, kind, &json))
         }
@@ -537,7 +562,8 @@ impl WatchCache {
     /// would: lets a test hold a cache behind the store.
     #[cfg(test)]
     pub(crate) fn apply_for_test(&self, key: &str, value: &[u8], revision: i64) {
-        if let Some(item) = cached(key, value, revision, EventKind::Modified) {
+        let fields = test_fields(key);
+        if let Some(item) = cached(key, value, revision, EventKind::Modified, fields) {
             self.apply(EventKind::Modified, revision, item);
         }
     }
@@ -569,9 +595,31 @@ impl WatchCache {
 /// first object is seen or when it is first asked for, empty and current
 /// as of the last event applied (every earlier event of its prefix would
 /// have made it already).
+/// The selectable fields of a storage resource name, as the server's
+/// catalog answers (`Catalog::selectable_for_storage`): what the cache
+/// keeps of each object for selectors.
+#[derive(Clone)]
+pub struct FieldsOf(pub Arc<FieldsFn>);
+
+/// See [`FieldsOf`].
+pub type FieldsFn = dyn Fn(&str) -> &'static [&'static str] + Send + Sync;
+
+impl std::fmt::Debug for FieldsOf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FieldsOf")
+    }
+}
+
+/// The fields the built-in kinds select by (tests).
+#[cfg(test)]
+pub(crate) fn test_fields(key: &str) -> &'static [&'static str] {
+    crate::resources::builtin().selectable_for_storage(storage_of(key).unwrap_or_default())
+}
+
 #[derive(Debug)]
 pub struct Caches {
     by_storage: RwLock<HashMap<String, Arc<WatchCache>>>,
+    fields_of: FieldsOf,
     /// Whether the first list has loaded every cache.
     synced: std::sync::atomic::AtomicBool,
     /// The revision of the last event applied.
@@ -593,13 +641,14 @@ fn storage_of(key: &str) -> Option<&str> {
 }
 
 impl Caches {
-    pub fn new(storages: impl IntoIterator<Item = &'static str>) -> Self {
+    pub fn new(storages: impl IntoIterator<Item = &'static str>, fields_of: FieldsOf) -> Self {
         let by_storage = storages
             .into_iter()
             .map(|s| (s.to_string(), WatchCache::new()))
             .collect();
         Caches {
             by_storage: RwLock::new(by_storage),
+            fields_of,
             synced: std::sync::atomic::AtomicBool::new(false),
             applied: std::sync::atomic::AtomicI64::new(0),
         }
@@ -685,7 +734,14 @@ impl Caches {
             let Some((name, _)) = self.for_key(&kv.key) else {
                 continue;
             };
-            if let Some(item) = cached(&kv.key, &kv.value, kv.mod_revision, EventKind::Added) {
+            let fields = (self.fields_of.0)(&name);
+            if let Some(item) = cached(
+                &kv.key,
+                &kv.value,
+                kv.mod_revision,
+                EventKind::Added,
+                fields,
+            ) {
                 loaded.entry(name).or_default().push(item);
             }
         }
@@ -716,20 +772,27 @@ impl Caches {
             let Some(event) = next else { return Ok(()) };
             let event = event?;
             last = event.revision;
-            let Some((_, cache)) = self.for_key(&event.kv.key) else {
+            let Some((storage, cache)) = self.for_key(&event.kv.key) else {
                 self.applied
                     .store(last, std::sync::atomic::Ordering::Release);
                 continue;
             };
-            let item =
-                cached(&event.kv.key, &event.kv.value, event.revision, event.kind).or_else(|| {
-                    match event.kind {
-                        // A delete whose last value is missing (etcd without
-                        // prevKV after compaction): use what the cache holds.
-                        EventKind::Deleted => cache.deleted_fallback(&event.kv.key, event.revision),
-                        _ => None,
-                    }
-                });
+            let fields = (self.fields_of.0)(&storage);
+            let item = cached(
+                &event.kv.key,
+                &event.kv.value,
+                event.revision,
+                event.kind,
+                fields,
+            )
+            .or_else(|| {
+                match event.kind {
+                    // A delete whose last value is missing (etcd without
+                    // prevKV after compaction): use what the cache holds.
+                    EventKind::Deleted => cache.deleted_fallback(&event.kv.key, event.revision),
+                    _ => None,
+                }
+            });
             if let Some(item) = item {
                 cache.apply(event.kind, event.revision, item);
             }
@@ -755,7 +818,7 @@ mod tests {
             Some("stable.example.com/crontabs")
         );
         assert_eq!(storage_of("/registry/a.b"), Some("a.b"));
-        let caches = Caches::new(["pods"]);
+        let caches = Caches::new(["pods"], FieldsOf(Arc::new(test_fields)));
         assert!(caches.for_key("/registry/nodes/n").is_none());
         let (name, _) = caches.for_key("/registry/x.io/things/ns/a").expect("made");
         assert_eq!(name, "x.io/things");
@@ -767,14 +830,28 @@ mod tests {
         let raw = br#"{"apiVersion":"v1","kind":"Event","metadata":{"name":"e","namespace":"d"},"reason":"Started","involvedObject":{"kind":"Pod","name":"web"}}"#;
         let cache = WatchCache::new();
         cache.reset(Vec::new(), 1);
-        let first = cached("/registry/events/d/e", raw, 2, EventKind::Added).expect("kept");
+        let first = cached(
+            "/registry/events/d/e",
+            raw,
+            2,
+            EventKind::Added,
+            test_fields("/registry/events/d/e"),
+        )
+        .expect("kept");
         cache.apply(EventKind::Added, 2, first.clone());
         assert!(first.parsed.get().is_none(), "parsed with no reader");
         // A watcher makes every later event parsed as it is offered.
         let sub = cache
             .subscribe("/registry/events/", Some(2), None, None)
             .unwrap();
-        let second = cached("/registry/events/d/f", raw, 3, EventKind::Added).expect("kept");
+        let second = cached(
+            "/registry/events/d/f",
+            raw,
+            3,
+            EventKind::Added,
+            test_fields("/registry/events/d/f"),
+        )
+        .expect("kept");
         cache.apply(EventKind::Added, 3, second.clone());
         assert!(second.parsed.get().is_some());
         drop(sub);
@@ -788,12 +865,33 @@ mod tests {
             .starts_with(b"{\"type\":\"ADDED\""));
         // Bytes that do not parse: kept, but nothing to serve; a kind
         // parsed on write leaves them out of the cache at once.
-        let bad = cached("/registry/events/d/bad", b"not json", 4, EventKind::Added).unwrap();
+        let bad = cached(
+            "/registry/events/d/bad",
+            b"not json",
+            4,
+            EventKind::Added,
+            test_fields("/registry/events/d/bad"),
+        )
+        .unwrap();
         assert!(bad.parsed().is_none() && bad.object().is_none());
         assert!(bad.line(EventKind::Added).is_none() && bad.selectable().is_none());
-        assert!(cached("/registry/pods/d/bad", b"not json", 4, EventKind::Added).is_none());
+        assert!(cached(
+            "/registry/pods/d/bad",
+            b"not json",
+            4,
+            EventKind::Added,
+            test_fields("/registry/pods/d/bad")
+        )
+        .is_none());
         // A delete without its value is rebuilt from the cached version.
-        assert!(cached("/registry/events/d/e", b"", 5, EventKind::Deleted).is_none());
+        assert!(cached(
+            "/registry/events/d/e",
+            b"",
+            5,
+            EventKind::Deleted,
+            test_fields("/registry/events/d/e")
+        )
+        .is_none());
         let rebuilt = cache
             .deleted_fallback("/registry/events/d/e", 5)
             .expect("rebuilt");
@@ -821,7 +919,14 @@ mod tests {
                 line.extend_from_slice(LINE_END);
                 assert!(line.capacity() - line.len() <= 1, "{}", line.capacity());
             }
-            let item = cached("/registry/x/a", raw, 42, EventKind::Modified).expect("decodes");
+            let item = cached(
+                "/registry/x/a",
+                raw,
+                42,
+                EventKind::Modified,
+                test_fields("/registry/x/a"),
+            )
+            .expect("decodes");
             let served: Value = serde_json::from_slice(item.json().unwrap()).expect("served JSON");
             assert_eq!(
                 Some(served.clone()),
@@ -846,7 +951,11 @@ mod tests {
             let tree: Value = serde_json::from_slice(raw).unwrap();
             assert_eq!(
                 item.selectable(),
-                Some(&crate::watchcache::filter::selectable_view("x", &tree)),
+                Some(&crate::watchcache::filter::selectable_view(
+                    "x",
+                    test_fields(concat!("/registry/", "x", "/")),
+                    &tree
+                )),
                 "{}",
                 String::from_utf8_lossy(raw)
             );

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
-use crate::watchcache::filter::Selectable;
+use crate::watchcache::selectable::Selectable;
 use crate::watchcache::{CachedEvent, Interest};
 
 /// The fields watchers are indexed by, in order of preference.
@@ -165,6 +165,7 @@ mod tests {
         }
         crate::watchcache::filter::selectable_view(
             "pods",
+            crate::resources::builtin().selectable_for_storage("pods"),
             &json!({"metadata": {"name": name, "namespace": "d"}, "spec": spec}),
         )
     }

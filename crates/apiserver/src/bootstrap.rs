@@ -11,21 +11,23 @@ use std::net::Ipv4Addr;
 use serde_json::{json, Value};
 use skiff_store::{ListOptions, Store};
 
-use super::services::{ips_of, needs_health_check_port, needs_node_ports, node_ports_of};
-use super::{Allocators, Cidr, PortRange};
+use crate::allocators::ipaddresses::{parent_is, put_ip_address, MANAGED_BY};
+use crate::allocators::services::{
+    ips_of, needs_health_check_port, needs_node_ports, node_ports_of,
+};
+use crate::allocators::{Allocators, Cidr, PortRange};
+use crate::catalog::Resource;
 use crate::object;
-use crate::resources::{self, Resource};
+use crate::resources;
 
 type StoreResult<T> = Result<T, skiff_store::Error>;
 
-const MANAGED_BY: &str = "ipallocator.k8s.io";
-
 fn ip_addresses() -> Option<&'static Resource> {
-    resources::find("networking.k8s.io", "v1", "ipaddresses")
+    resources::find_builtin("networking.k8s.io", "v1", "ipaddresses")
 }
 
 fn services() -> Option<&'static Resource> {
-    resources::find("", "v1", "services")
+    resources::find_builtin("", "v1", "services")
 }
 
 async fn list_all(store: &dyn Store, r: &Resource) -> StoreResult<Vec<(String, i64, Value)>> {
@@ -44,73 +46,6 @@ async fn list_all(store: &dyn Store, r: &Resource) -> StoreResult<Vec<(String, i
                 opts.revision = Some(page.revision);
             }
             None => return Ok(out),
-        }
-    }
-}
-
-fn ip_address_object(ip: Ipv4Addr, ns: &str, name: &str) -> Value {
-    json!({
-        "kind": "IPAddress",
-        "apiVersion": "networking.k8s.io/v1",
-        "metadata": {
-            "name": ip.to_string(),
-            "uid": uuid::Uuid::new_v4().to_string(),
-            "creationTimestamp": object::now(),
-            "labels": {
-                "ipaddress.kubernetes.io/ip-family": "IPv4",
-                "ipaddress.kubernetes.io/managed-by": MANAGED_BY,
-            },
-        },
-        "spec": {"parentRef": {"group": "", "resource": "services", "namespace": ns, "name": name}},
-    })
-}
-
-fn parent_is(obj: &Value, ns: &str, name: &str) -> bool {
-    obj.pointer("/spec/parentRef/namespace")
-        .and_then(Value::as_str)
-        == Some(ns)
-        && obj.pointer("/spec/parentRef/name").and_then(Value::as_str) == Some(name)
-        && obj
-            .pointer("/spec/parentRef/resource")
-            .and_then(Value::as_str)
-            == Some("services")
-}
-
-/// Records that `ip` belongs to Service `ns`/`name` (errors are logged:
-/// the Service is the truth, the next start repairs the mirror).
-pub async fn put_ip_address(store: &dyn Store, ip: Ipv4Addr, ns: &str, name: &str) {
-    let Some(r) = ip_addresses() else { return };
-    let key = object::key(r, None, &ip.to_string());
-    let body = ip_address_object(ip, ns, name);
-    let bytes = serde_json::to_vec(&body).unwrap_or_default();
-    match store.create(&key, bytes.clone().into()).await {
-        Ok(_) => {}
-        Err(skiff_store::Error::AlreadyExists { .. }) => {
-            if let Ok(kv) = store.get(&key).await {
-                let current: Value = serde_json::from_slice(&kv.value).unwrap_or_default();
-                if !parent_is(&current, ns, name) {
-                    if let Err(e) = store.update(&key, bytes.into(), kv.mod_revision).await {
-                        tracing::warn!(%ip, error = %e, "cannot record the IPAddress");
-                    }
-                }
-            }
-        }
-        Err(e) => tracing::warn!(%ip, error = %e, "cannot record the IPAddress"),
-    }
-}
-
-/// Removes the IPAddress of `ip` if it is Service `ns`/`name`'s.
-pub async fn delete_ip_address(store: &dyn Store, ip: Ipv4Addr, ns: &str, name: &str) {
-    let Some(r) = ip_addresses() else { return };
-    let key = object::key(r, None, &ip.to_string());
-    let Ok(kv) = store.get(&key).await else {
-        return;
-    };
-    let current: Value = serde_json::from_slice(&kv.value).unwrap_or_default();
-    if parent_is(&current, ns, name) {
-        match store.delete(&key, Some(kv.mod_revision)).await {
-            Ok(_) | Err(skiff_store::Error::NotFound { .. }) => {}
-            Err(e) => tracing::warn!(%ip, error = %e, "cannot remove the IPAddress"),
         }
     }
 }
@@ -234,7 +169,7 @@ fn meta(name: &str, ns: Option<&str>, labels: Value) -> Value {
 
 /// The default ServiceCIDR, named `kubernetes`, Ready.
 pub async fn service_cidr(store: &dyn Store, cidr: Cidr) -> StoreResult<()> {
-    let Some(r) = resources::find("networking.k8s.io", "v1", "servicecidrs") else {
+    let Some(r) = resources::find_builtin("networking.k8s.io", "v1", "servicecidrs") else {
         return Ok(());
     };
     let mut m = meta("kubernetes", None, json!({}));
@@ -319,7 +254,7 @@ pub async fn kubernetes_service(
         put_ip_address(store, ip, "default", "kubernetes").await;
     }
     let endpoint_ports = json!([{"name": "https", "port": port, "protocol": "TCP"}]);
-    if let Some(r) = resources::find("", "v1", "endpoints") {
+    if let Some(r) = resources::find_builtin("", "v1", "endpoints") {
         let subsets = json!([{"addresses": [{"ip": host}], "ports": endpoint_ports.clone()}]);
         let body = json!({
             "kind": "Endpoints",
@@ -336,7 +271,7 @@ pub async fn kubernetes_service(
         )
         .await?;
     }
-    if let Some(r) = resources::find("discovery.k8s.io", "v1", "endpointslices") {
+    if let Some(r) = resources::find_builtin("discovery.k8s.io", "v1", "endpointslices") {
         let endpoints = json!([{"addresses": [host], "conditions": {"ready": true}}]);
         let body = json!({
             "kind": "EndpointSlice",
@@ -403,7 +338,7 @@ pub async fn start(
     kubernetes_service(store, &alloc, advertise)
         .await
         .map_err(|e| failed("the kubernetes Service", e))?;
-    if let Some(r) = resources::find("scheduling.k8s.io", "v1", "priorityclasses") {
+    if let Some(r) = resources::find_builtin("scheduling.k8s.io", "v1", "priorityclasses") {
         create_absent(store, r, resources::system_priority_classes())
             .await
             .map_err(|e| failed("the system PriorityClasses", e))?;

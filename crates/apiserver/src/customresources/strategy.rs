@@ -6,45 +6,12 @@
 //! schema on create and update; with a status subresource, create drops
 //! status and a main-resource update keeps the stored one.
 
-use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex};
-
 use serde_json::{json, Value};
 use skiff_api::validation::FieldError;
 
 use super::Served;
-use crate::resources::{Resource, Strategy};
+use crate::catalog::Strategy;
 use crate::status::ApiResult;
-
-/// The strategy of one served custom resource version.
-#[derive(Debug)]
-pub struct CustomStrategy {
-    group: &'static str,
-    version: &'static str,
-    plural: &'static str,
-}
-
-static STRATEGIES: LazyLock<Mutex<HashMap<usize, &'static CustomStrategy>>> =
-    LazyLock::new(Default::default);
-
-/// The strategy of custom resource `r` (interned with it).
-pub fn of(r: &'static Resource) -> &'static CustomStrategy {
-    let mut map = STRATEGIES.lock().unwrap_or_else(|e| e.into_inner());
-    let key = r as *const Resource as usize;
-    map.entry(key).or_insert_with(|| {
-        Box::leak(Box::new(CustomStrategy {
-            group: r.group,
-            version: r.version,
-            plural: r.plural,
-        }))
-    })
-}
-
-impl CustomStrategy {
-    fn served(&self) -> Option<Arc<Served>> {
-        super::find(self.group, self.version, self.plural)
-    }
-}
 
 /// Fields of ObjectMeta (what pruning keeps under `metadata`).
 const META_FIELDS: &[&str] = &[
@@ -143,9 +110,10 @@ pub fn to_stored(served: &Served, mut obj: Value) -> Value {
     obj
 }
 
-impl Strategy for CustomStrategy {
+/// Each served version is its own strategy (resolved once per request).
+impl Strategy for Served {
     fn prepare_for_create(&self, obj: &mut Value) {
-        if self.served().is_some_and(|s| s.status) {
+        if self.status {
             if let Some(o) = obj.as_object_mut() {
                 o.remove("status");
             }
@@ -154,9 +122,7 @@ impl Strategy for CustomStrategy {
     }
 
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        let Some(served) = self.served() else {
-            return Vec::new();
-        };
+        let served = self;
         let mut errors = Vec::new();
         if let Some(schema) = &served.schema {
             // The schema speaks of the served version's object.
@@ -185,7 +151,19 @@ impl Strategy for CustomStrategy {
     }
 
     fn keeps_status(&self) -> bool {
-        self.served().is_none_or(|s| s.status)
+        self.status
+    }
+
+    fn converts(&self) -> bool {
+        true
+    }
+
+    fn to_served(&self, obj: Value) -> Value {
+        to_served(self, obj)
+    }
+
+    fn to_stored(&self, obj: Value) -> Value {
+        to_stored(self, obj)
     }
 }
 
@@ -217,7 +195,7 @@ fn value_at<'a>(obj: &'a Value, field: &str) -> Option<&'a Value> {
 fn scale_errors(scale: &super::ScalePaths, obj: &Value) -> Vec<FieldError> {
     let mut errors = Vec::new();
     for path in [&scale.spec_replicas, &scale.status_replicas] {
-        let Some(value) = crate::crd::engine::Structural::column(obj, path) else {
+        let Some(value) = super::engine::Structural::column(obj, path) else {
             continue;
         };
         let field = path.trim_start_matches('.').to_string();
@@ -237,8 +215,8 @@ fn scale_errors(scale: &super::ScalePaths, obj: &Value) -> Vec<FieldError> {
 
 /// Creates are refused while the CRD is being deleted (upstream's
 /// `create not allowed while custom resource definition is terminating`).
-pub fn check_create(r: &Resource) -> ApiResult<()> {
-    if super::served(r).is_some_and(|s| s.terminating) {
+pub fn check_create(served: Option<&Served>) -> ApiResult<()> {
+    if served.is_some_and(|s| s.terminating) {
         let mut e = crate::status::ApiError::method_not_allowed();
         e.message = "create not allowed while custom resource definition is terminating".into();
         return Err(e);

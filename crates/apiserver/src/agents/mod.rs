@@ -7,8 +7,11 @@
 //! client's connection straight to the runtime (no TCP, no TLS and no
 //! copy in between: a streamed byte is encrypted once, for the client).
 //!
-//! This module owns the registry and the connection type; choosing the
-//! node and speaking HTTP on the connection are the handlers' job.
+//! This module owns the registry and the connection type, and dialing an
+//! agent ([`dial`]); choosing the node and speaking HTTP on the
+//! connection are the handlers' job.
+
+pub mod dial;
 
 use std::collections::HashMap;
 use std::pin::Pin;

@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 
 use super::{Column, Served};
-use crate::handlers::table::Include;
+use crate::table::Include;
 
 /// The version's columns, Age when it declares none.
 fn columns(served: &Served) -> Vec<Column> {
@@ -57,7 +57,7 @@ fn definitions(served: &Served) -> Vec<Value> {
 }
 
 fn cell(c: &Column, obj: &Value, now: chrono::DateTime<chrono::Utc>) -> Value {
-    let Some(value) = crate::crd::engine::Structural::column(obj, &c.json_path) else {
+    let Some(value) = super::engine::Structural::column(obj, &c.json_path) else {
         return Value::Null;
     };
     if value.is_null() {

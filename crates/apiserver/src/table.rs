@@ -1,17 +1,11 @@
 //! Server-side printing: `Accept: application/json;as=Table;v=v1;g=meta.k8s.io`
 //! turns an object, a list or each watch event into a meta.k8s.io/v1
 //! Table whose rows carry PartialObjectMetadata (so kubectl's NAMESPACE
-//! column and `--show-labels` work). The columns come from skiff-api.
+//! column and `--show-labels` work). The columns come from skiff-api;
+//! custom resources' come from their CRDs (`crate::customresources::table`).
+//! Whether a client asked for a Table is the handlers' (`params::negotiate`).
 
-use axum::http::{header, HeaderMap};
 use serde_json::{json, Value};
-
-/// Does the client want Tables? Only when the first clause of `Accept`
-/// we can answer asks for one (see `params::negotiate`).
-pub fn wanted(headers: &HeaderMap) -> bool {
-    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
-    crate::handlers::params::negotiate(accept) == Some(crate::handlers::params::Wanted::Table)
-}
 
 /// How much of each object a row carries (`includeObject`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -77,6 +77,7 @@ pub fn definitions(served: &Served, meta: &str, list_meta: &str) -> Vec<(String,
 /// Adds the definitions of every served custom resource of
 /// `group`/`version` to `schemas`; returns (kind, definition name) pairs.
 pub fn add(
+    crds: &super::Registry,
     group: &str,
     version: &str,
     schemas: &mut Map<String, Value>,
@@ -84,7 +85,8 @@ pub fn add(
     list_meta: &str,
 ) -> Vec<(&'static str, String)> {
     let mut names = Vec::new();
-    for served in super::all()
+    for served in crds
+        .all()
         .iter()
         .filter(|s| s.established && s.resource.group == group && s.resource.version == version)
     {

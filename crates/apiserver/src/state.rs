@@ -1,0 +1,111 @@
+//! [`AppState`]: what every handler of one API server shares (the store,
+//! the watch caches, the catalog of kinds, the custom resources, the
+//! allocators, the node agents' TLS). Handlers, discovery and the write
+//! path take it; the layers below it (catalog, admission, allocators,
+//! watch cache, custom resources) each take the narrow part they use.
+
+use std::sync::Arc;
+
+use skiff_store::Store;
+
+use crate::catalog::{Catalog, Resource};
+use crate::{admission, agents, allocators, customresources, resources, watchcache};
+
+/// What every handler shares.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    pub store: Arc<dyn Store>,
+    /// host:port clients should use (shared: the state is cloned for
+    /// every request).
+    pub advertise: Arc<str>,
+    /// How often a watch that allows bookmarks gets one.
+    pub bookmark_every: std::time::Duration,
+    /// One watch cache per storage resource name.
+    pub caches: Arc<watchcache::Caches>,
+    /// TLS with the client certificate presented to node agents
+    /// (`pods/log`); none: logs are unavailable.
+    pub kubelet_tls: Option<Arc<rustls::ClientConfig>>,
+    /// Node agents running in this process, reached without TCP or TLS.
+    pub local_agents: agents::LocalAgents,
+    /// Service ClusterIPs and NodePorts taken.
+    pub allocators: Arc<allocators::Allocators>,
+    /// Every kind this server serves: the built-in ones and its custom
+    /// resources, with the Services' storage hooks.
+    pub catalog: Arc<Catalog>,
+    /// The custom resources its CRD controller serves.
+    pub crds: Arc<customresources::Registry>,
+    /// What admission plugins decoded of the objects they read, per
+    /// version.
+    pub admission: Arc<admission::memo::Memos>,
+}
+
+impl AppState {
+    pub fn new(
+        store: Arc<dyn Store>,
+        advertise: String,
+        bookmark_every: std::time::Duration,
+    ) -> Self {
+        let crds = Arc::new(customresources::Registry::default());
+        let allocators: Arc<allocators::Allocators> = Arc::default();
+        let catalog = catalog_of(&store, &crds, &allocators);
+        let fields = catalog.clone();
+        let caches = Arc::new(watchcache::Caches::new(
+            catalog.builtin().iter().map(|r| r.storage),
+            watchcache::FieldsOf(Arc::new(move |storage| {
+                fields.selectable_for_storage(storage)
+            })),
+        ));
+        AppState {
+            store,
+            advertise: advertise.into(),
+            bookmark_every,
+            caches,
+            kubelet_tls: None,
+            local_agents: agents::LocalAgents::default(),
+            allocators,
+            catalog,
+            crds,
+            admission: Arc::default(),
+        }
+    }
+
+    /// Hands out Service addresses and ports from `allocators` (its
+    /// configured ranges, rebuilt from the stored Services).
+    pub fn set_allocators(&mut self, allocators: allocators::Allocators) {
+        self.allocators = Arc::new(allocators);
+        self.catalog = catalog_of(&self.store, &self.crds, &self.allocators);
+    }
+
+    /// What admission plugins read.
+    pub fn admission_context(&self) -> admission::Context<'_> {
+        admission::Context {
+            store: self.store.as_ref(),
+            caches: &self.caches,
+            admission: &self.admission,
+        }
+    }
+
+    /// The watch cache of a resource: built-in ones are made with the
+    /// state; a custom resource's is made when first needed.
+    pub fn cache(&self, resource: &Resource) -> Arc<watchcache::WatchCache> {
+        self.caches.get_or_create(resource.storage)
+    }
+}
+
+/// The catalog of a server: the built-in kinds, its custom resources and
+/// the Services' storage hooks over its allocators.
+fn catalog_of(
+    store: &Arc<dyn Store>,
+    crds: &Arc<customresources::Registry>,
+    allocators: &Arc<allocators::Allocators>,
+) -> Arc<Catalog> {
+    let hooks = resources::services::ServiceHooks {
+        store: store.clone(),
+        allocators: allocators.clone(),
+    };
+    Arc::new(Catalog::new(resources::KINDS, crds.clone()).with_hooks(
+        "",
+        "Service",
+        Arc::new(hooks),
+    ))
+}
