@@ -70,7 +70,7 @@ use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 use serde_json::{json, Value};
-use skiff_apiserver::handlers::log::kubelet_endpoint;
+use skiff_apiserver::agents::dial::kubelet_endpoint;
 use skiff_apiserver::streaming::spdy;
 use skiff_node::runtime::cri::CriRuntime;
 use skiff_node::runtime::{api, Runtime as _};
