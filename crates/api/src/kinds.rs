@@ -43,6 +43,7 @@ const PLAIN_KINDS: &[&str] = &[
     "Event",
     "Eviction",
     "IngressClass",
+    "IPAddress",
     "Lease",
     "LimitRange",
     "MutatingAdmissionPolicy",
@@ -95,4 +96,11 @@ pub(crate) fn layout(kind: &str) -> Option<Layout> {
         other if PLAIN_KINDS.contains(&other) => Layout::Plain,
         _ => return None,
     })
+}
+
+/// Whether `kind` is a built-in kind with a known object layout (patch
+/// merge keys and server-side apply schemas reach it); the API server's
+/// catalog test checks that every kind it serves is one.
+pub fn has_layout(kind: &str) -> bool {
+    layout(kind).is_some()
 }

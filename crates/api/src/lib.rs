@@ -17,7 +17,7 @@
 pub mod apply;
 pub mod crd;
 pub mod defaults;
-mod kinds;
+pub mod kinds;
 pub mod patch;
 pub mod quantity;
 pub mod quota;

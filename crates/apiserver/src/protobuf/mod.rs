@@ -114,6 +114,12 @@ fn message_for(api_version: &str, kind: &str) -> Option<MessageDescriptor> {
     pool.get_message_by_name(&format!("{META_PACKAGE}.{kind}"))
 }
 
+/// Whether bodies of `kind` at `api_version` can come as protobuf (a
+/// message of the vendored schemas describes them).
+pub fn has_message(api_version: &str, kind: &str) -> bool {
+    message_for(api_version, kind).is_some()
+}
+
 /// Decodes a protobuf request body into the JSON object it encodes, with
 /// `apiVersion` and `kind` from the envelope.
 pub fn to_json(body: &[u8]) -> Result<Value, ProtobufError> {

@@ -211,6 +211,59 @@ mod tests {
         assert_eq!(plurals.len(), n);
     }
 
+    /// Kinds served with upstream's default Table (NAME, CREATED AT).
+    const DEFAULT_TABLE: &[&str] = &[
+        "LimitRange",
+        "Role",
+        "ClusterRole",
+        "CustomResourceDefinition",
+    ];
+    /// Kinds whose rules are ObjectMeta's and the name's alone.
+    const PLAIN: &[&str] = &["ServiceAccount", "ComponentStatus"];
+    /// Kinds no vendored protobuf message describes (their API groups'
+    /// .proto files are not in `proto/`).
+    const NO_PROTOBUF: &[&str] = &["APIService", "CustomResourceDefinition"];
+
+    /// Each served kind is known to every lookup keyed by kind name outside
+    /// its own file, or says here that it has none: its Table columns and
+    /// cells agree (skiff-api's two printer tables), its object layout
+    /// (patch merge keys, apply schemas), its strategy, and its protobuf
+    /// message. A kind added to [`KINDS`] without them fails here.
+    #[test]
+    fn every_served_kind_has_a_table_a_layout_rules_and_a_protobuf_binding() {
+        let now = chrono::Utc::now();
+        let mut missing = Vec::new();
+        for k in KINDS {
+            let Some(r) = &k.resource else { continue };
+            if crate::reviews::create_only(r) {
+                // Reviews are answered, never stored, listed or patched.
+                continue;
+            }
+            let kind = k.kind;
+            let printer = skiff_api::tables::has_printer(kind);
+            if printer == DEFAULT_TABLE.contains(&kind) {
+                missing.push(format!("{kind}: table (printer: {printer})"));
+            }
+            let cells = skiff_api::tables::row_cells(kind, &serde_json::json!({}), now).len();
+            let columns = skiff_api::tables::column_definitions(kind).len();
+            if cells != columns {
+                missing.push(format!("{kind}: {cells} cells for {columns} columns"));
+            }
+            if !skiff_api::kinds::has_layout(kind) {
+                missing.push(format!("{kind}: patch layout"));
+            }
+            let plain = format!("{:?}", k.strategy) == "Plain";
+            if plain != PLAIN.contains(&kind) {
+                missing.push(format!("{kind}: strategy (plain: {plain})"));
+            }
+            let protobuf = crate::protobuf::has_message(&r.group_version(), kind);
+            if protobuf == NO_PROTOBUF.contains(&kind) {
+                missing.push(format!("{kind}: protobuf (has: {protobuf})"));
+            }
+        }
+        assert!(missing.is_empty(), "{missing:#?}");
+    }
+
     /// The one-pass create decode gives what the two passes give: field
     /// findings and the normalized object, server-set metadata included.
     #[test]
