@@ -28,11 +28,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::images;
 use crate::network::{self, CniConfig};
-use crate::pod_worker::sync::{Context, Outcome, PodApi, PodWorker};
+use crate::pod_worker::sync::{Context, Outcome, PodWorker};
 use crate::registration::{self, Health, Registration};
 use crate::runtime::containerd::{self, Containerd};
 use crate::runtime::cri::CriRuntime;
 use crate::runtime::Runtime;
+use crate::status::api::PodApi;
 
 /// Errors that stop the agent before it runs.
 #[derive(Debug, thiserror::Error)]

@@ -178,9 +178,9 @@ pub(crate) fn resource(
             _ => res.and_then(|r| r.requests.as_ref()),
         };
         if milli {
-            super::config::quantity_milli(map, name)
+            crate::podspec::quantity_milli(map, name)
         } else {
-            super::config::quantity_value(map, name)
+            crate::podspec::quantity_value(map, name)
         }
     };
     let divisor = r.divisor.as_ref().map(|d| d.0.as_str()).unwrap_or("1");

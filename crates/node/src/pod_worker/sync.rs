@@ -13,17 +13,18 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use k8s_openapi::jiff::Timestamp;
 
-use super::config::{container_config, grace_period, sandbox_config};
-use super::events::{EventType, Events};
-use super::images::{ensure_image, Waiting};
-use super::observed::{self, PodRuntime, State};
+use super::config::{container_config, sandbox_config};
+use super::images::ensure_image;
 use crate::backoff::{go_duration, Backoff};
+use crate::events::{EventType, Events};
+use crate::observed::{self, PodRuntime, State};
+use crate::podspec::{grace_period, host_network, pod_ref};
 use crate::runtime::{Result as RuntimeResult, Runtime};
-use crate::status;
+use crate::status::api::PodApi;
+use crate::status::{self, Waiting};
 
 /// The status message and event of a pod past its activeDeadlineSeconds.
 const DEADLINE_MESSAGE: &str = "Pod was active on the node longer than the specified deadline";
@@ -53,15 +54,6 @@ const MIN_GRACE_SECONDS: i64 = 2;
 /// calculateEffectiveGracePeriod always passes at least 1 s, as an
 /// override that the 2 s floor does not apply to.
 const MIN_DELETION_GRACE_SECONDS: i64 = 1;
-
-/// What the worker writes to the API about its pod.
-#[async_trait]
-pub trait PodApi: Send + Sync + std::fmt::Debug {
-    /// Replaces the pod's status.
-    async fn patch_status(&self, pod: &Pod, status: &PodStatus) -> Result<(), String>;
-    /// Deletes the pod object with grace 0 (its UID as precondition).
-    async fn delete(&self, pod: &Pod) -> Result<(), String>;
-}
 
 /// What every worker shares.
 #[derive(Debug, Clone)]
@@ -123,16 +115,6 @@ pub struct PodWorker {
 const NODE_RESOLV_CONF: &str = "/etc/resolv.conf";
 /// The node's hosts file, which hostNetwork pods see.
 const NODE_HOSTS: &str = "/etc/hosts";
-
-/// `format.Pod`: `name_namespace(uid)`.
-pub fn pod_ref(pod: &Pod) -> String {
-    format!(
-        "{}_{}({})",
-        pod.metadata.name.as_deref().unwrap_or_default(),
-        pod.metadata.namespace.as_deref().unwrap_or("default"),
-        pod.metadata.uid.as_deref().unwrap_or_default()
-    )
-}
 
 /// The instant a wall-clock time (ns since the epoch) corresponds to.
 fn instant_of(nanos: i64, now: Instant) -> Instant {
@@ -254,13 +236,6 @@ fn remove_log_dirs(log_root: &std::path::Path, uid: &str) {
     }
 }
 
-fn host_network(pod: &Pod) -> bool {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.host_network)
-        .unwrap_or(false)
-}
-
 impl PodWorker {
     /// The pod's IP: the node's for hostNetwork pods, else the ready
     /// sandbox's as last observed.
@@ -320,9 +295,9 @@ impl PodWorker {
             .unwrap_or(&[])
             .iter()
             .chain(
-                super::actions::init_containers(pod)
+                crate::podspec::init_containers(pod)
                     .iter()
-                    .filter(|c| super::actions::is_sidecar(c)),
+                    .filter(|c| crate::podspec::is_sidecar(c)),
             )
     }
 
@@ -582,7 +557,7 @@ impl PodWorker {
 
         // Init containers first (one, or sidecars in order), then the main
         // ones: the same path for both.
-        let inits = super::actions::init_containers(pod);
+        let inits = crate::podspec::init_containers(pod);
         let mains = pod
             .spec
             .as_ref()
@@ -613,7 +588,7 @@ impl PodWorker {
         };
         // The managed /etc/hosts the containers mount.
         let hosts_file =
-            super::volumes::pod_dir(&self.ctx.volumes_root, &self.uid).join("etc-hosts");
+            super::volume_files::pod_dir(&self.ctx.volumes_root, &self.uid).join("etc-hosts");
         if !to_start.is_empty() {
             let node_hosts = std::fs::read_to_string(NODE_HOSTS).unwrap_or_default();
             let text =
@@ -664,7 +639,7 @@ impl PodWorker {
                 "{}/{}/{}",
                 self.uid,
                 c.name,
-                super::actions::container_hash(c)
+                crate::podspec::container_hash(c)
             );
             if let Some(l) = latest.filter(|l| l.state == State::Exited) {
                 let exited = instant_of(l.finished_at, now);
@@ -786,7 +761,7 @@ impl PodWorker {
                 .termination_message_path
                 .clone()
                 .unwrap_or_else(|| "/dev/termination-log".into());
-            let message_file = super::volumes::pod_dir(&self.ctx.volumes_root, &self.uid)
+            let message_file = super::volume_files::pod_dir(&self.ctx.volumes_root, &self.uid)
                 .join("termination")
                 .join(format!("{}-{restart}", c.name));
             if let Some(dir) = message_file.parent() {
@@ -916,9 +891,9 @@ impl PodWorker {
     /// together, then the sidecars one by one in reverse order (upstream's
     /// termination ordering), each with what is left of the grace period.
     async fn stop_containers(&self, pod: &Pod, running: Vec<&observed::Container>, grace: i64) {
-        let sidecars: Vec<String> = super::actions::init_containers(pod)
+        let sidecars: Vec<String> = crate::podspec::init_containers(pod)
             .iter()
-            .filter(|c| super::actions::is_sidecar(c))
+            .filter(|c| crate::podspec::is_sidecar(c))
             .map(|c| c.name.clone())
             .collect();
         let (side, main): (Vec<_>, Vec<_>) = running
@@ -1118,8 +1093,9 @@ impl PodWorker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pod_worker::events::Recorded;
+    use crate::events::Recorded;
     use crate::runtime::fake::FakeRuntime;
+    use async_trait::async_trait;
 
     #[derive(Debug)]
     struct NoObjects;

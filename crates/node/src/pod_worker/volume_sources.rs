@@ -1,7 +1,7 @@
 //! The pod volumes whose content comes from the API: configMap, secret,
 //! downwardAPI and projected volumes are written (again on every sync, so
 //! updates reach running containers) with the atomic `..data` layout of
-//! [`super::volumes::write_atomically`]; persistentVolumeClaim volumes are
+//! [`super::volume_files::write_atomically`]; persistentVolumeClaim volumes are
 //! looked up (claim → bound PersistentVolume → its directory on this
 //! node).
 //!
@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use k8s_openapi::api::core::v1::{Container, DownwardAPIVolumeFile, KeyToPath, Pod, Volume};
 
 use super::env::{Facts, Objects};
-use super::volumes::{object_dir, select, write_atomically, Files};
+use super::volume_files::{object_dir, select, write_atomically, Files};
 
 /// What preparing a pod's volumes found out for mounting them.
 #[derive(Debug, Default, Clone)]

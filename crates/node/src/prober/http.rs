@@ -22,10 +22,9 @@ use rustls::{DigitallySignedStruct, SignatureScheme};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant;
 
-use super::handlers::{connect, join_host_port, Outcome};
+use super::dial::{connect, join_host_port, USER_AGENT};
+use super::Outcome;
 
-/// What the kubelet calls itself (`kube-probe/<major>.<minor>`).
-pub const USER_AGENT: &str = "kube-probe/1.33";
 /// The body is read up to this (upstream's maxRespBodyLength).
 const MAX_BODY: usize = 10 * 1024;
 /// Go's http.Client stops at the 10th redirect.

@@ -23,7 +23,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::pod_worker::sync::PodApi;
+use super::api::PodApi;
 
 /// Patches sent at once.
 const CONCURRENCY: usize = 32;
