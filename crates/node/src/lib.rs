@@ -25,6 +25,8 @@
 //! - [`logs`]: CRI log files; [`server`]: the agent's HTTPS endpoint
 //!   (logs; exec, attach and port-forward proxied to the runtime's
 //!   streaming server);
+//! - [`api_error`]: why a request to the cluster API failed, as the
+//!   node's seams report it;
 //! - [`agent`]: wires them into [`agent::Agent::run`];
 //! - [`sim`]: many simulated nodes in one process on the fake runtime
 //!   (`skiff sim`).
@@ -42,6 +44,7 @@
 )]
 
 pub mod agent;
+pub mod api_error;
 pub mod backoff;
 pub mod events;
 pub mod images;

@@ -8,9 +8,12 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, PersistentVolume, PersistentVolumeClaim, Pod, PodStatus, Secret,
+};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 
+use crate::api_error::ApiError;
 use crate::pod_worker::env::Objects;
 use crate::status::api::PodApi;
 
@@ -26,28 +29,26 @@ impl std::fmt::Debug for ApiPods {
 
 #[async_trait]
 impl PodApi for ApiPods {
-    async fn patch_status(&self, pod: &Pod, status: &PodStatus) -> Result<(), String> {
+    async fn patch_status(&self, pod: &Pod, status: &PodStatus) -> Result<(), ApiError> {
         let body = serde_json::json!({
             "metadata": { "uid": pod.metadata.uid },
             "status": status,
         });
-        let request = pods_request(pod)
-            .patch_subresource(
-                "status",
-                pod.metadata.name.as_deref().unwrap_or_default(),
-                &PatchParams::default(),
-                &Patch::Merge(&body),
-            )
-            .map_err(|e| e.to_string())?;
+        let request = pods_request(pod).patch_subresource(
+            "status",
+            pod.metadata.name.as_deref().unwrap_or_default(),
+            &PatchParams::default(),
+            &Patch::Merge(&body),
+        )?;
         // The answer (the whole pod) is not read: the pod watch brings it.
         self.0
             .request_text(request)
             .await
             .map(|_| ())
-            .map_err(|e| e.to_string())
+            .map_err(ApiError::from)
     }
 
-    async fn delete(&self, pod: &Pod) -> Result<(), String> {
+    async fn delete(&self, pod: &Pod) -> Result<(), ApiError> {
         let params = DeleteParams {
             grace_period_seconds: Some(0),
             preconditions: Some(Preconditions {
@@ -56,13 +57,12 @@ impl PodApi for ApiPods {
             }),
             ..DeleteParams::default()
         };
-        let request = pods_request(pod)
-            .delete(pod.metadata.name.as_deref().unwrap_or_default(), &params)
-            .map_err(|e| e.to_string())?;
+        let request =
+            pods_request(pod).delete(pod.metadata.name.as_deref().unwrap_or_default(), &params)?;
         match self.0.request_text(request).await {
             Ok(_) => Ok(()),
             Err(e) if skiff_client::is_not_found(&e) || skiff_client::is_conflict(&e) => Ok(()),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e.into()),
         }
     }
 }
@@ -75,7 +75,8 @@ fn pods_request(pod: &Pod) -> kube::core::Request {
     kube::core::Request::new(format!("/api/v1/namespaces/{namespace}/pods"))
 }
 
-/// ConfigMaps and Secrets read through the API when a container starts.
+/// ConfigMaps, Secrets, claims and volumes read through the API when a
+/// container starts.
 #[derive(Clone)]
 pub(crate) struct ApiObjects(pub(crate) kube::Client);
 
@@ -91,84 +92,46 @@ impl Objects for ApiObjects {
         &self,
         namespace: &str,
         name: &str,
-    ) -> Result<Option<BTreeMap<String, String>>, String> {
-        let api: Api<k8s_openapi::api::core::v1::ConfigMap> =
-            Api::namespaced(self.0.clone(), namespace);
-        match api.get_opt(name).await {
-            Ok(cm) => Ok(cm.map(|cm| cm.data.unwrap_or_default())),
-            Err(e) => Err(e.to_string()),
-        }
+    ) -> Result<Option<BTreeMap<String, String>>, ApiError> {
+        let api: Api<ConfigMap> = Api::namespaced(self.0.clone(), namespace);
+        let cm = api.get_opt(name).await?;
+        Ok(cm.map(|cm| cm.data.unwrap_or_default()))
     }
 
     async fn secret(
         &self,
         namespace: &str,
         name: &str,
-    ) -> Result<Option<BTreeMap<String, Vec<u8>>>, String> {
-        let api: Api<k8s_openapi::api::core::v1::Secret> =
-            Api::namespaced(self.0.clone(), namespace);
-        match api.get_opt(name).await {
-            Ok(s) => Ok(s.map(|s| {
-                let mut data: BTreeMap<String, Vec<u8>> = s
-                    .data
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(k, v)| (k, v.0))
-                    .collect();
-                // stringData is write-only upstream, folded into data on
-                // write; read it too in case a store kept it.
-                for (k, v) in s.string_data.unwrap_or_default() {
-                    data.entry(k).or_insert_with(|| v.into_bytes());
-                }
-                data
-            })),
-            Err(e) => Err(e.to_string()),
-        }
+    ) -> Result<Option<BTreeMap<String, Vec<u8>>>, ApiError> {
+        let api: Api<Secret> = Api::namespaced(self.0.clone(), namespace);
+        let secret = api.get_opt(name).await?;
+        Ok(secret.map(|s| {
+            let mut data: BTreeMap<String, Vec<u8>> = s
+                .data
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| (k, v.0))
+                .collect();
+            // stringData is write-only upstream, folded into data on
+            // write; read it too in case a store kept it.
+            for (k, v) in s.string_data.unwrap_or_default() {
+                data.entry(k).or_insert_with(|| v.into_bytes());
+            }
+            data
+        }))
     }
 
-    async fn claim_path(&self, namespace: &str, name: &str) -> Result<String, String> {
-        use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+    async fn claim(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<PersistentVolumeClaim>, ApiError> {
         let claims: Api<PersistentVolumeClaim> = Api::namespaced(self.0.clone(), namespace);
-        let claim = match claims.get_opt(name).await {
-            Ok(Some(c)) => c,
-            Ok(None) => {
-                return Err(format!(
-                "failed to fetch PVC from API server: persistentvolumeclaims \"{name}\" not found"
-            ))
-            }
-            Err(e) => return Err(format!("failed to fetch PVC from API server: {e}")),
-        };
-        if claim.metadata.deletion_timestamp.is_some() {
-            return Err(format!(
-                "can't start pod because PVC {namespace}/{name} is being deleted"
-            ));
-        }
-        let phase = claim
-            .status
-            .as_ref()
-            .and_then(|s| s.phase.clone())
-            .unwrap_or_default();
-        let volume = claim
-            .spec
-            .as_ref()
-            .and_then(|s| s.volume_name.clone())
-            .unwrap_or_default();
-        if phase != "Bound" || volume.is_empty() {
-            return Err(format!(
-                "PVC {namespace}/{name} has non-bound phase ({phase:?}) or empty pvc.Spec.VolumeName ({volume:?})"
-            ));
-        }
-        let pvs: Api<PersistentVolume> = Api::all(self.0.clone());
-        let pv = pvs
-            .get(&volume)
-            .await
-            .map_err(|e| format!("failed to fetch PV {volume} from API server: {e}"))?;
-        let spec = pv.spec.unwrap_or_default();
-        spec.host_path
-            .map(|h| h.path)
-            .or(spec.local.map(|l| l.path))
-            .ok_or_else(|| {
-                format!("PV {volume}: only hostPath and local volumes can be mounted on this node")
-            })
+        Ok(claims.get_opt(name).await?)
+    }
+
+    async fn volume(&self, name: &str) -> Result<PersistentVolume, ApiError> {
+        let volumes: Api<PersistentVolume> = Api::all(self.0.clone());
+        Ok(volumes.get(name).await?)
     }
 }

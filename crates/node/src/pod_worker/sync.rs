@@ -1093,6 +1093,7 @@ impl PodWorker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api_error::ApiError;
     use crate::events::Recorded;
     use crate::runtime::fake::FakeRuntime;
     use async_trait::async_trait;
@@ -1106,14 +1107,14 @@ mod tests {
             &self,
             _: &str,
             _: &str,
-        ) -> Result<Option<std::collections::BTreeMap<String, String>>, String> {
+        ) -> Result<Option<std::collections::BTreeMap<String, String>>, ApiError> {
             Ok(None)
         }
         async fn secret(
             &self,
             _: &str,
             _: &str,
-        ) -> Result<Option<std::collections::BTreeMap<String, Vec<u8>>>, String> {
+        ) -> Result<Option<std::collections::BTreeMap<String, Vec<u8>>>, ApiError> {
             Ok(None)
         }
     }
@@ -1126,11 +1127,11 @@ mod tests {
 
     #[async_trait]
     impl PodApi for FakeApi {
-        async fn patch_status(&self, _pod: &Pod, status: &PodStatus) -> Result<(), String> {
+        async fn patch_status(&self, _pod: &Pod, status: &PodStatus) -> Result<(), ApiError> {
             self.statuses.lock().unwrap().push(status.clone());
             Ok(())
         }
-        async fn delete(&self, _pod: &Pod) -> Result<(), String> {
+        async fn delete(&self, _pod: &Pod) -> Result<(), ApiError> {
             self.deleted
                 .store(true, std::sync::atomic::Ordering::SeqCst);
             Ok(())

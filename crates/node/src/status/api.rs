@@ -8,11 +8,13 @@
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 
+use crate::api_error::ApiError;
+
 /// What the worker writes to the API about its pod.
 #[async_trait]
 pub trait PodApi: Send + Sync + std::fmt::Debug {
     /// Replaces the pod's status.
-    async fn patch_status(&self, pod: &Pod, status: &PodStatus) -> Result<(), String>;
+    async fn patch_status(&self, pod: &Pod, status: &PodStatus) -> Result<(), ApiError>;
     /// Deletes the pod object with grace 0 (its UID as precondition).
-    async fn delete(&self, pod: &Pod) -> Result<(), String>;
+    async fn delete(&self, pod: &Pod) -> Result<(), ApiError>;
 }
