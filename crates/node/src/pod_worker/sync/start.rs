@@ -19,11 +19,14 @@ use super::{
 use crate::backoff::go_duration;
 use crate::events::EventType;
 use crate::observed::{self, PodRuntime, State};
-use crate::pod_worker::actions::Probed;
-use crate::pod_worker::config::{container_config, sandbox_config};
+use crate::pod_worker::actions::{compute_pod_actions_probed, kill_grace_period, Actions, Probed};
+use crate::pod_worker::config::{self, container_config, sandbox_config};
+use crate::pod_worker::env::{self, Facts, Resolved};
 use crate::pod_worker::images::ensure_image;
-use crate::pod_worker::volume_sources::Prepared;
-use crate::podspec::{container_hash, grace_period, host_network, pod_ref};
+use crate::pod_worker::volume_sources::{self, Prepared};
+use crate::pod_worker::{dns, hooks, qos, volume_files, volumes};
+use crate::podspec::{container_hash, grace_period, host_network, init_containers, pod_ref};
+use crate::runtime::api;
 use crate::status::Waiting;
 
 /// How [`PodWorker::ensure_sandbox`] ended.
@@ -46,18 +49,18 @@ struct Retry(Option<Instant>);
 #[derive(Debug)]
 struct PodSetup<'a> {
     sandbox_id: &'a str,
-    sandbox_cfg: &'a crate::runtime::api::PodSandboxConfig,
+    sandbox_cfg: &'a api::PodSandboxConfig,
     pod_ip: Option<&'a str>,
     /// The pod's managed /etc/hosts (mounted when it exists).
     hosts_file: &'a std::path::Path,
-    facts: &'a crate::pod_worker::env::Facts<'a>,
+    facts: &'a Facts<'a>,
     prepared: &'a Prepared,
 }
 
 /// The containers to start, in order: the init containers the actions
 /// name, then the main ones.
-fn containers_to_start(pod: &Pod, actions: &crate::pod_worker::actions::Actions) -> Vec<Container> {
-    let inits = crate::podspec::init_containers(pod);
+fn containers_to_start(pod: &Pod, actions: &Actions) -> Vec<Container> {
+    let inits = init_containers(pod);
     let mains = pod
         .spec
         .as_ref()
@@ -73,8 +76,9 @@ fn containers_to_start(pod: &Pod, actions: &crate::pod_worker::actions::Actions)
 }
 
 impl PodWorker {
-    /// Carries out what [`crate::pod_worker::actions`] computes, as numbered steps;
-    /// when to sync again at the latest (a back-off ends, a retry).
+    /// Carries out what [`crate::pod_worker::actions`] computes, as
+    /// numbered steps; when to sync again at the latest (a back-off ends,
+    /// a retry).
     pub(super) async fn run_actions(&mut self, pod: &Pod, rt: &PodRuntime) -> Option<Instant> {
         let now = Instant::now();
         // 1. What to do (pure), with the prober's verdicts.
@@ -96,7 +100,7 @@ impl PodWorker {
         let pod_ip = self.sandbox_ip(pod, rt, &sandbox_id).await;
         let hosts_file = self.write_hosts_file(pod, pod_ip.as_deref(), !to_start.is_empty());
         let ctx = self.ctx.clone();
-        let facts = crate::pod_worker::env::Facts {
+        let facts = Facts {
             node_name: &ctx.node_name,
             host_ip: &ctx.node_ip,
             pod_ip: pod_ip.as_deref(),
@@ -128,7 +132,7 @@ impl PodWorker {
 
     /// Step 1: the actions for this sync, from the pod, the runtime and
     /// the prober's verdicts on the running containers.
-    fn plan(&self, pod: &Pod, rt: &PodRuntime) -> (crate::pod_worker::actions::Actions, Probed) {
+    fn plan(&self, pod: &Pod, rt: &PodRuntime) -> (Actions, Probed) {
         let mut probed = Probed::default();
         for c in Self::probed_specs(pod) {
             let Some(l) = rt.latest(&c.name).filter(|l| l.state == State::Running) else {
@@ -140,20 +144,14 @@ impl PodWorker {
                 probed.not_started.insert(l.id.clone());
             }
         }
-        let actions = crate::pod_worker::actions::compute_pod_actions_probed(pod, rt, &probed);
+        let actions = compute_pod_actions_probed(pod, rt, &probed);
         (actions, probed)
     }
 
     /// Step 2: stops the whole pod (its containers, then its sandbox) when
     /// it must be killed, then each container to kill with its grace
     /// period.
-    async fn kill(
-        &self,
-        pod: &Pod,
-        rt: &PodRuntime,
-        actions: &crate::pod_worker::actions::Actions,
-        probed: &Probed,
-    ) {
+    async fn kill(&self, pod: &Pod, rt: &PodRuntime, actions: &Actions, probed: &Probed) {
         let events = &self.ctx.events;
         if actions.kill_pod {
             if actions.create_sandbox && actions.sandbox_changed {
@@ -178,11 +176,7 @@ impl PodWorker {
         }
         for (id, name, why) in &actions.kill {
             events.event(pod, EventType::Normal, "Killing", why);
-            let grace = crate::pod_worker::actions::kill_grace_period(
-                pod,
-                name,
-                probed.failed.get(id).copied(),
-            );
+            let grace = kill_grace_period(pod, name, probed.failed.get(id).copied());
             self.stop_one(pod, id, name, grace.max(MIN_GRACE_SECONDS))
                 .await;
         }
@@ -190,11 +184,7 @@ impl PodWorker {
 
     /// Step 3a: the CRI config of the pod's sandbox, in the pod's cgroup
     /// when the agent manages cgroups.
-    fn sandbox_config(
-        &self,
-        pod: &Pod,
-        actions: &crate::pod_worker::actions::Actions,
-    ) -> crate::runtime::api::PodSandboxConfig {
+    fn sandbox_config(&self, pod: &Pod, actions: &Actions) -> api::PodSandboxConfig {
         let mut sandbox_cfg = sandbox_config(pod, actions.sandbox_attempt, &self.ctx.log_root);
         if let (Some(cg), Some(linux)) = (&self.ctx.cgroups, sandbox_cfg.linux.as_mut()) {
             linux.cgroup_parent = cg.parent(pod);
@@ -209,8 +199,8 @@ impl PodWorker {
         &mut self,
         pod: &Pod,
         rt: &PodRuntime,
-        actions: &crate::pod_worker::actions::Actions,
-        sandbox_cfg: &crate::runtime::api::PodSandboxConfig,
+        actions: &Actions,
+        sandbox_cfg: &api::PodSandboxConfig,
         now: Instant,
     ) -> SandboxStep {
         if !actions.create_sandbox {
@@ -278,9 +268,9 @@ impl PodWorker {
     /// Step 3c: the new sandbox's resolv.conf, from the node's (dnsPolicy
     /// and dnsConfig applied; containerd writes it from this config), with
     /// upstream's warnings as events.
-    fn sandbox_dns(&self, pod: &Pod) -> crate::runtime::api::DnsConfig {
+    fn sandbox_dns(&self, pod: &Pod) -> api::DnsConfig {
         let node_resolv = std::fs::read_to_string(NODE_RESOLV_CONF).unwrap_or_default();
-        let dns = crate::pod_worker::dns::dns(pod, &node_resolv, &self.ctx.cluster_dns);
+        let dns = dns::dns(pod, &node_resolv, &self.ctx.cluster_dns);
         for (reason, msg) in &dns.warnings {
             self.ctx.events.event(pod, EventType::Warning, reason, msg);
         }
@@ -308,13 +298,10 @@ impl PodWorker {
     /// Step 4b: the managed /etc/hosts the containers mount, written when
     /// containers are about to start; its path either way.
     fn write_hosts_file(&self, pod: &Pod, pod_ip: Option<&str>, starting: bool) -> PathBuf {
-        let hosts_file =
-            crate::pod_worker::volume_files::pod_dir(&self.ctx.volumes_root, &self.uid)
-                .join("etc-hosts");
+        let hosts_file = volume_files::pod_dir(&self.ctx.volumes_root, &self.uid).join("etc-hosts");
         if starting {
             let node_hosts = std::fs::read_to_string(NODE_HOSTS).unwrap_or_default();
-            let text =
-                crate::pod_worker::dns::hosts_file(pod, pod_ip.unwrap_or_default(), &node_hosts);
+            let text = dns::hosts_file(pod, pod_ip.unwrap_or_default(), &node_hosts);
             if let Some(dir) = hosts_file.parent() {
                 let _ = std::fs::create_dir_all(dir);
             }
@@ -331,11 +318,11 @@ impl PodWorker {
     async fn prepare_volumes(
         &mut self,
         pod: &Pod,
-        facts: &crate::pod_worker::env::Facts<'_>,
+        facts: &Facts<'_>,
         to_start: &[Container],
         now: Instant,
     ) -> Result<Prepared, Retry> {
-        match crate::pod_worker::volume_sources::prepare(
+        match volume_sources::prepare(
             self.ctx.objects.as_ref(),
             &self.ctx.volumes_root,
             pod,
@@ -448,7 +435,7 @@ impl PodWorker {
         &mut self,
         pod: &Pod,
         c: &Container,
-        sandbox_cfg: &crate::runtime::api::PodSandboxConfig,
+        sandbox_cfg: &api::PodSandboxConfig,
         now: Instant,
     ) -> Result<String, Retry> {
         let pulled = ensure_image(
@@ -491,11 +478,8 @@ impl PodWorker {
         now: Instant,
     ) -> Result<(), Retry> {
         let image_info = self.ctx.runtime.image_status(image).await.ok().flatten();
-        let (image_uid, image_username) =
-            crate::pod_worker::config::image_user(image_info.as_ref());
-        if let Err(msg) =
-            crate::pod_worker::config::verify_run_as_non_root(pod, c, image_uid, &image_username)
-        {
+        let (image_uid, image_username) = config::image_user(image_info.as_ref());
+        if let Err(msg) = config::verify_run_as_non_root(pod, c, image_uid, &image_username) {
             self.fail(pod, &c.name, "CreateContainerConfigError", msg);
             return Err(Retry(Some(now + CONFIG_RETRY)));
         }
@@ -510,17 +494,16 @@ impl PodWorker {
         &mut self,
         pod: &Pod,
         c: &Container,
-        facts: &crate::pod_worker::env::Facts<'_>,
+        facts: &Facts<'_>,
         now: Instant,
-    ) -> Result<crate::pod_worker::env::Resolved, Retry> {
-        let resolved =
-            match crate::pod_worker::env::resolve(self.ctx.objects.as_ref(), pod, c, facts).await {
-                Ok(r) => r,
-                Err(msg) => {
-                    self.fail(pod, &c.name, "CreateContainerConfigError", msg);
-                    return Err(Retry(Some(now + CONFIG_RETRY)));
-                }
-            };
+    ) -> Result<Resolved, Retry> {
+        let resolved = match env::resolve(self.ctx.objects.as_ref(), pod, c, facts).await {
+            Ok(r) => r,
+            Err(msg) => {
+                self.fail(pod, &c.name, "CreateContainerConfigError", msg);
+                return Err(Retry(Some(now + CONFIG_RETRY)));
+            }
+        };
         for (source, keys) in &resolved.invalid {
             self.ctx.events.event(
                 pod,
@@ -544,11 +527,11 @@ impl PodWorker {
         pod: &Pod,
         c: &Container,
         setup: &PodSetup<'_>,
-        resolved: &crate::pod_worker::env::Resolved,
+        resolved: &Resolved,
         restart: u32,
         now: Instant,
-    ) -> Result<Vec<crate::runtime::api::Mount>, Retry> {
-        let mut mounts = match crate::pod_worker::volumes::mounts(
+    ) -> Result<Vec<api::Mount>, Retry> {
+        let mut mounts = match volumes::mounts(
             pod,
             c,
             &self.ctx.volumes_root,
@@ -573,10 +556,9 @@ impl PodWorker {
             .termination_message_path
             .clone()
             .unwrap_or_else(|| "/dev/termination-log".into());
-        let message_file =
-            crate::pod_worker::volume_files::pod_dir(&self.ctx.volumes_root, &self.uid)
-                .join("termination")
-                .join(format!("{}-{restart}", c.name));
+        let message_file = volume_files::pod_dir(&self.ctx.volumes_root, &self.uid)
+            .join("termination")
+            .join(format!("{}-{restart}", c.name));
         if let Some(dir) = message_file.parent() {
             let _ = std::fs::create_dir_all(dir);
         }
@@ -586,14 +568,14 @@ impl PodWorker {
             .flatten()
             .any(|m| m.mount_path == "/etc/hosts");
         if !own_hosts && setup.hosts_file.exists() {
-            mounts.push(crate::runtime::api::Mount {
+            mounts.push(api::Mount {
                 container_path: "/etc/hosts".into(),
                 host_path: setup.hosts_file.display().to_string(),
                 ..Default::default()
             });
         }
         if std::fs::write(&message_file, b"").is_ok() {
-            mounts.push(crate::runtime::api::Mount {
+            mounts.push(api::Mount {
                 container_path: message_path,
                 host_path: message_file.display().to_string(),
                 ..Default::default()
@@ -608,22 +590,22 @@ impl PodWorker {
         &self,
         pod: &Pod,
         c: &Container,
-        resolved: crate::pod_worker::env::Resolved,
-        mounts: Vec<crate::runtime::api::Mount>,
+        resolved: Resolved,
+        mounts: Vec<api::Mount>,
         restart: u32,
         image: &str,
-    ) -> crate::runtime::api::ContainerConfig {
+    ) -> api::ContainerConfig {
         let mut config = container_config(pod, c, restart, image);
         config.envs = resolved
             .env
             .into_iter()
-            .map(|(key, value)| crate::runtime::api::KeyValue { key, value })
+            .map(|(key, value)| api::KeyValue { key, value })
             .collect();
         config.command = resolved.command;
         config.args = resolved.args;
         config.mounts = mounts;
         if let Some(r) = config.linux.as_mut().and_then(|l| l.resources.as_mut()) {
-            r.oom_score_adj = crate::pod_worker::qos::oom_score_adj(pod, c, self.ctx.node_memory);
+            r.oom_score_adj = qos::oom_score_adj(pod, c, self.ctx.node_memory);
         }
         config
     }
@@ -635,7 +617,7 @@ impl PodWorker {
         pod: &Pod,
         c: &Container,
         setup: &PodSetup<'_>,
-        config: crate::runtime::api::ContainerConfig,
+        config: api::ContainerConfig,
     ) -> Result<String, Retry> {
         let id = match self
             .ctx
@@ -683,15 +665,7 @@ impl PodWorker {
         let Some(hook) = c.lifecycle.as_ref().and_then(|l| l.post_start.as_ref()) else {
             return Ok(());
         };
-        let run = crate::pod_worker::hooks::run(
-            hook,
-            pod,
-            c,
-            id,
-            pod_ip,
-            self.ctx.runtime.as_ref(),
-            None,
-        );
+        let run = hooks::run(hook, pod, c, id, pod_ip, self.ctx.runtime.as_ref(), None);
         if let Err(msg) = run.await {
             let events = &self.ctx.events;
             events.event(pod, EventType::Warning, "FailedPostStartHook", &msg);
