@@ -49,7 +49,7 @@ use kube::api::{Api, ListParams, PostParams};
 use kube::Client;
 use serde_json::{json, Value};
 use skiff_node::images::builtin::BUSYBOX_IMAGE;
-use skiff_node::pod_worker::observed::POD_NAMESPACE;
+use skiff_node::observed::POD_NAMESPACE;
 use skiff_node::runtime::cri::CriRuntime;
 use skiff_node::runtime::Runtime as _;
 

@@ -65,13 +65,12 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, PostParams};
 use kube::client::ConfigExt as _;
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::pem::PemObject as _;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use serde_json::{json, Value};
 use skiff_apiserver::agents::dial::kubelet_endpoint;
 use skiff_apiserver::streaming::spdy;
+use skiff_client::tls::AcceptAnyServerCert;
 use skiff_node::runtime::cri::CriRuntime;
 use skiff_node::runtime::{api, Runtime as _};
 use tokio::io::{
@@ -251,7 +250,7 @@ impl Endpoint {
         let mut tls = rustls::ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()?
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnyCert(provider)))
+            .with_custom_certificate_verifier(Arc::new(AcceptAnyServerCert::new(provider)))
             .with_client_auth_cert(
                 CertificateDer::pem_slice_iter(&cert).collect::<Result<Vec<_>, _>>()?,
                 PrivateKeyDer::from_pem_slice(&key)?,
@@ -271,46 +270,6 @@ impl Endpoint {
             self.tls.connect(self.name.clone(), tcp),
         )
         .await
-    }
-}
-
-/// Accepts any serving certificate, checking the handshake's signatures
-/// (the API server does not verify the agent's certificate either).
-#[derive(Debug)]
-struct AnyCert(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for AnyCert {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(m, c, d, &self.0.signature_verification_algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(m, c, d, &self.0.signature_verification_algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
     }
 }
 

@@ -12,7 +12,9 @@
 //! - [`http`]: the HTTP/2 kube client client-go's transport resembles;
 //! - [`selectors`]: label selectors and node affinity over typed objects
 //!   (label matching is skiff-api's);
-//! - [`testing`]: builders for test objects (`pod("web").node_name("n1")`).
+//! - [`testing`]: builders for test objects (`pod("web").node_name("n1")`);
+//! - [`tls`]: the verifier of TLS clients that accept any server
+//!   certificate (HTTPS probes, connections to agents).
 //!
 //! It knows no component's logic and never reaches into the API server.
 
@@ -24,6 +26,7 @@ pub mod leader;
 pub mod recorder;
 pub mod selectors;
 pub mod testing;
+pub mod tls;
 pub mod trimmed;
 
 pub use api_error::{is_conflict, is_not_found, status_code};

@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use skiff_node::agent::{Agent, Config};
+use skiff_node::agent::config::Config;
+use skiff_node::agent::Agent;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{AgentArgs, NodeArgs};

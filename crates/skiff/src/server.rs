@@ -105,7 +105,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
             });
         }
         // The API server reaches this agent through an in-process pipe.
-        config.on_local_endpoint = Some(skiff_node::agent::LocalEndpointHook(Arc::new(
+        config.on_local_endpoint = Some(skiff_node::agent::config::LocalEndpointHook(Arc::new(
             move |node: &str, endpoint: skiff_node::server::LocalEndpoint| {
                 local_agents.register(
                     node,

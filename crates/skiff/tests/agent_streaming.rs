@@ -17,10 +17,9 @@ use std::time::Duration;
 
 use cluster::{wait_for, Cluster, Options};
 use futures::{SinkExt, StreamExt};
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use skiff_client::tls::AcceptAnyServerCert;
 use skiff_node::runtime::cri::CriRuntime;
 use skiff_node::runtime::{api, Runtime};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -33,46 +32,6 @@ const STEP: Duration = Duration::from_secs(20);
 
 type Tls = tokio_rustls::client::TlsStream<TcpStream>;
 type Ws = tokio_tungstenite::WebSocketStream<Tls>;
-
-/// Accepts any serving certificate, checking the handshake's signatures
-/// (the API server does not verify the agent's certificate either).
-#[derive(Debug)]
-struct AnyCert(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for AnyCert {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(m, c, d, &self.0.signature_verification_algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(m, c, d, &self.0.signature_verification_algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
 
 /// The agent as the API server sees it.
 struct Agent {
@@ -90,7 +49,7 @@ impl Agent {
             .with_safe_default_protocol_versions()
             .unwrap()
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnyCert(provider)))
+            .with_custom_certificate_verifier(Arc::new(AcceptAnyServerCert::new(provider)))
             .with_client_auth_cert(
                 CertificateDer::pem_slice_iter(&cert)
                     .collect::<Result<Vec<_>, _>>()

@@ -7,7 +7,8 @@ use std::collections::{HashMap, HashSet};
 
 use k8s_openapi::api::core::v1::{Container as SpecContainer, Pod};
 
-use super::observed::{PodRuntime, State};
+use crate::observed::{PodRuntime, State};
+use crate::podspec::{container_hash, init_containers, is_sidecar, restart_policy};
 
 /// What one sync should do.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -31,33 +32,11 @@ pub struct Actions {
     pub kill: Vec<(String, String, String)>,
 }
 
-/// The pod's restart policy, `Always` when unset.
-pub fn restart_policy(pod: &Pod) -> &str {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.restart_policy.as_deref())
-        .unwrap_or("Always")
-}
-
 fn containers(pod: &Pod) -> &[SpecContainer] {
     pod.spec
         .as_ref()
         .map(|s| s.containers.as_slice())
         .unwrap_or(&[])
-}
-
-/// The pod's init containers (sidecars among them).
-pub fn init_containers(pod: &Pod) -> &[SpecContainer] {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.init_containers.as_deref())
-        .unwrap_or(&[])
-}
-
-/// A sidecar: an init container with restartPolicy Always, which keeps
-/// running beside the main containers.
-pub fn is_sidecar(c: &SpecContainer) -> bool {
-    c.restart_policy.as_deref() == Some("Always")
 }
 
 /// What the prober says about the running containers, by container ID.
@@ -148,24 +127,6 @@ pub fn init_progress(pod: &Pod, rt: &PodRuntime, sandbox_id: &str, probed: &Prob
     init
 }
 
-/// A stable hash of the parts of a container's spec that need a new
-/// container when they change (as upstream's container hash).
-pub fn container_hash(c: &SpecContainer) -> String {
-    let mut c = c.clone();
-    // Fields the kubelet may change in place (resources with in-place
-    // resize) stay out of the hash.
-    c.resources = None;
-    c.resize_policy = None;
-    let text = serde_json::to_string(&c).unwrap_or_default();
-    // FNV-1a, 64 bits: stable across builds, unlike std's hasher.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in text.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{h:016x}")
-}
-
 /// Whether the container should be (re)started now, ignoring back-off
 /// (upstream's `ShouldContainerBeRestarted`).
 pub fn should_restart(pod: &Pod, c: &SpecContainer, rt: &PodRuntime) -> bool {
@@ -221,7 +182,7 @@ pub fn kill_grace_period(pod: &Pod, name: &str, probe: Option<&str>) -> i64 {
     };
     match probe.and_then(|p| p.termination_grace_period_seconds) {
         Some(g) if pod.metadata.deletion_grace_period_seconds.is_none() => g.max(0),
-        _ => super::config::grace_period(pod),
+        _ => crate::podspec::grace_period(pod),
     }
 }
 
@@ -341,8 +302,8 @@ pub fn compute_pod_actions_probed(pod: &Pod, rt: &PodRuntime, probed: &Probed) -
 
 #[cfg(test)]
 mod tests {
-    use super::super::observed::{Container, Sandbox};
     use super::*;
+    use crate::observed::{Container, Sandbox};
 
     fn pod(policy: &str, names: &[&str]) -> Pod {
         serde_json::from_value(serde_json::json!({
@@ -398,7 +359,7 @@ mod tests {
             sandboxes,
             containers,
         };
-        super::super::observed::sort(&mut r);
+        crate::observed::sort(&mut r);
         r
     }
 

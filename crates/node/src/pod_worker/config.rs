@@ -1,7 +1,7 @@
 //! CRI configs from a Pod: the sandbox's (metadata, hostname, log dir,
 //! namespaces, port mappings, labels) and each container's (image,
 //! command, args, env, working dir, resources, security, log path), with
-//! the labels and annotations adoption reads back ([`super::observed`]).
+//! the labels and annotations adoption reads back ([`crate::observed`]).
 //! Pure: no I/O.
 
 use std::collections::HashMap;
@@ -9,11 +9,11 @@ use std::path::Path;
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 
-use super::actions::container_hash;
-use super::observed::{
+use crate::logs;
+use crate::observed::{
     CONTAINER_HASH, CONTAINER_NAME, GRACE_PERIOD, POD_NAME, POD_NAMESPACE, POD_UID, RESTART_COUNT,
 };
-use crate::logs;
+use crate::podspec::{container_hash, grace_period, host_network, quantity_milli, quantity_value};
 use crate::runtime::api;
 
 fn meta(pod: &Pod) -> (&str, &str, &str) {
@@ -22,13 +22,6 @@ fn meta(pod: &Pod) -> (&str, &str, &str) {
         pod.metadata.name.as_deref().unwrap_or_default(),
         pod.metadata.uid.as_deref().unwrap_or_default(),
     )
-}
-
-fn host_network(pod: &Pod) -> bool {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.host_network)
-        .unwrap_or(false)
 }
 
 fn pod_labels(pod: &Pod) -> HashMap<String, String> {
@@ -72,19 +65,6 @@ const READONLY_PATHS: &[&str] = &[
     "/proc/sys",
     "/proc/sysrq-trigger",
 ];
-
-/// The grace period the pod's containers get when it is deleted.
-pub fn grace_period(pod: &Pod) -> i64 {
-    pod.metadata
-        .deletion_grace_period_seconds
-        .or_else(|| {
-            pod.spec
-                .as_ref()
-                .and_then(|s| s.termination_grace_period_seconds)
-        })
-        .unwrap_or(30)
-        .max(0)
-}
 
 fn namespaces(pod: &Pod) -> api::NamespaceOption {
     let spec = pod.spec.as_ref();
@@ -191,26 +171,6 @@ pub fn sandbox_config(pod: &Pod, attempt: u32, log_root: &Path) -> api::PodSandb
         }),
         windows: None,
     }
-}
-
-pub(crate) type Resources =
-    std::collections::BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>;
-
-/// A resource's quantity, parsed with `parse` (milli-units or whole units).
-fn quantity(
-    resources: Option<&Resources>,
-    name: &str,
-    parse: fn(&str) -> skiff_api::quantity::Result<i64>,
-) -> Option<i64> {
-    resources?.get(name).and_then(|q| parse(&q.0).ok())
-}
-
-pub(crate) fn quantity_milli(resources: Option<&Resources>, name: &str) -> Option<i64> {
-    quantity(resources, name, skiff_api::quantity::parse_milli)
-}
-
-pub(crate) fn quantity_value(resources: Option<&Resources>, name: &str) -> Option<i64> {
-    quantity(resources, name, skiff_api::quantity::parse_value)
 }
 
 /// cgroup settings from requests and limits, as the kubelet computes them.
@@ -376,7 +336,7 @@ pub fn verify_run_as_non_root(
     if !non_root {
         return Ok(());
     }
-    let who = super::sync::pod_ref(pod);
+    let who = crate::podspec::pod_ref(pod);
     let user = sc
         .and_then(|s| s.run_as_user)
         .or_else(|| pod_sc.and_then(|s| s.run_as_user));

@@ -109,7 +109,7 @@ pub fn dns(pod: &Pod, node_resolv_conf: &str, cluster_dns: &[String]) -> Dns {
                     "MissingClusterDNS",
                     format!(
                         "pod: {:?}. kubelet does not have ClusterDNS IP configured and cannot create Pod using {policy:?} policy. Falling back to \"Default\" policy.",
-                        super::sync::pod_ref(pod)
+                        crate::podspec::pod_ref(pod)
                     ),
                 ));
             }

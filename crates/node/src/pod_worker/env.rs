@@ -14,9 +14,11 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::api::core::v1::{Container, PersistentVolume, PersistentVolumeClaim, Pod};
 
-/// Reads the ConfigMaps and Secrets a pod refers to.
+use crate::api_error::ApiError;
+
+/// Reads the ConfigMaps, Secrets and claims a pod refers to.
 #[async_trait]
 pub trait Objects: Send + Sync + std::fmt::Debug {
     /// A ConfigMap's `data`, `None` when it does not exist.
@@ -24,21 +26,29 @@ pub trait Objects: Send + Sync + std::fmt::Debug {
         &self,
         namespace: &str,
         name: &str,
-    ) -> Result<Option<BTreeMap<String, String>>, String>;
+    ) -> Result<Option<BTreeMap<String, String>>, ApiError>;
     /// A Secret's `data` (decoded), `None` when it does not exist.
     async fn secret(
         &self,
         namespace: &str,
         name: &str,
-    ) -> Result<Option<BTreeMap<String, Vec<u8>>>, String>;
-    /// The host directory of the volume bound to claim `name`, or the
-    /// kubelet's reason it cannot be used (`failed to fetch PVC from API
-    /// server: ...`, `PVC NS/NAME has non-bound phase ...`).
-    async fn claim_path(&self, namespace: &str, name: &str) -> Result<String, String> {
-        let _ = namespace;
-        Err(format!(
-            "failed to fetch PVC from API server: persistentvolumeclaims \"{name}\" not found"
-        ))
+    ) -> Result<Option<BTreeMap<String, Vec<u8>>>, ApiError>;
+    /// A PersistentVolumeClaim, `None` when it does not exist (the
+    /// default: no claims).
+    async fn claim(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<PersistentVolumeClaim>, ApiError> {
+        let _ = (namespace, name);
+        Ok(None)
+    }
+    /// The PersistentVolume a claim is bound to (one that does not exist
+    /// is an error: the claim names it).
+    async fn volume(&self, name: &str) -> Result<PersistentVolume, ApiError> {
+        Err(ApiError::NotFound(format!(
+            "persistentvolumes \"{name}\" not found"
+        )))
     }
 }
 
@@ -178,9 +188,9 @@ pub(crate) fn resource(
             _ => res.and_then(|r| r.requests.as_ref()),
         };
         if milli {
-            super::config::quantity_milli(map, name)
+            crate::podspec::quantity_milli(map, name)
         } else {
-            super::config::quantity_value(map, name)
+            crate::podspec::quantity_value(map, name)
         }
     };
     let divisor = r.divisor.as_ref().map(|d| d.0.as_str()).unwrap_or("1");
@@ -228,7 +238,11 @@ pub async fn resolve(
         let mut skipped = vec![];
         if let Some(cm) = &from.config_map_ref {
             let name = cm.name.as_str();
-            match objects.config_map(ns, name).await? {
+            match objects
+                .config_map(ns, name)
+                .await
+                .map_err(|e| e.to_string())?
+            {
                 Some(data) => {
                     for (k, v) in data {
                         let key = format!("{prefix}{k}");
@@ -251,7 +265,7 @@ pub async fn resolve(
         }
         if let Some(s) = &from.secret_ref {
             let name = s.name.as_str();
-            match objects.secret(ns, name).await? {
+            match objects.secret(ns, name).await.map_err(|e| e.to_string())? {
                 Some(data) => {
                     for (k, v) in data {
                         let key = format!("{prefix}{k}");
@@ -284,7 +298,11 @@ pub async fn resolve(
             (_, Some(from)) => {
                 if let Some(r) = &from.config_map_key_ref {
                     let optional = r.optional == Some(true);
-                    match objects.config_map(ns, &r.name).await? {
+                    match objects
+                        .config_map(ns, &r.name)
+                        .await
+                        .map_err(|e| e.to_string())?
+                    {
                         None if optional => continue,
                         None => return Err(format!("configmap \"{}\" not found", r.name)),
                         Some(data) => match data.get(&r.key) {
@@ -300,7 +318,11 @@ pub async fn resolve(
                     }
                 } else if let Some(r) = &from.secret_key_ref {
                     let optional = r.optional == Some(true);
-                    match objects.secret(ns, &r.name).await? {
+                    match objects
+                        .secret(ns, &r.name)
+                        .await
+                        .map_err(|e| e.to_string())?
+                    {
                         None if optional => continue,
                         None => return Err(format!("secret \"{}\" not found", r.name)),
                         Some(data) => match data.get(&r.key) {
@@ -363,14 +385,14 @@ mod tests {
             &self,
             _: &str,
             name: &str,
-        ) -> Result<Option<BTreeMap<String, String>>, String> {
+        ) -> Result<Option<BTreeMap<String, String>>, ApiError> {
             Ok(self.config_maps.get(name).cloned())
         }
         async fn secret(
             &self,
             _: &str,
             name: &str,
-        ) -> Result<Option<BTreeMap<String, Vec<u8>>>, String> {
+        ) -> Result<Option<BTreeMap<String, Vec<u8>>>, ApiError> {
             Ok(self.secrets.get(name).cloned())
         }
     }

@@ -22,7 +22,7 @@ pub async fn run(
     runtime: &dyn Runtime,
     timeout: Option<Duration>,
 ) -> Result<(), String> {
-    let pod_ref = super::sync::pod_ref(pod);
+    let pod_ref = crate::podspec::pod_ref(pod);
     if let Some(exec) = &handler.exec {
         let cmd = exec.command.clone().unwrap_or_default();
         let shown = format!("[{}]", cmd.join(" "));

@@ -8,25 +8,10 @@ use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 
-use super::events::{EventType, Events};
 use crate::backoff::Backoff;
+use crate::events::{EventType, Events};
 use crate::runtime::{api, Runtime};
-
-/// Why a container cannot start yet: its waiting reason and message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Waiting {
-    pub reason: String,
-    pub message: String,
-}
-
-impl Waiting {
-    pub fn new(reason: &str, message: impl Into<String>) -> Self {
-        Self {
-            reason: reason.to_string(),
-            message: message.into(),
-        }
-    }
-}
+use crate::status::Waiting;
 
 /// Pull back-off per pod and image, with the error that started it (the
 /// back-off message repeats it, as upstream's since 1.32).

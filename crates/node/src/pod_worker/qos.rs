@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 
-use super::config::{quantity_milli, quantity_value};
+use crate::podspec::{quantity_milli, quantity_value};
 
 /// The pod's QoS class: the API server's status value, computed when absent.
 pub fn class(pod: &Pod) -> String {

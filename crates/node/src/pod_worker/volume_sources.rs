@@ -1,7 +1,7 @@
 //! The pod volumes whose content comes from the API: configMap, secret,
 //! downwardAPI and projected volumes are written (again on every sync, so
 //! updates reach running containers) with the atomic `..data` layout of
-//! [`super::volumes::write_atomically`]; persistentVolumeClaim volumes are
+//! [`super::volume_files::write_atomically`]; persistentVolumeClaim volumes are
 //! looked up (claim → bound PersistentVolume → its directory on this
 //! node).
 //!
@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use k8s_openapi::api::core::v1::{Container, DownwardAPIVolumeFile, KeyToPath, Pod, Volume};
 
 use super::env::{Facts, Objects};
-use super::volumes::{object_dir, select, write_atomically, Files};
+use super::volume_files::{object_dir, select, write_atomically, Files};
 
 /// What preparing a pod's volumes found out for mounting them.
 #[derive(Debug, Default, Clone)]
@@ -125,7 +125,11 @@ async fn config_map_files(
     mode: Option<i32>,
     optional: bool,
 ) -> Result<Files, String> {
-    let data: BTreeMap<String, Vec<u8>> = match objects.config_map(ns, name).await? {
+    let data: BTreeMap<String, Vec<u8>> = match objects
+        .config_map(ns, name)
+        .await
+        .map_err(|e| e.to_string())?
+    {
         Some(d) => d.into_iter().map(|(k, v)| (k, v.into_bytes())).collect(),
         None if optional => Default::default(),
         None => return Err(format!("configmap \"{name}\" not found")),
@@ -141,7 +145,7 @@ async fn secret_files(
     mode: Option<i32>,
     optional: bool,
 ) -> Result<Files, String> {
-    let data = match objects.secret(ns, name).await? {
+    let data = match objects.secret(ns, name).await.map_err(|e| e.to_string())? {
         Some(d) => d,
         None if optional => Default::default(),
         None => return Err(format!("secret \"{name}\" not found")),
@@ -238,6 +242,52 @@ async fn files(
     Some(Ok(all))
 }
 
+/// The host directory of the volume bound to claim `name`, or the
+/// kubelet's reason it cannot be used (`failed to fetch PVC from API
+/// server: ...`, `PVC NS/NAME has non-bound phase ...`).
+async fn claim_path(objects: &dyn Objects, namespace: &str, name: &str) -> Result<String, String> {
+    let claim = match objects.claim(namespace, name).await {
+        Ok(Some(c)) => c,
+        Ok(None) => {
+            return Err(format!(
+                "failed to fetch PVC from API server: persistentvolumeclaims \"{name}\" not found"
+            ))
+        }
+        Err(e) => return Err(format!("failed to fetch PVC from API server: {e}")),
+    };
+    if claim.metadata.deletion_timestamp.is_some() {
+        return Err(format!(
+            "can't start pod because PVC {namespace}/{name} is being deleted"
+        ));
+    }
+    let phase = claim
+        .status
+        .as_ref()
+        .and_then(|s| s.phase.clone())
+        .unwrap_or_default();
+    let volume = claim
+        .spec
+        .as_ref()
+        .and_then(|s| s.volume_name.clone())
+        .unwrap_or_default();
+    if phase != "Bound" || volume.is_empty() {
+        return Err(format!(
+                "PVC {namespace}/{name} has non-bound phase ({phase:?}) or empty pvc.Spec.VolumeName ({volume:?})"
+            ));
+    }
+    let pv = objects
+        .volume(&volume)
+        .await
+        .map_err(|e| format!("failed to fetch PV {volume} from API server: {e}"))?;
+    let spec = pv.spec.unwrap_or_default();
+    spec.host_path
+        .map(|h| h.path)
+        .or(spec.local.map(|l| l.path))
+        .ok_or_else(|| {
+            format!("PV {volume}: only hostPath and local volumes can be mounted on this node")
+        })
+}
+
 /// Writes the pod's API-backed volumes and resolves its claims; the first
 /// failure is (volume, event text).
 pub async fn prepare(
@@ -256,8 +306,7 @@ pub async fn prepare(
     let mut prepared = Prepared::default();
     for v in volumes {
         if let Some(claim) = &v.persistent_volume_claim {
-            let path = objects
-                .claim_path(ns, &claim.claim_name)
+            let path = claim_path(objects, ns, &claim.claim_name)
                 .await
                 .map_err(|e| {
                     (
@@ -285,7 +334,9 @@ pub async fn prepare(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api_error::ApiError;
     use async_trait::async_trait;
+    use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 
     #[derive(Debug)]
     struct Fake;
@@ -296,24 +347,37 @@ mod tests {
             &self,
             _ns: &str,
             name: &str,
-        ) -> Result<Option<BTreeMap<String, String>>, String> {
+        ) -> Result<Option<BTreeMap<String, String>>, ApiError> {
             Ok((name == "cm").then(|| BTreeMap::from([("k".to_string(), "v".to_string())])))
         }
         async fn secret(
             &self,
             _ns: &str,
             name: &str,
-        ) -> Result<Option<BTreeMap<String, Vec<u8>>>, String> {
+        ) -> Result<Option<BTreeMap<String, Vec<u8>>>, ApiError> {
             Ok((name == "s").then(|| BTreeMap::from([("pw".to_string(), b"x".to_vec())])))
         }
-        async fn claim_path(&self, _ns: &str, name: &str) -> Result<String, String> {
-            if name == "data" {
-                Ok("/srv/pv1".into())
-            } else {
-                Err(format!(
-                    "failed to fetch PVC from API server: persistentvolumeclaims \"{name}\" not found"
-                ))
-            }
+        async fn claim(
+            &self,
+            _ns: &str,
+            name: &str,
+        ) -> Result<Option<PersistentVolumeClaim>, ApiError> {
+            Ok((name == "data").then(|| {
+                serde_json::from_value(serde_json::json!({
+                    "metadata": {"name": "data"},
+                    "spec": {"volumeName": "pv1"},
+                    "status": {"phase": "Bound"}
+                }))
+                .unwrap()
+            }))
+        }
+        async fn volume(&self, name: &str) -> Result<PersistentVolume, ApiError> {
+            assert_eq!(name, "pv1");
+            Ok(serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "pv1"},
+                "spec": {"hostPath": {"path": "/srv/pv1"}}
+            }))
+            .unwrap())
         }
     }
 

@@ -12,7 +12,8 @@ use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
 use tonic_health::pb::HealthCheckRequest;
 
-use super::handlers::{join_host_port, Outcome};
+use super::dial::{join_host_port, USER_AGENT};
+use super::Outcome;
 use crate::backoff::go_duration;
 use crate::runtime::go_code;
 
@@ -35,7 +36,7 @@ pub async fn probe(host: &str, port: u16, service: &str, timeout: Duration) -> O
             return Outcome::Failure(format!("error: failed to connect service at {addr:?}: {e}"))
         }
     };
-    let endpoint = match endpoint.user_agent(super::http::USER_AGENT) {
+    let endpoint = match endpoint.user_agent(USER_AGENT) {
         Ok(e) => e,
         Err(e) => {
             return Outcome::Failure(format!("error: failed to connect service at {addr:?}: {e}"))

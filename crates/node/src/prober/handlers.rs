@@ -14,18 +14,9 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Container, Probe};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use super::Target;
+use super::dial::{connect, join_host_port};
+use super::{Outcome, Target};
 use crate::runtime::Runtime;
-
-/// What one try found (upstream's probe.Result, without Unknown).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    Success,
-    /// A success to report as a ProbeWarning event.
-    Warning(String),
-    /// The Unhealthy event's text.
-    Failure(String),
-}
 
 /// A port by number, or by the name of one of the container's ports.
 fn port(p: &IntOrString, c: &Container) -> Result<u16, String> {
@@ -41,37 +32,6 @@ fn port(p: &IntOrString, c: &Container) -> Result<u16, String> {
                 .and_then(|p| u16::try_from(p.container_port).ok())
                 .ok_or_else(|| format!("couldn't find port: {name} in {}", c.name)),
         },
-    }
-}
-
-fn dial_error(addr: &str, e: &std::io::Error) -> String {
-    match e.kind() {
-        std::io::ErrorKind::ConnectionRefused => {
-            format!("dial tcp {addr}: connect: connection refused")
-        }
-        std::io::ErrorKind::TimedOut => format!("dial tcp {addr}: i/o timeout"),
-        _ => format!("dial tcp {addr}: {e}"),
-    }
-}
-
-/// Go's net.JoinHostPort: brackets around an IPv6 address.
-pub(crate) fn join_host_port(host: &str, port: u16) -> String {
-    if host.contains(':') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
-    }
-}
-
-/// A TCP connection to `addr`, or Go's dial error.
-pub(crate) async fn connect(
-    addr: &str,
-    timeout: Duration,
-) -> Result<tokio::net::TcpStream, String> {
-    match tokio::time::timeout(timeout, tokio::net::TcpStream::connect(addr)).await {
-        Ok(Ok(s)) => Ok(s),
-        Ok(Err(e)) => Err(dial_error(addr, &e)),
-        Err(_) => Err(format!("dial tcp {addr}: i/o timeout")),
     }
 }
 

@@ -16,16 +16,14 @@ use std::time::Duration;
 
 use hyper::body::Body as _;
 use k8s_openapi::api::core::v1::HTTPHeader;
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
+use rustls::pki_types::ServerName;
+use skiff_client::tls::AcceptAnyServerCert;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant;
 
-use super::handlers::{connect, join_host_port, Outcome};
+use super::dial::{connect, join_host_port, USER_AGENT};
+use super::Outcome;
 
-/// What the kubelet calls itself (`kube-probe/<major>.<minor>`).
-pub const USER_AGENT: &str = "kube-probe/1.33";
 /// The body is read up to this (upstream's maxRespBodyLength).
 const MAX_BODY: usize = 10 * 1024;
 /// Go's http.Client stops at the 10th redirect.
@@ -211,56 +209,6 @@ fn probe_headers(custom: &[HTTPHeader]) -> Vec<(String, String)> {
     headers
 }
 
-/// TLS without certificate verification, as `InsecureSkipVerify`; the
-/// server must still prove it holds the certificate's key.
-#[derive(Debug)]
-struct SkipVerify(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for SkipVerify {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
 /// The probes' TLS client configuration, made once.
 fn tls_config() -> Result<Arc<rustls::ClientConfig>, String> {
     static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, String>> = OnceLock::new();
@@ -271,7 +219,7 @@ fn tls_config() -> Result<Arc<rustls::ClientConfig>, String> {
                 .with_safe_default_protocol_versions()
                 .map_err(|e| format!("tls: {e}"))?
                 .dangerous()
-                .with_custom_certificate_verifier(Arc::new(SkipVerify(provider)))
+                .with_custom_certificate_verifier(Arc::new(AcceptAnyServerCert::new(provider)))
                 .with_no_client_auth();
             Ok(Arc::new(config))
         })

@@ -16,6 +16,7 @@
 //! stops or restarts a container itself: the worker does, from the
 //! results, with the probe's terminationGracePeriodSeconds.
 
+mod dial;
 mod grpc;
 pub(crate) mod handlers;
 mod http;
@@ -29,8 +30,18 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Container, Pod, Probe};
 use tokio::sync::Notify;
 
-use crate::pod_worker::events::{EventType, Events};
+use crate::events::{EventType, Events};
 use crate::runtime::Runtime;
+
+/// What one try found (upstream's probe.Result, without Unknown).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Success,
+    /// A success to report as a ProbeWarning event.
+    Warning(String),
+    /// The Unhealthy event's text.
+    Failure(String),
+}
 
 /// Which probe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -204,7 +215,7 @@ async fn run_probe(
             }
         }
         let outcome = handlers::try_once(&probe, &c, &target, runtime.as_ref(), timeout).await;
-        if let handlers::Outcome::Warning(output) = &outcome {
+        if let Outcome::Warning(output) = &outcome {
             events.event(
                 &pod,
                 EventType::Warning,
@@ -213,12 +224,12 @@ async fn run_probe(
             );
         }
         let verdict = match outcome {
-            handlers::Outcome::Success | handlers::Outcome::Warning(_) => {
+            Outcome::Success | Outcome::Warning(_) => {
                 successes += 1;
                 failures = 0;
                 (successes >= success_threshold).then_some(true)
             }
-            handlers::Outcome::Failure(output) => {
+            Outcome::Failure(output) => {
                 failures += 1;
                 successes = 0;
                 events.event(

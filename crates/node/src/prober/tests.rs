@@ -13,9 +13,9 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tonic_health::ServingStatus;
 
-use super::handlers::{try_once, Outcome};
-use super::{Prober, Target};
-use crate::pod_worker::events::Recorded;
+use super::handlers::try_once;
+use super::{Outcome, Prober, Target};
+use crate::events::Recorded;
 use crate::runtime::fake::FakeRuntime;
 
 /// What a test server saw.

@@ -30,7 +30,9 @@ use kube::runtime::{watcher, WatchStreamExt as _};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{run_pods, ApiObjects, ApiPods, PodEvents, PodIndex};
+use crate::agent::api::{ApiObjects, ApiPods};
+use crate::agent::dispatch::{pod_watch, run_pods, PodEvents};
+use crate::agent::pod_index::PodIndex;
 use crate::pod_worker::sync::Context;
 use crate::registration::{self, machine::Machine, Health, Registration};
 use crate::runtime::fake::{FakeRuntime, Simulation};
@@ -300,7 +302,7 @@ async fn dispatch_pods(
     shutdown: CancellationToken,
 ) {
     let config = watcher::Config::default().fields("spec.nodeName!=");
-    let mut stream = crate::agent::pod_watch(client, config, "simulated nodes' pods");
+    let mut stream = pod_watch(client, config, "simulated nodes' pods");
     let to = |pod: &Pod| {
         pod.spec
             .as_ref()

@@ -23,7 +23,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::pod_worker::sync::PodApi;
+use super::api::PodApi;
+use crate::api_error::ApiError;
 
 /// Patches sent at once.
 const CONCURRENCY: usize = 32;
@@ -155,12 +156,12 @@ impl StatusManager {
         q.in_flight.remove(&uid);
         let newer = q.pending.contains_key(&uid);
         match result {
-            Err(e) if !gone(&e) && !newer => {
+            Err(e) if !e.is_gone() && !newer => {
                 tracing::warn!(uid, error = %e, "cannot update pod status, will retry");
                 q.pending.insert(uid.clone(), p);
                 q.retries.push((Instant::now() + RETRY, uid));
             }
-            Err(e) if gone(&e) => {
+            Err(e) if e.is_gone() => {
                 tracing::debug!(uid, error = %e, "the pod is gone; its status is dropped");
                 q.pending.remove(&uid);
             }
@@ -202,14 +203,9 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
-/// A failure that retrying cannot mend: the pod is gone or replaced.
-fn gone(e: &str) -> bool {
-    e.contains("NotFound") || e.contains("not found") || e.contains("Precondition failed")
-}
-
 #[async_trait]
 impl PodApi for StatusManager {
-    async fn patch_status(&self, pod: &Pod, status: &PodStatus) -> Result<(), String> {
+    async fn patch_status(&self, pod: &Pod, status: &PodStatus) -> Result<(), ApiError> {
         if self.closed.load(Ordering::SeqCst) {
             return self.api.patch_status(pod, status).await;
         }
@@ -217,7 +213,7 @@ impl PodApi for StatusManager {
         Ok(())
     }
 
-    async fn delete(&self, pod: &Pod) -> Result<(), String> {
+    async fn delete(&self, pod: &Pod) -> Result<(), ApiError> {
         if let Some(uid) = pod.metadata.uid.as_deref() {
             let pending = self.lock().pending.remove(uid);
             // (a patch in flight, if any, races the delete as upstream's)
@@ -238,7 +234,7 @@ mod tests {
     struct Recording {
         calls: Mutex<Vec<String>>,
         gate: tokio::sync::Semaphore,
-        fail: Mutex<Vec<&'static str>>,
+        fail: Mutex<Vec<ApiError>>,
     }
 
     impl Default for Recording {
@@ -259,7 +255,7 @@ mod tests {
 
     #[async_trait]
     impl PodApi for Recording {
-        async fn patch_status(&self, pod: &Pod, status: &PodStatus) -> Result<(), String> {
+        async fn patch_status(&self, pod: &Pod, status: &PodStatus) -> Result<(), ApiError> {
             self.gate.acquire().await.unwrap().forget();
             let phase = status.phase.clone().unwrap_or_default();
             let name = pod.metadata.name.clone().unwrap_or_default();
@@ -268,11 +264,11 @@ mod tests {
                 .unwrap()
                 .push(format!("patch {name} {phase}"));
             match self.fail.lock().unwrap().pop() {
-                Some(e) => Err(e.to_string()),
+                Some(e) => Err(e),
                 None => Ok(()),
             }
         }
-        async fn delete(&self, pod: &Pod) -> Result<(), String> {
+        async fn delete(&self, pod: &Pod) -> Result<(), ApiError> {
             let name = pod.metadata.name.clone().unwrap_or_default();
             self.calls.lock().unwrap().push(format!("delete {name}"));
             Ok(())
@@ -337,7 +333,10 @@ mod tests {
         let api = Arc::new(Recording::default());
         api.gate.add_permits(10);
         // Answers are popped from the end: a 500 for a, then a 404 for b.
-        *api.fail.lock().unwrap() = vec!["pods \"b\" not found: NotFound", "boom"];
+        *api.fail.lock().unwrap() = vec![
+            ApiError::NotFound("pods \"b\" not found: NotFound".into()),
+            ApiError::Transport("boom".into()),
+        ];
         let stop = CancellationToken::new();
         let m = StatusManager::start(api.clone(), stop.clone());
         m.patch_status(&pod("a"), &status("Running")).await.unwrap();

@@ -4,8 +4,11 @@
 //! startTime. Pure: the worker passes the pod, the runtime's view, the
 //! waiting reasons of its last sync and the time; patching is the
 //! worker's, and only when the result differs from the pod's status,
-//! through the [`manager`] that writes statuses in the background.
+//! through the [`manager`] that writes statuses in the background, over
+//! the [`api::PodApi`] seam. [`Waiting`] (why a container is not running
+//! yet) is what the worker hands in for each container it could not start.
 
+pub mod api;
 pub mod manager;
 
 use std::collections::BTreeMap;
@@ -17,8 +20,23 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
-use crate::pod_worker::images::Waiting;
-use crate::pod_worker::observed::{Container, PodRuntime, State};
+use crate::observed::{Container, PodRuntime, State};
+
+/// Why a container cannot start yet: its waiting reason and message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Waiting {
+    pub reason: String,
+    pub message: String,
+}
+
+impl Waiting {
+    pub fn new(reason: &str, message: impl Into<String>) -> Self {
+        Self {
+            reason: reason.to_string(),
+            message: message.into(),
+        }
+    }
+}
 
 /// What besides the runtime decides a status.
 #[derive(Debug, Clone)]
@@ -106,11 +124,11 @@ pub fn init_container_statuses(
     rt: &PodRuntime,
     inputs: &Inputs<'_>,
 ) -> Vec<ContainerStatus> {
-    let specs = crate::pod_worker::actions::init_containers(pod);
+    let specs = crate::podspec::init_containers(pod);
     let mut statuses = statuses_of(specs, rt, inputs, "PodInitializing");
     for (status, spec) in statuses.iter_mut().zip(specs) {
         let state = status.state.clone().unwrap_or_default();
-        status.ready = if crate::pod_worker::actions::is_sidecar(spec) {
+        status.ready = if crate::podspec::is_sidecar(spec) {
             state.running.is_some() && status.ready
         } else {
             state.terminated.as_ref().is_some_and(|t| t.exit_code == 0)
@@ -129,12 +147,12 @@ pub fn init_incomplete<'a>(
 ) -> Vec<&'a str> {
     let sandbox = rt.ready_sandbox().map(|s| s.id.as_str());
     let mut out = vec![];
-    for c in crate::pod_worker::actions::init_containers(pod) {
+    for c in crate::podspec::init_containers(pod) {
         let latest = rt.containers.iter().find(|x| {
             x.name == c.name && (sandbox.is_none() || Some(x.sandbox_id.as_str()) == sandbox)
         });
         let done = match latest {
-            Some(l) if crate::pod_worker::actions::is_sidecar(c) => {
+            Some(l) if crate::podspec::is_sidecar(c) => {
                 l.state == State::Running && probes.is_none_or(|p| p.started(c, &l.id))
             }
             Some(l) => l.state == State::Exited && l.exit_code == 0,
@@ -241,7 +259,7 @@ fn statuses_of(
 
 /// The pod's phase from its containers (upstream's `getPhase`).
 pub fn phase(pod: &Pod, statuses: &[ContainerStatus]) -> &'static str {
-    let policy = crate::pod_worker::actions::restart_policy(pod);
+    let policy = crate::podspec::restart_policy(pod);
     let (mut running, mut waiting, mut stopped, mut succeeded) = (0, 0, 0, 0);
     for s in statuses {
         let state = s.state.clone().unwrap_or_default();
@@ -349,7 +367,7 @@ pub fn pod_status(pod: &Pod, rt: &PodRuntime, inputs: &Inputs<'_>) -> PodStatus 
     let statuses = container_statuses(pod, rt, inputs);
     let init_statuses = init_container_statuses(pod, rt, inputs);
     let incomplete = init_incomplete(pod, rt, inputs.probes);
-    let init_failed = crate::pod_worker::actions::restart_policy(pod) == "Never"
+    let init_failed = crate::podspec::restart_policy(pod) == "Never"
         && init_statuses.iter().any(|s| {
             s.state
                 .as_ref()
@@ -384,10 +402,10 @@ pub fn pod_status(pod: &Pod, rt: &PodRuntime, inputs: &Inputs<'_>) -> PodStatus 
     });
     // Sidecars count too, before the main containers (upstream's
     // GenerateContainersReadyCondition).
-    let sidecars = crate::pod_worker::actions::init_containers(pod)
+    let sidecars = crate::podspec::init_containers(pod)
         .iter()
         .zip(&init_statuses)
-        .filter(|(spec, _)| crate::pod_worker::actions::is_sidecar(spec))
+        .filter(|(spec, _)| crate::podspec::is_sidecar(spec))
         .map(|(_, s)| s);
     let unready: Vec<&str> = sidecars
         .chain(&statuses)
@@ -478,7 +496,7 @@ pub fn pod_status(pod: &Pod, rt: &PodRuntime, inputs: &Inputs<'_>) -> PodStatus 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pod_worker::observed::Sandbox;
+    use crate::observed::Sandbox;
 
     fn pod(policy: &str) -> Pod {
         serde_json::from_value(serde_json::json!({
@@ -521,7 +539,7 @@ mod tests {
             }],
             containers,
         };
-        crate::pod_worker::observed::sort(&mut r);
+        crate::observed::sort(&mut r);
         r
     }
 

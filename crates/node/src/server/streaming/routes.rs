@@ -18,7 +18,7 @@ use axum::response::Response;
 
 use super::super::{text, PodLogInfo, Refusal, Shared};
 use super::proxy;
-use crate::pod_worker::observed::CONTAINER_NAME;
+use crate::observed::CONTAINER_NAME;
 use crate::runtime::{self, api, Runtime};
 
 /// Which streams a session has (the kubelet's `remotecommand.Options`).

@@ -1,29 +1,31 @@
 //! [`PodWorker::sync`]: one pass of a pod's worker. It reads what the
 //! runtime has for the pod, then either tears it down (deleted, or gone
-//! from the API) or carries out [`compute_pod_actions`]: sandbox, image,
-//! create and start each container under the crash-loop back-off, with
-//! the kubelet's events; then reports the status when it changed.
+//! from the API) or carries out [`super::actions::compute_pod_actions`]
+//! ([`start`]: sandbox, image, create and start each container under the
+//! crash-loop back-off, with the kubelet's events); then reports the
+//! status when it changed.
 //!
 //! It owns one pod's runtime objects and back-off state. It never lists
 //! other pods' containers and never writes anything to the API but this
 //! pod's status and, at the end, its deletion.
+
+mod start;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use k8s_openapi::jiff::Timestamp;
 
-use super::config::{container_config, grace_period, sandbox_config};
-use super::events::{EventType, Events};
-use super::images::{ensure_image, Waiting};
-use super::observed::{self, PodRuntime, State};
-use crate::backoff::{go_duration, Backoff};
+use crate::backoff::Backoff;
+use crate::events::{EventType, Events};
+use crate::observed::{self, PodRuntime, State};
+use crate::podspec::{grace_period, host_network, pod_ref};
 use crate::runtime::{Result as RuntimeResult, Runtime};
-use crate::status;
+use crate::status::api::PodApi;
+use crate::status::{self, Waiting};
 
 /// The status message and event of a pod past its activeDeadlineSeconds.
 const DEADLINE_MESSAGE: &str = "Pod was active on the node longer than the specified deadline";
@@ -53,15 +55,6 @@ const MIN_GRACE_SECONDS: i64 = 2;
 /// calculateEffectiveGracePeriod always passes at least 1 s, as an
 /// override that the 2 s floor does not apply to.
 const MIN_DELETION_GRACE_SECONDS: i64 = 1;
-
-/// What the worker writes to the API about its pod.
-#[async_trait]
-pub trait PodApi: Send + Sync + std::fmt::Debug {
-    /// Replaces the pod's status.
-    async fn patch_status(&self, pod: &Pod, status: &PodStatus) -> Result<(), String>;
-    /// Deletes the pod object with grace 0 (its UID as precondition).
-    async fn delete(&self, pod: &Pod) -> Result<(), String>;
-}
 
 /// What every worker shares.
 #[derive(Debug, Clone)]
@@ -123,16 +116,6 @@ pub struct PodWorker {
 const NODE_RESOLV_CONF: &str = "/etc/resolv.conf";
 /// The node's hosts file, which hostNetwork pods see.
 const NODE_HOSTS: &str = "/etc/hosts";
-
-/// `format.Pod`: `name_namespace(uid)`.
-pub fn pod_ref(pod: &Pod) -> String {
-    format!(
-        "{}_{}({})",
-        pod.metadata.name.as_deref().unwrap_or_default(),
-        pod.metadata.namespace.as_deref().unwrap_or("default"),
-        pod.metadata.uid.as_deref().unwrap_or_default()
-    )
-}
 
 /// The instant a wall-clock time (ns since the epoch) corresponds to.
 fn instant_of(nanos: i64, now: Instant) -> Instant {
@@ -254,13 +237,6 @@ fn remove_log_dirs(log_root: &std::path::Path, uid: &str) {
     }
 }
 
-fn host_network(pod: &Pod) -> bool {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.host_network)
-        .unwrap_or(false)
-}
-
 impl PodWorker {
     /// The pod's IP: the node's for hostNetwork pods, else the ready
     /// sandbox's as last observed.
@@ -320,9 +296,9 @@ impl PodWorker {
             .unwrap_or(&[])
             .iter()
             .chain(
-                super::actions::init_containers(pod)
+                crate::podspec::init_containers(pod)
                     .iter()
-                    .filter(|c| super::actions::is_sidecar(c)),
+                    .filter(|c| crate::podspec::is_sidecar(c)),
             )
     }
 
@@ -462,463 +438,14 @@ impl PodWorker {
         Outcome::Continue(next)
     }
 
-    async fn run_actions(&mut self, pod: &Pod, rt: &PodRuntime) -> Option<Instant> {
-        let now = Instant::now();
-        let mut probed = super::actions::Probed::default();
-        for c in Self::probed_specs(pod) {
-            let Some(l) = rt.latest(&c.name).filter(|l| l.state == State::Running) else {
-                continue;
-            };
-            if let Some(which) = self.prober.failed(c, &l.id) {
-                probed.failed.insert(l.id.clone(), which);
-            } else if !self.prober.started(c, &l.id) {
-                probed.not_started.insert(l.id.clone());
-            }
-        }
-        let failed = &probed.failed;
-        let actions = super::actions::compute_pod_actions_probed(pod, rt, &probed);
-        let grace = grace_period(pod);
-        let events = self.ctx.events.clone();
-        if actions.kill_pod {
-            if actions.create_sandbox && actions.sandbox_changed {
-                events.event(
-                    pod,
-                    EventType::Normal,
-                    "SandboxChanged",
-                    "Pod sandbox changed, it will be killed and re-created.",
-                );
-            }
-            self.stop_containers(pod, rt.running().collect(), grace.max(MIN_GRACE_SECONDS))
-                .await;
-            for s in rt.sandboxes.iter().filter(|s| s.ready) {
-                if let Err(e) = self.ctx.runtime.stop_pod_sandbox(&s.id).await {
-                    tracing::warn!(uid = %self.uid, error = %e, "cannot stop sandbox");
-                }
-            }
-        }
-        for (id, name, why) in &actions.kill {
-            events.event(pod, EventType::Normal, "Killing", why);
-            let grace = super::actions::kill_grace_period(pod, name, failed.get(id).copied());
-            self.stop_one(pod, id, name, grace.max(MIN_GRACE_SECONDS))
-                .await;
-        }
-        let log_root = self.ctx.log_root.clone();
-        let mut sandbox_cfg = sandbox_config(pod, actions.sandbox_attempt, &log_root);
-        if let (Some(cg), Some(linux)) = (&self.ctx.cgroups, sandbox_cfg.linux.as_mut()) {
-            linux.cgroup_parent = cg.parent(pod);
-        }
-        let host_network = pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.host_network)
-            .unwrap_or(false);
-        if actions.create_sandbox
-            && !host_network
-            && !self
-                .ctx
-                .network_ready
-                .load(std::sync::atomic::Ordering::SeqCst)
-        {
-            events.event(
-                pod,
-                EventType::Warning,
-                "NetworkNotReady",
-                &format!(
-                    "network is not ready: {}",
-                    crate::network::plugin_not_ready()
-                ),
-            );
-            // The pod worker's back-off upstream: retried in 10 s, sooner
-            // when the network comes up (the health loop wakes nobody, so
-            // the relist's next change or this timer does).
-            return Some(now + Duration::from_secs(2));
-        }
-        let sandbox_id = if actions.create_sandbox {
-            let key = "sandbox";
-            if let Some(last) = self.sandbox_backoff.last_update(key) {
-                if self.sandbox_backoff.in_backoff_since(key, last, now) {
-                    return self.sandbox_backoff.until(key, last);
-                }
-            }
-            if let Err(e) = std::fs::create_dir_all(&sandbox_cfg.log_directory) {
-                tracing::warn!(dir = %sandbox_cfg.log_directory, error = %e, "cannot create the pod's log dir");
-            }
-            // resolv.conf comes from the node's (dnsPolicy and dnsConfig
-            // applied); containerd writes it from this config.
-            let node_resolv = std::fs::read_to_string(NODE_RESOLV_CONF).unwrap_or_default();
-            let dns = super::dns::dns(pod, &node_resolv, &self.ctx.cluster_dns);
-            for (reason, msg) in &dns.warnings {
-                events.event(pod, EventType::Warning, reason, msg);
-            }
-            let mut cfg = sandbox_cfg.clone();
-            cfg.dns_config = Some(dns.config);
-            if let Some(cg) = &self.ctx.cgroups {
-                if let Err(e) = cg.ensure(pod) {
-                    tracing::warn!(uid = %self.uid, error = %e, "cannot set up the pod's cgroup");
-                }
-            }
-            match self.ctx.runtime.run_pod_sandbox(cfg, String::new()).await {
-                Ok(id) => {
-                    self.sandbox_backoff.forget(key);
-                    id
-                }
-                Err(e) => {
-                    self.sandbox_backoff.next(key, now);
-                    events.event(
-                        pod,
-                        EventType::Warning,
-                        "FailedCreatePodSandBox",
-                        &format!("Failed to create pod sandbox: {}", e.go_text()),
-                    );
-                    let last = self.sandbox_backoff.last_update(key).unwrap_or(now);
-                    return self.sandbox_backoff.until(key, last);
-                }
-            }
-        } else if let Some(s) = rt.ready_sandbox() {
-            s.id.clone()
-        } else {
-            return None;
-        };
-
-        // Init containers first (one, or sidecars in order), then the main
-        // ones: the same path for both.
-        let inits = super::actions::init_containers(pod);
-        let mains = pod
-            .spec
-            .as_ref()
-            .map(|s| s.containers.as_slice())
-            .unwrap_or(&[]);
-        let to_start: Vec<k8s_openapi::api::core::v1::Container> = actions
-            .start_init
-            .iter()
-            .filter_map(|i| inits.get(*i))
-            .chain(actions.start.iter().filter_map(|i| mains.get(*i)))
-            .cloned()
-            .collect();
-        let mut next = None;
-        // The sandbox's IP, once for every container started here (env
-        // fieldRefs, hooks); a new sandbox is asked for it.
-        let known = rt.ready_sandbox().is_some_and(|s| s.id == sandbox_id);
-        let pod_ip = match self.pod_ip(pod, rt) {
-            Some(ip) if known || host_network => Some(ip),
-            _ => self
-                .ctx
-                .runtime
-                .pod_sandbox_status(&sandbox_id)
-                .await
-                .ok()
-                .and_then(|s| s.network)
-                .map(|n| n.ip)
-                .filter(|ip| !ip.is_empty()),
-        };
-        // The managed /etc/hosts the containers mount.
-        let hosts_file =
-            super::volumes::pod_dir(&self.ctx.volumes_root, &self.uid).join("etc-hosts");
-        if !to_start.is_empty() {
-            let node_hosts = std::fs::read_to_string(NODE_HOSTS).unwrap_or_default();
-            let text =
-                super::dns::hosts_file(pod, pod_ip.as_deref().unwrap_or_default(), &node_hosts);
-            if let Some(dir) = hosts_file.parent() {
-                let _ = std::fs::create_dir_all(dir);
-            }
-            if let Err(e) = std::fs::write(&hosts_file, text) {
-                tracing::warn!(uid = %self.uid, error = %e, "cannot write the pod's hosts file");
-            }
-        }
-        let ctx = self.ctx.clone();
-        let facts = super::env::Facts {
-            node_name: &ctx.node_name,
-            host_ip: &ctx.node_ip,
-            pod_ip: pod_ip.as_deref(),
-            node_cpu_milli: ctx.node_cpu_milli,
-            node_memory: ctx.node_memory,
-        };
-        let prepared = match super::volume_sources::prepare(
-            self.ctx.objects.as_ref(),
-            &self.ctx.volumes_root,
-            pod,
-            &facts,
-        )
-        .await
-        {
-            Ok(p) => p,
-            Err((_, msg)) => {
-                events.event(pod, EventType::Warning, "FailedMount", &msg);
-                if !to_start.is_empty() {
-                    for c in &to_start {
-                        self.waiting
-                            .insert(c.name.clone(), Waiting::new("ContainerCreating", ""));
-                    }
-                    return Some(now + CONFIG_RETRY);
-                }
-                Default::default()
-            }
-        };
-        for c in &to_start {
-            // Instances from an earlier sandbox do not count once a new
-            // sandbox starts them all again, except for the restart count.
-            let latest = rt.latest(&c.name);
-            // As upstream's stable key: a changed container (a new image)
-            // starts a fresh back-off.
-            let key = format!(
-                "{}/{}/{}",
-                self.uid,
-                c.name,
-                super::actions::container_hash(c)
-            );
-            if let Some(l) = latest.filter(|l| l.state == State::Exited) {
-                let exited = instant_of(l.finished_at, now);
-                if self.crash.in_backoff_since(&key, exited, now) {
-                    let step = self.crash.current(&key).unwrap_or(crate::backoff::INITIAL);
-                    self.waiting.insert(
-                        c.name.clone(),
-                        Waiting::new(
-                            "CrashLoopBackOff",
-                            format!(
-                                "back-off {} restarting failed container={} pod={}",
-                                go_duration(step),
-                                c.name,
-                                pod_ref(pod)
-                            ),
-                        ),
-                    );
-                    events.event(
-                        pod,
-                        EventType::Warning,
-                        "BackOff",
-                        &format!(
-                            "Back-off restarting failed container {} in pod {}",
-                            c.name,
-                            pod_ref(pod)
-                        ),
-                    );
-                    next = earliest(next, self.crash.until(&key, exited));
-                    continue;
-                }
-                self.crash.next(&key, now);
-            }
-            let image = match ensure_image(
-                self.ctx.runtime.as_ref(),
-                events.as_ref(),
-                &mut self.pulls,
-                pod,
-                c,
-                Some(sandbox_cfg.clone()),
-                now,
-            )
-            .await
-            {
-                Ok(image) => image,
-                Err(w) => {
-                    if matches!(w.reason.as_str(), "ErrImagePull" | "ImagePullBackOff") {
-                        let key =
-                            format!("{}/{}", self.uid, c.image.as_deref().unwrap_or_default());
-                        // Back when the pull back-off ends (to pull), and
-                        // at the latest after the pod worker's back-off
-                        // (upstream requeues a failed sync after 10 s), so
-                        // a longer pull back-off is seen as ImagePullBackOff
-                        // and not as the last pull's ErrImagePull throughout.
-                        next = earliest(next, self.pulls.until(&key));
-                        next = earliest(next, Some(now + SYNC_ERROR_RETRY));
-                    }
-                    self.waiting.insert(c.name.clone(), w);
-                    continue;
-                }
-            };
-            // runAsNonRoot needs the image's user.
-            let image_info = self.ctx.runtime.image_status(&image).await.ok().flatten();
-            let (image_uid, image_username) = super::config::image_user(image_info.as_ref());
-            if let Err(msg) =
-                super::config::verify_run_as_non_root(pod, c, image_uid, &image_username)
-            {
-                self.fail(pod, &c.name, "CreateContainerConfigError", msg);
-                next = earliest(next, Some(now + CONFIG_RETRY));
-                continue;
-            }
-            // Everything the environment refers to must exist first.
-            let resolved =
-                match super::env::resolve(self.ctx.objects.as_ref(), pod, c, &facts).await {
-                    Ok(r) => r,
-                    Err(msg) => {
-                        self.fail(pod, &c.name, "CreateContainerConfigError", msg);
-                        // Retried until the object appears (upstream: the pod
-                        // worker's back-off).
-                        next = earliest(next, Some(now + CONFIG_RETRY));
-                        continue;
-                    }
-                };
-            for (source, keys) in &resolved.invalid {
-                events.event(
-                    pod,
-                    EventType::Warning,
-                    "InvalidEnvironmentVariableNames",
-                    &format!(
-                        "Keys [{}] from the EnvFrom {source} were skipped since they are considered invalid environment variable names.",
-                        keys.join(", ")
-                    ),
-                );
-            }
-            let mounts = match super::volumes::mounts(
-                pod,
-                c,
-                &self.ctx.volumes_root,
-                &prepared,
-                &resolved.env,
-            ) {
-                Ok(m) => m,
-                Err((volume, msg)) => {
-                    events.event(
-                        pod,
-                        EventType::Warning,
-                        "FailedMount",
-                        &format!("MountVolume.SetUp failed for volume \"{volume}\" : {msg}"),
-                    );
-                    self.waiting
-                        .insert(c.name.clone(), Waiting::new("ContainerCreating", ""));
-                    next = earliest(next, Some(now + CONFIG_RETRY));
-                    continue;
-                }
-            };
-            let restart = latest.map(|l| l.restart_count + 1).unwrap_or(0);
-            let mut mounts = mounts;
-            // The file the container may write its termination message to.
-            let message_path = c
-                .termination_message_path
-                .clone()
-                .unwrap_or_else(|| "/dev/termination-log".into());
-            let message_file = super::volumes::pod_dir(&self.ctx.volumes_root, &self.uid)
-                .join("termination")
-                .join(format!("{}-{restart}", c.name));
-            if let Some(dir) = message_file.parent() {
-                let _ = std::fs::create_dir_all(dir);
-            }
-            let own_hosts = c
-                .volume_mounts
-                .iter()
-                .flatten()
-                .any(|m| m.mount_path == "/etc/hosts");
-            if !own_hosts && hosts_file.exists() {
-                mounts.push(crate::runtime::api::Mount {
-                    container_path: "/etc/hosts".into(),
-                    host_path: hosts_file.display().to_string(),
-                    ..Default::default()
-                });
-            }
-            if std::fs::write(&message_file, b"").is_ok() {
-                mounts.push(crate::runtime::api::Mount {
-                    container_path: message_path,
-                    host_path: message_file.display().to_string(),
-                    ..Default::default()
-                });
-            }
-            self.remove_old_instances(rt, &c.name).await;
-            let mut config = container_config(pod, c, restart, &image);
-            config.envs = resolved
-                .env
-                .into_iter()
-                .map(|(key, value)| crate::runtime::api::KeyValue { key, value })
-                .collect();
-            config.command = resolved.command;
-            config.args = resolved.args;
-            config.mounts = mounts;
-            if let Some(r) = config.linux.as_mut().and_then(|l| l.resources.as_mut()) {
-                r.oom_score_adj = super::qos::oom_score_adj(pod, c, self.ctx.node_memory);
-            }
-            let id = match self
-                .ctx
-                .runtime
-                .create_container(&sandbox_id, config, sandbox_cfg.clone())
-                .await
-            {
-                Ok(id) => id,
-                Err(e) => {
-                    // Upstream's startContainer words these with the gRPC
-                    // status's message alone.
-                    self.fail(pod, &c.name, "CreateContainerError", e.message());
-                    continue;
-                }
-            };
-            events.event(
-                pod,
-                EventType::Normal,
-                "Created",
-                &format!("Created container: {}", c.name),
-            );
-            if let Err(e) = self.ctx.runtime.start_container(&id).await {
-                self.fail(pod, &c.name, "RunContainerError", e.message());
-                continue;
-            }
-            events.event(
-                pod,
-                EventType::Normal,
-                "Started",
-                &format!("Started container {}", c.name),
-            );
-            // postStart runs before the container counts as started; a
-            // failure kills it, to be restarted under the back-off.
-            if let Some(hook) = c.lifecycle.as_ref().and_then(|l| l.post_start.as_ref()) {
-                let run = super::hooks::run(
-                    hook,
-                    pod,
-                    c,
-                    &id,
-                    pod_ip.as_deref(),
-                    self.ctx.runtime.as_ref(),
-                    None,
-                );
-                if let Err(msg) = run.await {
-                    events.event(pod, EventType::Warning, "FailedPostStartHook", &msg);
-                    events.event(pod, EventType::Normal, "Killing", "FailedPostStartHook");
-                    let _ = self
-                        .ctx
-                        .runtime
-                        .stop_container(&id, grace.max(MIN_GRACE_SECONDS))
-                        .await;
-                    self.waiting
-                        .insert(c.name.clone(), Waiting::new("PostStartHookError", msg));
-                    continue;
-                }
-            }
-            self.waiting.remove(&c.name);
-        }
-        next
-    }
-
-    /// Keeps the newest dead instance of a container (for `logs
-    /// --previous`) and removes older ones, as the kubelet's GC keeps one.
-    async fn remove_old_instances(&self, rt: &PodRuntime, name: &str) {
-        for old in rt
-            .containers
-            .iter()
-            .filter(|c| c.name == name && c.state != State::Running)
-            .skip(1)
-        {
-            if self.ctx.runtime.remove_container(&old.id).await.is_ok() {
-                // containerd leaves the log file; upstream's removeContainer
-                // deletes it with the container.
-                if let Some(pod) = self.last_pod.as_ref() {
-                    let dir = crate::logs::pod_log_dir(
-                        &self.ctx.log_root,
-                        pod.metadata.namespace.as_deref().unwrap_or("default"),
-                        pod.metadata.name.as_deref().unwrap_or_default(),
-                        &self.uid,
-                    );
-                    let _ = std::fs::remove_file(
-                        dir.join(crate::logs::container_log_file(name, old.restart_count)),
-                    );
-                }
-            }
-        }
-    }
-
     /// Stops `running` with `grace` seconds (already floored by the caller).
     /// Stops the running containers within `grace`: the main ones
     /// together, then the sidecars one by one in reverse order (upstream's
     /// termination ordering), each with what is left of the grace period.
     async fn stop_containers(&self, pod: &Pod, running: Vec<&observed::Container>, grace: i64) {
-        let sidecars: Vec<String> = super::actions::init_containers(pod)
+        let sidecars: Vec<String> = crate::podspec::init_containers(pod)
             .iter()
-            .filter(|c| super::actions::is_sidecar(c))
+            .filter(|c| crate::podspec::is_sidecar(c))
             .map(|c| c.name.clone())
             .collect();
         let (side, main): (Vec<_>, Vec<_>) = running
@@ -1118,8 +645,10 @@ impl PodWorker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pod_worker::events::Recorded;
+    use crate::api_error::ApiError;
+    use crate::events::Recorded;
     use crate::runtime::fake::FakeRuntime;
+    use async_trait::async_trait;
 
     #[derive(Debug)]
     struct NoObjects;
@@ -1130,14 +659,14 @@ mod tests {
             &self,
             _: &str,
             _: &str,
-        ) -> Result<Option<std::collections::BTreeMap<String, String>>, String> {
+        ) -> Result<Option<std::collections::BTreeMap<String, String>>, ApiError> {
             Ok(None)
         }
         async fn secret(
             &self,
             _: &str,
             _: &str,
-        ) -> Result<Option<std::collections::BTreeMap<String, Vec<u8>>>, String> {
+        ) -> Result<Option<std::collections::BTreeMap<String, Vec<u8>>>, ApiError> {
             Ok(None)
         }
     }
@@ -1150,11 +679,11 @@ mod tests {
 
     #[async_trait]
     impl PodApi for FakeApi {
-        async fn patch_status(&self, _pod: &Pod, status: &PodStatus) -> Result<(), String> {
+        async fn patch_status(&self, _pod: &Pod, status: &PodStatus) -> Result<(), ApiError> {
             self.statuses.lock().unwrap().push(status.clone());
             Ok(())
         }
-        async fn delete(&self, _pod: &Pod) -> Result<(), String> {
+        async fn delete(&self, _pod: &Pod) -> Result<(), ApiError> {
             self.deleted
                 .store(true, std::sync::atomic::Ordering::SeqCst);
             Ok(())

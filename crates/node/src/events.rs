@@ -1,5 +1,6 @@
-//! Where the pod worker's events go: the [`Events`] trait, with the
-//! cluster's event recorder behind it in the agent and a list in tests.
+//! Where the pod worker's and the prober's events go: the [`Events`]
+//! trait, with the cluster's event recorder behind it in the agent and a
+//! list in tests.
 //! Reasons and messages are the kubelet's (users grep for them).
 
 use k8s_openapi::api::core::v1::Pod;

@@ -1,0 +1,94 @@
+//! How to run the agent: [`Config`] (names, directories, the runtime
+//! endpoint, the agent's server, labels and taints, limits) with its
+//! defaults, and the hook that hands `skiff server` the agent's
+//! in-process endpoint.
+//!
+//! Plain data: nothing here starts, reads or writes anything.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::images;
+
+/// How to run the agent.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub node_name: String,
+    /// Everything of this node lives here: containerd, logs, CNI, PKI.
+    pub data_dir: PathBuf,
+    /// Use this CRI socket instead of starting containerd.
+    pub container_runtime_endpoint: Option<PathBuf>,
+    /// The containerd binary to start.
+    pub containerd_binary: PathBuf,
+    /// Image tarballs (OCI or docker-archive) imported at start, as k3s's
+    /// airgap images (default `<data-dir>/images`).
+    pub images_dir: PathBuf,
+    /// Registries to pull from over plain HTTP (`host:port`).
+    pub insecure_registries: Vec<String>,
+    /// The agent's HTTPS port (logs); 0 picks one.
+    pub port: u16,
+    /// Address the agent's server listens on.
+    pub bind_address: IpAddr,
+    /// The node's IP (found from the default route when unset).
+    pub node_ip: Option<IpAddr>,
+    pub labels: BTreeMap<String, String>,
+    pub taints: Vec<k8s_openapi::api::core::v1::Taint>,
+    /// The CNI bridge device.
+    pub bridge: String,
+    /// PEM of the CA whose client certificates (the API server's) the
+    /// agent's server accepts.
+    pub client_ca_pem: String,
+    /// Stop every pod's containers when the agent stops.
+    pub stop_pods_on_exit: bool,
+    pub max_pods: u32,
+    /// How often the Node's status and Lease are refreshed.
+    pub status_update_frequency: Duration,
+    /// Told the node name and the agent's endpoint as reached in-process
+    /// once it is bound (`skiff server` hands it to its API
+    /// server, which then reaches this node without TCP or TLS).
+    pub on_local_endpoint: Option<LocalEndpointHook>,
+}
+
+/// See [`Config::on_local_endpoint`].
+#[derive(Clone)]
+pub struct LocalEndpointHook(pub Arc<LocalEndpointFn>);
+
+/// What [`LocalEndpointHook`] calls: the node name and its endpoint.
+pub type LocalEndpointFn = dyn Fn(&str, crate::server::LocalEndpoint) + Send + Sync;
+
+impl std::fmt::Debug for LocalEndpointHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LocalEndpointHook")
+    }
+}
+
+impl Config {
+    pub fn new(node_name: &str, data_dir: PathBuf) -> Self {
+        Self {
+            images_dir: data_dir.join(images::import::AIRGAP_DIR),
+            node_name: node_name.to_string(),
+            data_dir,
+            container_runtime_endpoint: None,
+            containerd_binary: PathBuf::from("containerd"),
+            insecure_registries: vec![],
+            port: 10250,
+            bind_address: IpAddr::from([0, 0, 0, 0]),
+            node_ip: None,
+            labels: BTreeMap::new(),
+            taints: vec![],
+            bridge: "skiff0".into(),
+            client_ca_pem: String::new(),
+            stop_pods_on_exit: false,
+            max_pods: 110,
+            status_update_frequency: Duration::from_secs(10),
+            on_local_endpoint: None,
+        }
+    }
+
+    pub fn log_root(&self) -> PathBuf {
+        self.data_dir.join("pods")
+    }
+}
