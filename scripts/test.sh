@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 
 scripts/deps.sh
 cargo fmt --all --check
+# Modules of one folder may not use each other in a circle (see the script).
+python3 scripts/check-cycles.py crates/apiserver/src crates/node/src
 
 # A clean clone under CI builds once: incremental caches only cost disk there.
 if [ -n "${CI:-}" ]; then

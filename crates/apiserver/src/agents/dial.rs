@@ -8,11 +8,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use serde_json::Value;
+use skiff_client::tls::AcceptAnyServerCert;
 
 use super::{Agent, AgentStream};
 use crate::status::{ApiError, ApiResult};
@@ -47,57 +46,6 @@ pub enum Error {
     Tls(#[from] rustls::Error),
 }
 
-/// Accepts any serving certificate, still checking the handshake's
-/// signatures (upstream does not verify kubelet serving certificates
-/// unless given `--kubelet-certificate-authority`).
-#[derive(Debug)]
-struct AnyServingCert(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for AnyServingCert {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
 /// The TLS client configuration for agents: `cert_pem`/`key_pem` as the
 /// client certificate, HTTP/1.1, any serving certificate.
 pub fn kubelet_client_tls(
@@ -111,7 +59,7 @@ pub fn kubelet_client_tls(
     let mut config = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()?
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(AnyServingCert(provider)))
+        .with_custom_certificate_verifier(Arc::new(AcceptAnyServerCert::new(provider)))
         .with_client_auth_cert(certs, key)?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
