@@ -15,7 +15,7 @@ use std::future::Future;
 use std::process::Output;
 use std::time::Duration;
 
-use support::{Kubectl, TestServer};
+use support::{fails_text as fails, ok, run, text, Kubectl, TestServer};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -23,40 +23,6 @@ async fn within<T>(what: &str, f: impl Future<Output = T>) -> T {
     tokio::time::timeout(TIMEOUT, f)
         .await
         .unwrap_or_else(|_| panic!("{what} did not finish in {TIMEOUT:?}"))
-}
-
-async fn run(k: &Kubectl, args: &[&str]) -> Output {
-    let mut all = vec!["--request-timeout=30s"];
-    all.extend_from_slice(args);
-    within(&format!("kubectl {}", args.join(" ")), k.run(&all)).await
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-async fn ok(k: &Kubectl, args: &[&str]) -> String {
-    let out = run(k, args).await;
-    assert!(
-        out.status.success(),
-        "kubectl {args:?} failed: {}",
-        text(&out)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-async fn fails(k: &Kubectl, args: &[&str]) -> String {
-    let out = run(k, args).await;
-    assert!(
-        !out.status.success(),
-        "kubectl {args:?} succeeded: {}",
-        text(&out)
-    );
-    text(&out)
 }
 
 async fn apply(k: &Kubectl, args: &[&str], yaml: &str) -> Output {

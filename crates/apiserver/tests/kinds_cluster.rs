@@ -8,49 +8,9 @@
 
 mod support;
 
-use std::future::Future;
-use std::process::Output;
-use std::time::Duration;
-
 use base64::Engine;
 use serde_json::Value;
-use support::{Kubectl, TestServer};
-
-/// Every kubectl call gets this long, then the test fails.
-const KUBECTL_TIMEOUT: Duration = Duration::from_secs(60);
-
-async fn within<T>(what: &str, f: impl Future<Output = T>) -> T {
-    tokio::time::timeout(KUBECTL_TIMEOUT, f)
-        .await
-        .unwrap_or_else(|_| panic!("kubectl {what} did not finish in {KUBECTL_TIMEOUT:?}"))
-}
-
-async fn run(k: &Kubectl, args: &[&str]) -> Output {
-    let mut all = vec!["--request-timeout=30s"];
-    all.extend_from_slice(args);
-    within(&args.join(" "), k.run(&all)).await
-}
-
-async fn ok(k: &Kubectl, args: &[&str]) -> String {
-    let out = run(k, args).await;
-    assert!(
-        out.status.success(),
-        "kubectl {args:?} failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-async fn fails(k: &Kubectl, args: &[&str]) -> String {
-    let out = run(k, args).await;
-    assert!(
-        !out.status.success(),
-        "kubectl {args:?} should have failed: {}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
+use support::{fails, ok, within, Kubectl, TestServer};
 
 async fn json(k: &Kubectl, args: &[&str]) -> Value {
     let mut all = vec!["get"];

@@ -158,3 +158,62 @@ impl Kubectl {
         String::from_utf8_lossy(&out.stderr).into_owned()
     }
 }
+
+/// How long one kubectl call of [`run`] may take.
+pub const KUBECTL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(90);
+
+/// `f`, failing the test if it takes longer than [`KUBECTL_TIMEOUT`].
+pub async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(KUBECTL_TIMEOUT, f)
+        .await
+        .unwrap_or_else(|_| panic!("kubectl {what} did not finish in {KUBECTL_TIMEOUT:?}"))
+}
+
+/// kubectl `args` with a 30 s request timeout, within [`KUBECTL_TIMEOUT`].
+pub async fn run(k: &Kubectl, args: &[&str]) -> Output {
+    let mut all = vec!["--request-timeout=30s"];
+    all.extend_from_slice(args);
+    within(&args.join(" "), k.run(&all)).await
+}
+
+/// stdout and stderr of `out`, one after the other.
+pub fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// [`run`], failing the test on a non-zero exit; returns stdout.
+pub async fn ok(k: &Kubectl, args: &[&str]) -> String {
+    let out = run(k, args).await;
+    assert!(
+        out.status.success(),
+        "kubectl {args:?} failed: {}",
+        text(&out)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// [`run`], failing the test on success; returns stderr.
+pub async fn fails(k: &Kubectl, args: &[&str]) -> String {
+    let out = run(k, args).await;
+    assert!(
+        !out.status.success(),
+        "kubectl {args:?} should have failed: {}",
+        text(&out)
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// [`fails`], returning stdout and stderr.
+pub async fn fails_text(k: &Kubectl, args: &[&str]) -> String {
+    let out = run(k, args).await;
+    assert!(
+        !out.status.success(),
+        "kubectl {args:?} should have failed: {}",
+        text(&out)
+    );
+    text(&out)
+}
