@@ -1,32 +1,37 @@
-//! skiff-apiserver: the Kubernetes API server, laid out as the path a
-//! request takes:
+//! skiff-apiserver: the Kubernetes API server. Its modules form layers;
+//! each uses only those before it in this list (`scripts/check-cycles.py`
+//! fails CI on a circle):
 //!
-//! - [`serve`]: TLS (with [`serve::pki`]), HTTP/1.1 and HTTP/2, timeouts,
-//!   the panic guard, and the in-process loopback ([`ApiServer::loopback`]);
-//! - [`authn`]: who is asking; [`authz`]: whether they may ([`authz::Authorizer`]);
-//!   [`authz::impersonate`] turns `kubectl --as` into the impersonated user;
-//! - [`reviews`]: the create-only review kinds (TokenReview, SelfSubjectReview,
-//!   the access and rules reviews) answered by those, and the Local APIServices;
-//! - [`rbac_defaults`]: the default cluster roles and bindings, made at start;
-//! - [`request`]: what a URL names (resource, namespace, name, verb);
-//! - [`handlers`]: one file per verb (get, list, watch, create, update,
-//!   patch and apply, delete, binding, scale and eviction, log — proxied
-//!   to the pod's node agent), query checks, Tables;
-//! - [`admission`]: mutating then validating plugins, one file each;
-//! - [`registry`]: storing objects: the shared write path, deletion,
-//!   managedFields, conversion;
-//! - [`decode`]: bodies as their kinds' types (Go's wording) and field
+//! - [`status`] (Status errors) and [`response`] (JSON answers, the body
+//!   limit);
+//! - [`decode`]: bodies as their kinds' types (Go's wording), field
 //!   validation;
-//! - [`watchcache`]: per-resource caches fed by one store watch, with
-//!   selectable views and indexed watchers;
-//! - [`resources`]: the served resources, one file per kind (its entry,
-//!   selectable fields and type);
-//! - [`crd`]: CustomResourceDefinitions: the custom resources they serve
-//!   (registry, controller, cleanup, schema-driven writes, Tables, OpenAPI);
-//! - [`discovery`], [`openapi`], [`protobuf`], [`object`] (metadata and
-//!   storage keys every stage uses) and [`status`] (Status errors).
-//!
-//! Stages depend only on those after them and on the shared modules.
+//! - [`catalog`]: every kind the server knows: [`catalog::Resource`],
+//!   [`catalog::KindDef`] and its [`catalog::Strategy`], storage hooks, and
+//!   the per-server [`catalog::Catalog`] that resolves a request's
+//!   [`catalog::Kind`] once;
+//! - [`object`] (metadata, storage keys), [`request`] (what a URL names),
+//!   [`authn`] and [`authz`] (who asks, whether they may);
+//! - [`watchcache`]: per-resource caches fed by one store watch;
+//! - [`allocators`]: Service ClusterIPs and NodePorts;
+//! - [`resources`]: one file per built-in kind;
+//! - [`admission`]: mutating then validating plugins, one file each, over a
+//!   narrow [`admission::Context`];
+//! - [`customresources`]: the custom resources a server's CRDs serve (its
+//!   registry, schemas, Tables, OpenAPI);
+//! - [`agents`]: reaching node agents; [`bootstrap`]: what exists from the
+//!   first start;
+//! - [`state`]: [`AppState`], what handlers share;
+//! - [`registry`]: the shared write path, deletion, finalizers, observers
+//!   of stored writes, managedFields, conversion;
+//! - [`crd`]: the CRD controllers; [`reviews`]: the create-only review
+//!   kinds; [`rbac_defaults`]; [`discovery`], [`openapi`], [`openapi_v2`],
+//!   [`protobuf`], [`table`];
+//! - [`handlers`]: one file per verb and subresource; [`streaming`]:
+//!   exec, attach and port-forward;
+//! - [`serve`]: TLS (with [`serve::pki`]), HTTP/1.1 and HTTP/2, the
+//!   request filters, timeouts, the panic guard, and the in-process
+//!   loopback ([`ApiServer::loopback`]).
 //!
 //! It talks to storage only through the `skiff_store::Store` trait.
 
