@@ -29,17 +29,6 @@ pub enum Step {
     Done,
 }
 
-fn finalizers(crd: &Value) -> Vec<String> {
-    crd.pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|f| f.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// The resource a CRD's objects are stored under (its storage version).
 fn storage_resource(crd: &Value, accepted: &CrdNames) -> &'static Resource {
     let text = |p: &str| {
@@ -75,7 +64,7 @@ fn storage_resource(crd: &Value, accepted: &CrdNames) -> &'static Resource {
 /// One cleanup step for a CRD marked for deletion (`crd` is changed in
 /// place: conditions, finalizers).
 pub async fn step(state: &AppState, crd: &mut Value) -> Step {
-    let mut fins = finalizers(crd);
+    let mut fins = crate::registry::finalize::finalizers(crd);
     if !fins.iter().any(|f| f == CLEANUP_FINALIZER) {
         return Step::NotOurs;
     }

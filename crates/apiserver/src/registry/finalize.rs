@@ -39,7 +39,7 @@ pub async fn finish_if_done(
 }
 
 /// The finalizers an object carries.
-pub(super) fn finalizers(obj: &Value) -> Vec<String> {
+pub fn finalizers(obj: &Value) -> Vec<String> {
     obj.pointer("/metadata/finalizers")
         .and_then(Value::as_array)
         .map(|a| {
