@@ -234,7 +234,7 @@ async fn bootstrap_system(store: &dyn Store) -> Result<(), Error> {
     rbac_defaults::ensure(store)
         .await
         .map_err(|(name, source)| Error::Defaults { name, source })?;
-    reviews::apiservices::sync(store)
+    reviews::apiservices::sync(store, &resources::builtin().groups())
         .await
         .map_err(|source| Error::Defaults {
             name: "the local APIServices".into(),

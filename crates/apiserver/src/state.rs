@@ -27,8 +27,9 @@ pub struct AppState {
     pub kubelet_tls: Option<Arc<rustls::ClientConfig>>,
     /// Node agents running in this process, reached without TCP or TLS.
     pub local_agents: agents::LocalAgents,
-    /// Service ClusterIPs and NodePorts taken.
-    pub allocators: Arc<allocators::Allocators>,
+    /// Service ClusterIPs and NodePorts taken (the catalog's Service
+    /// hooks hold the same: change both with [`AppState::set_allocators`]).
+    allocators: Arc<allocators::Allocators>,
     /// Every kind this server serves: the built-in ones and its custom
     /// resources, with the Services' storage hooks.
     pub catalog: Arc<Catalog>,

@@ -161,6 +161,13 @@ async fn scenario(minor: u32) {
         conditions,
         "NamesAccepted=True/NoConflicts;Established=True/InitialNamesAccepted;|CronTab|[\"v1\"]"
     );
+    // Its group is served: a Local APIService names it (upstream's
+    // crdregistration controller).
+    let apiservices = ok(&k, &["get", "apiservices"]).await;
+    assert!(
+        apiservices.contains(&format!("v1.{group}")),
+        "{apiservices}"
+    );
     // The CRD's own table: NAME, CREATED AT.
     let table = ok(&k, &["get", "crds"]).await;
     let header = table.lines().next().unwrap_or_default();

@@ -93,11 +93,12 @@ pub(super) async fn list(
         revision,
     };
     let filter = Filter::parse(r, state.catalog.selectable_fields(r), q)?;
+    let view = state.catalog.selectable_for_storage(r.storage);
     let page = state.store.list(&object::prefix(r, ns), opts).await?;
     let mut items = Vec::with_capacity(page.items.len());
     for kv in &page.items {
         let obj = parse_stored(&kv.value)?;
-        if filter.matches_object(r, state.catalog.selectable_for_storage(r.storage), &obj) {
+        if filter.matches_object(r, view, &obj) {
             items.push(with_revision(obj, kv.mod_revision));
         }
     }

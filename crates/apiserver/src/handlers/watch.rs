@@ -72,8 +72,10 @@ pub(super) async fn watch(
     let prefix = object::prefix(r, ns);
     let filter = Filter::parse(r, state.catalog.selectable_fields(r), q)?;
     let plain = out.table.is_none() && !crate::registry::convert::needed(kind);
-    // Owned, for the stream below.
+    // Owned, for the stream below. A custom resource is resolved again for
+    // each event, so a changed CRD (defaults, columns) applies at once.
     let served = kind.clone();
+    let catalog = kind.custom().is_some().then(|| state.catalog.clone());
     let timeout = q
         .get("timeoutSeconds")
         .and_then(|t| t.parse::<u64>().ok())
@@ -141,9 +143,17 @@ pub(super) async fn watch(
                 (Some(prev), true) => with_revision(prev.object()?, e.revision),
                 _ => e.item.object()?,
             };
+            let fresh;
+            let current = match &catalog {
+                Some(catalog) => {
+                    fresh = catalog.resolve(served.resource);
+                    &fresh
+                }
+                None => &served,
+            };
             Some(watch_line(
                 crate::watchcache::kind_name(kind),
-                &out.object(&served, object),
+                &out.object(current, object),
             ))
         };
         if filter.is_everything() {

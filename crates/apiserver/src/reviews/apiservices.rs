@@ -76,12 +76,12 @@ pub fn local(group: &str, version: &str) -> Value {
 
 /// Creates the missing Local APIServices and deletes automanaged Local ones
 /// of groups no longer served.
-pub async fn sync(store: &dyn Store) -> Result<(), skiff_store::Error> {
+pub async fn sync(store: &dyn Store, groups: &[(&str, &str)]) -> Result<(), skiff_store::Error> {
     let Some(r) = resources::find_builtin("apiregistration.k8s.io", "v1", "apiservices") else {
         return Ok(());
     };
     let mut wanted: Vec<(&str, &str)> = vec![("", "v1")];
-    wanted.extend(resources::builtin().groups());
+    wanted.extend_from_slice(groups);
     let names: Vec<String> = wanted.iter().map(|(g, v)| format!("{v}.{g}")).collect();
     let stored = store
         .list(&object::prefix(r, None), ListOptions::default())

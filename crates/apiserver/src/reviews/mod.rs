@@ -129,7 +129,9 @@ pub async fn intercept(state: &AppState, req: Request) -> Result<ApiResult<Respo
                 && t.resource.group == "apiregistration.k8s.io" =>
         {
             if req.method() == Method::GET {
-                if let Err(e) = apiservices::sync(state.store.as_ref()).await {
+                if let Err(e) =
+                    apiservices::sync(state.store.as_ref(), &state.catalog.groups()).await
+                {
                     tracing::warn!(error = %e, "cannot register the local APIServices");
                 }
             }
