@@ -228,7 +228,7 @@ async fn bootstrap_system(store: &dyn Store) -> Result<(), Error> {
             }
         }
     }
-    resources::flowcontrol_bootstrap::ensure(store)
+    bootstrap::flowcontrol::ensure(store)
         .await
         .map_err(|(name, source)| Error::Defaults { name, source })?;
     rbac_defaults::ensure(store)
@@ -329,7 +329,7 @@ impl ApiServer {
                 .run(self.state.store.clone(), shutdown.clone()),
         );
         tokio::spawn(crd::controller::run(self.state.clone(), shutdown.clone()));
-        tokio::spawn(resources::flowcontrol_bootstrap::run(
+        tokio::spawn(bootstrap::flowcontrol::run(
             self.state.store.clone(),
             shutdown.clone(),
         ));

@@ -7,6 +7,8 @@
 //! (`/version` and the health endpoints, as upstream's
 //! `system:public-info-viewer` allows). What a user may do is `authz`'s.
 
+pub mod requester;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 

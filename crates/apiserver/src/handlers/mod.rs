@@ -77,7 +77,7 @@ pub async fn dispatch(State(state): State<AppState>, req: Request) -> Response {
     } else {
         None
     };
-    let mut response = match crate::resources::requester::scope(user, handle(state, req)).await {
+    let mut response = match crate::authn::requester::scope(user, handle(state, req)).await {
         Ok(response) => response,
         Err(e) => e.into_response(),
     };

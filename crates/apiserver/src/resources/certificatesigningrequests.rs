@@ -181,7 +181,7 @@ fn stamp_conditions(old: &Value, new: &mut Value) {
 
 impl Strategy for CsrStrategy {
     fn prepare_for_create(&self, obj: &mut Value) {
-        let user = super::requester::current();
+        let user = crate::authn::requester::current();
         if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
             for field in ["username", "uid", "groups", "extra"] {
                 spec.remove(field);

@@ -1,7 +1,7 @@
 //! FlowSchemas (flowcontrol.apiserver.k8s.io/v1): cluster-scoped, with
 //! status (upstream `registry/flowcontrol/flowschema`). Create starts with
 //! an empty status; the mandatory `exempt` and `catch-all` schemas keep
-//! their fixed specs (see `flowcontrol_bootstrap`). Stored and served;
+//! their fixed specs (see `crate::bootstrap::flowcontrol`). Stored and served;
 //! Skiff does no API priority and fairness yet.
 
 use k8s_openapi::api::flowcontrol::v1::FlowSchema;

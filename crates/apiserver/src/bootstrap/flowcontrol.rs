@@ -77,7 +77,7 @@ pub fn suggested() -> Vec<(&'static str, Value)> {
 /// Creates the mandatory and suggested objects that are absent.
 pub async fn ensure(store: &dyn Store) -> Result<(), (String, skiff_store::Error)> {
     for (plural, obj) in mandatory().into_iter().chain(suggested()) {
-        let Some(r) = super::find_builtin(GROUP, "v1", plural) else {
+        let Some(r) = crate::resources::find_builtin(GROUP, "v1", plural) else {
             continue;
         };
         let name = obj
