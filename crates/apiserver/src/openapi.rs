@@ -19,7 +19,7 @@ use axum::response::{IntoResponse, Response};
 use schemars::generate::SchemaSettings;
 use serde_json::{json, Map, Value};
 
-use crate::catalog::{subresource_kind, Catalog, Resource};
+use crate::catalog::{definition, subresource_kind, Catalog, Resource};
 use crate::customresources::Registry;
 use crate::resources;
 use crate::status::ApiError;
@@ -126,17 +126,6 @@ fn schemas_for(
         names.insert(kind, name);
     }
     (schemas, names)
-}
-
-/// The definition name of `T`, added to `generator`.
-fn definition<T: schemars::JsonSchema>(generator: &mut schemars::SchemaGenerator) -> String {
-    let schema = generator.subschema_for::<T>();
-    schema
-        .get("$ref")
-        .and_then(Value::as_str)
-        .and_then(|r| r.rsplit('/').next())
-        .map(String::from)
-        .unwrap_or_else(|| T::schema_name().to_string())
 }
 
 fn gvk(group: &str, version: &str, kind: &str) -> Value {

@@ -40,6 +40,7 @@ mod tests;
 pub use crd_validation::{
     default_crd, validate_crd, validate_crd_status_update, validate_crd_update,
 };
+pub use prune::OBJECT_META;
 
 /// Drops the keys a v1 JSONSchemaProps does not have from a CRD version's
 /// `openAPIV3Schema` at `base` (upstream's typed decoding loses them),

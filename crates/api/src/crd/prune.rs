@@ -14,7 +14,7 @@ const META_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
 
 /// ObjectMeta's JSON fields: an embedded resource's metadata keeps only
 /// these (upstream round-trips it through ObjectMeta).
-const OBJECT_META: [&str; 15] = [
+pub const OBJECT_META: [&str; 15] = [
     "name",
     "generateName",
     "namespace",

@@ -65,16 +65,23 @@ pub trait Strategy: Sync + std::fmt::Debug {
     /// What a write to the `approval` subresource (CertificateSigningRequests)
     /// sets, given the stored object and the new one as sent.
     fn prepare_for_approval_update(&self, _old: &Value, _new: &mut Value) {}
+    /// Validation of a write to the status subresource (upstream's status
+    /// strategy); most kinds check every update alike.
+    fn validate_status_update(&self, old: &Value, new: &Value) -> Vec<FieldError> {
+        self.validate_update(old, new)
+    }
     /// Validation of an update through `subresource` ("status",
-    /// "approval", or none for the object itself); most kinds check every
-    /// update alike.
+    /// "approval", or none for the object itself).
     fn validate_subresource_update(
         &self,
-        _subresource: Option<&str>,
+        subresource: Option<&str>,
         old: &Value,
         new: &Value,
     ) -> Vec<FieldError> {
-        self.validate_update(old, new)
+        match subresource {
+            Some("status") => self.validate_status_update(old, new),
+            _ => self.validate_update(old, new),
+        }
     }
     /// Whether an update of the main resource keeps the stored status
     /// (status is written through its subresource, or the kind has none);
@@ -180,13 +187,7 @@ where
     }
 
     fn schema(&self, generator: &mut schemars::SchemaGenerator) -> String {
-        let schema = generator.subschema_for::<T>();
-        schema
-            .get("$ref")
-            .and_then(Value::as_str)
-            .and_then(|r| r.rsplit('/').next())
-            .map(String::from)
-            .unwrap_or_else(|| T::schema_name().to_string())
+        definition::<T>(generator)
     }
 
     fn check(&self, json: &[u8]) -> Result<(), String> {
@@ -194,4 +195,16 @@ where
             .map(|_| ())
             .map_err(|e| e.to_string())
     }
+}
+
+/// The definition name of `T`, added to `generator` (the OpenAPI
+/// documents name their schemas so).
+pub fn definition<T: schemars::JsonSchema>(generator: &mut schemars::SchemaGenerator) -> String {
+    let schema = generator.subschema_for::<T>();
+    schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.rsplit('/').next())
+        .map(String::from)
+        .unwrap_or_else(|| T::schema_name().to_string())
 }

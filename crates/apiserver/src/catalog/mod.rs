@@ -23,7 +23,7 @@ use serde_json::Value;
 
 pub use custom::{is_custom_storage, CustomKind, CustomKinds, NoCustomKinds};
 pub use hooks::{NothingPending, Pending, StorageHooks};
-pub use kind::{KindDef, Plain, Strategy, Typed, TypedKind};
+pub use kind::{definition, KindDef, Plain, Strategy, Typed, TypedKind};
 pub use resource::{resource, subresource_kind, Resource, ALL, NONE};
 
 use crate::status::ApiResult;
@@ -42,6 +42,9 @@ pub struct Catalog {
     by_plural: HashMap<&'static str, Vec<usize>>,
     by_kind: HashMap<&'static str, Vec<&'static KindDef>>,
     kind_by_plural: HashMap<&'static str, Vec<&'static KindDef>>,
+    /// The selectable fields of each built-in storage name (read for
+    /// every store event the watch cache takes in).
+    fields_by_storage: HashMap<&'static str, &'static [&'static str]>,
     custom: Arc<dyn CustomKinds>,
     hooks: HashMap<(&'static str, &'static str), Arc<dyn StorageHooks>>,
 }
@@ -66,6 +69,16 @@ impl Catalog {
         let resources: Vec<&'static Resource> =
             kinds.iter().filter_map(|k| k.resource.as_ref()).collect();
         let by_plural = index_by(0..resources.len(), |i| resources.get(i).map(|r| r.plural));
+        // events.k8s.io/v1 Events are stored as core Events: the view is
+        // core's (the first kind of each storage name wins).
+        let mut fields_by_storage = HashMap::new();
+        for k in kinds.iter().filter(|k| k.group != "events.k8s.io") {
+            if let Some(r) = &k.resource {
+                fields_by_storage
+                    .entry(r.storage)
+                    .or_insert(k.selectable_fields);
+            }
+        }
         Catalog {
             kinds,
             by_plural,
@@ -74,6 +87,7 @@ impl Catalog {
                 k.resource.as_ref().map(|r| r.plural)
             }),
             resources,
+            fields_by_storage,
             custom,
             hooks: HashMap::new(),
         }
@@ -229,14 +243,10 @@ impl Catalog {
     /// under `storage`: the built-in kind's, or every served custom
     /// version's.
     pub fn selectable_for_storage(&self, storage: &str) -> &'static [&'static str] {
-        // events.k8s.io/v1 Events are stored as core Events: the view is
-        // core's.
-        self.resources
-            .iter()
-            .find(|r| r.storage == storage && r.group != "events.k8s.io")
-            .and_then(|r| self.kind_of(r))
-            .map(|k| k.selectable_fields)
-            .unwrap_or_else(|| self.custom.selectable_for_storage(storage))
+        match self.fields_by_storage.get(storage) {
+            Some(fields) => fields,
+            None => self.custom.selectable_for_storage(storage),
+        }
     }
 
     /// The generation of the served custom resources: discovery and

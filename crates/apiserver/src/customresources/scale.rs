@@ -20,8 +20,9 @@ fn at<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
         .try_fold(obj, |v, s| v.as_object()?.get(s))
 }
 
-/// The Scale view of a custom object.
-pub fn to_scale(paths: &ScalePaths, obj: &Value) -> Value {
+/// The metadata a Scale carries of the object it scales (custom or
+/// built-in): name, namespace, uid, resourceVersion, creationTimestamp.
+pub fn metadata(obj: &Value) -> Value {
     let meta = obj.get("metadata").cloned().unwrap_or(json!({}));
     let mut metadata = json!({});
     for field in [
@@ -35,6 +36,12 @@ pub fn to_scale(paths: &ScalePaths, obj: &Value) -> Value {
             crate::object::set(&mut metadata, field, v.clone());
         }
     }
+    metadata
+}
+
+/// The Scale view of a custom object.
+pub fn to_scale(paths: &ScalePaths, obj: &Value) -> Value {
+    let metadata = metadata(obj);
     let replicas = |p: &str| at(obj, p).and_then(Value::as_i64).unwrap_or(0);
     let mut status = json!({"replicas": replicas(&paths.status_replicas)});
     if let Some(selector) = paths

@@ -13,25 +13,6 @@ use super::Served;
 use crate::catalog::Strategy;
 use crate::status::ApiResult;
 
-/// Fields of ObjectMeta (what pruning keeps under `metadata`).
-const META_FIELDS: &[&str] = &[
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-];
-
 /// The pruned paths of `obj` (served form) under `served`'s schema,
 /// metadata's unknown fields included.
 fn prune(served: &Served, obj: &mut Value) -> Vec<String> {
@@ -39,7 +20,7 @@ fn prune(served: &Served, obj: &mut Value) -> Vec<String> {
     if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
         let unknown: Vec<String> = meta
             .keys()
-            .filter(|k| !META_FIELDS.contains(&k.as_str()))
+            .filter(|k| !skiff_api::crd::OBJECT_META.contains(&k.as_str()))
             .cloned()
             .collect();
         for k in unknown {

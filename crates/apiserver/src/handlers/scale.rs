@@ -61,19 +61,7 @@ fn selector_string(obj: &Value) -> String {
 
 /// The Scale view of a workload.
 pub fn to_scale(obj: &Value) -> Value {
-    let meta = obj.get("metadata").cloned().unwrap_or(json!({}));
-    let mut metadata = json!({});
-    for field in [
-        "name",
-        "namespace",
-        "uid",
-        "resourceVersion",
-        "creationTimestamp",
-    ] {
-        if let Some(v) = meta.get(field) {
-            crate::object::set(&mut metadata, field, v.clone());
-        }
-    }
+    let metadata = crate::customresources::scale::metadata(obj);
     json!({
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",

@@ -42,15 +42,7 @@ impl Strategy for DeploymentStrategy {
     }
     /// A status write checks the status alone (upstream's status
     /// strategy); the spec is the stored one.
-    fn validate_subresource_update(
-        &self,
-        subresource: Option<&str>,
-        old: &Value,
-        new: &Value,
-    ) -> Vec<FieldError> {
-        match subresource {
-            Some("status") => skiff_api::validation::deployment_status(old, new),
-            _ => self.validate_update(old, new),
-        }
+    fn validate_status_update(&self, old: &Value, new: &Value) -> Vec<FieldError> {
+        skiff_api::validation::deployment_status(old, new)
     }
 }

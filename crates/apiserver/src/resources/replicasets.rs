@@ -42,15 +42,7 @@ impl Strategy for ReplicaSetStrategy {
     }
     /// A status write checks the status alone (upstream's status
     /// strategy); the spec is the stored one.
-    fn validate_subresource_update(
-        &self,
-        subresource: Option<&str>,
-        old: &Value,
-        new: &Value,
-    ) -> Vec<FieldError> {
-        match subresource {
-            Some("status") => skiff_api::validation::replica_set_status(new),
-            _ => self.validate_update(old, new),
-        }
+    fn validate_status_update(&self, _old: &Value, new: &Value) -> Vec<FieldError> {
+        skiff_api::validation::replica_set_status(new)
     }
 }

@@ -393,15 +393,7 @@ impl PodWorker {
             self.ctx
                 .events
                 .event(pod, EventType::Normal, "DeadlineExceeded", DEADLINE_MESSAGE);
-            self.stop_containers(
-                pod,
-                rt.running().collect(),
-                grace_period(pod).max(MIN_GRACE_SECONDS),
-            )
-            .await;
-            for s in rt.sandboxes.iter().filter(|s| s.ready) {
-                let _ = self.ctx.runtime.stop_pod_sandbox(&s.id).await;
-            }
+            self.stop_pod(pod, &rt).await;
             let stopped = observe(self.ctx.runtime.as_ref(), &self.uid)
                 .await
                 .unwrap_or(rt);
@@ -439,6 +431,22 @@ impl PodWorker {
     }
 
     /// Stops `running` with `grace` seconds (already floored by the caller).
+    /// Stops the whole pod: its running containers within its grace period
+    /// (at least [`MIN_GRACE_SECONDS`]), then its ready sandboxes.
+    pub(super) async fn stop_pod(&self, pod: &Pod, rt: &PodRuntime) {
+        self.stop_containers(
+            pod,
+            rt.running().collect(),
+            grace_period(pod).max(MIN_GRACE_SECONDS),
+        )
+        .await;
+        for s in rt.sandboxes.iter().filter(|s| s.ready) {
+            if let Err(e) = self.ctx.runtime.stop_pod_sandbox(&s.id).await {
+                tracing::warn!(uid = %self.uid, error = %e, "cannot stop sandbox");
+            }
+        }
+    }
+
     /// Stops the running containers within `grace`: the main ones
     /// together, then the sidecars one by one in reverse order (upstream's
     /// termination ordering), each with what is left of the grace period.

@@ -162,17 +162,7 @@ impl PodWorker {
                     "Pod sandbox changed, it will be killed and re-created.",
                 );
             }
-            self.stop_containers(
-                pod,
-                rt.running().collect(),
-                grace_period(pod).max(MIN_GRACE_SECONDS),
-            )
-            .await;
-            for s in rt.sandboxes.iter().filter(|s| s.ready) {
-                if let Err(e) = self.ctx.runtime.stop_pod_sandbox(&s.id).await {
-                    tracing::warn!(uid = %self.uid, error = %e, "cannot stop sandbox");
-                }
-            }
+            self.stop_pod(pod, rt).await;
         }
         for (id, name, why) in &actions.kill {
             events.event(pod, EventType::Normal, "Killing", why);
