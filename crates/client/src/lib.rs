@@ -10,6 +10,10 @@
 //! - [`trimmed`]: pods and nodes decoded without managedFields, tolerant of
 //!   objects that do not decode as their type;
 //! - [`http`]: the HTTP/2 kube client client-go's transport resembles;
+//! - [`ratelimit`]: client-go's client-side token bucket (QPS, burst);
+//! - [`informer`]: shared informers, one watch per kind per process, with
+//!   a store every controller reads and a change stream for kube-runtime's
+//!   `Controller`;
 //! - [`selectors`]: label selectors and node affinity over typed objects
 //!   (label matching is skiff-api's);
 //! - [`testing`]: builders for test objects (`pod("web").node_name("n1")`);
@@ -22,7 +26,9 @@ mod api_error;
 pub mod clock;
 pub mod correlator;
 pub mod http;
+pub mod informer;
 pub mod leader;
+pub mod ratelimit;
 pub mod recorder;
 pub mod selectors;
 pub mod testing;

@@ -1,9 +1,11 @@
-//! core/v1 Events about pods, deduplicated like client-go's correlator and
-//! written in the background like client-go's event broadcaster.
+//! core/v1 Events about any object, deduplicated like client-go's
+//! correlator and written in the background like client-go's event
+//! broadcaster.
 //!
-//! This module owns [`Recorder`]: it records `Scheduled` and
-//! `FailedScheduling` events from `source.component` = the scheduler name,
-//! named `<pod>.<hex nanoseconds>` like upstream. Recording only queues the
+//! This module owns [`Recorder`]: it records events such as the
+//! scheduler's `Scheduled` or a controller's `SuccessfulCreate` from
+//! `source.component` = the component's name, named
+//! `<object>.<hex nanoseconds>` like upstream. Recording only queues the
 //! event (stamped with the time it happened); one sink task writes the
 //! queue, a few events at a time and in order per key, so event writes
 //! never hold up scheduling or binding.
@@ -136,7 +138,7 @@ impl Remembered {
     }
 }
 
-/// Records deduplicated events about pods; cheap to clone.
+/// Records deduplicated events about any object; cheap to clone.
 #[derive(Clone)]
 pub struct Recorder {
     component: String,
@@ -189,14 +191,24 @@ impl Recorder {
 
     /// Queues an event about `pod` (or a repeat of one) for the sink.
     pub fn record(&self, pod: &Pod, type_: EventType, reason: &str, action: &str, message: &str) {
+        self.record_for(&reference(pod), type_, reason, action, message);
+    }
+
+    /// Queues an event about the object `about` refers to (a Deployment,
+    /// a ReplicaSet, a Job...): in its namespace (`default` for
+    /// cluster-scoped objects), named after it.
+    pub fn record_for(
+        &self,
+        about: &ObjectReference,
+        type_: EventType,
+        reason: &str,
+        action: &str,
+        message: &str,
+    ) {
         let key = Key {
-            namespace: pod
-                .metadata
-                .namespace
-                .clone()
-                .unwrap_or_else(|| "default".into()),
-            name: pod.metadata.name.clone().unwrap_or_default(),
-            uid: pod.metadata.uid.clone().unwrap_or_default(),
+            namespace: about.namespace.clone().unwrap_or_else(|| "default".into()),
+            name: about.name.clone().unwrap_or_default(),
+            uid: about.uid.clone().unwrap_or_default(),
             type_,
             reason: reason.to_string(),
             message: message.to_string(),
@@ -204,11 +216,11 @@ impl Recorder {
         let correlation = EventKey {
             aggregate: [
                 self.component.as_str(),
-                "Pod",
+                about.kind.as_deref().unwrap_or_default(),
                 &key.namespace,
                 &key.name,
                 &key.uid,
-                "v1",
+                about.api_version.as_deref().unwrap_or_default(),
                 type_.as_str(),
                 reason,
             ]
@@ -235,7 +247,14 @@ impl Recorder {
                 combined,
             ),
         };
-        let ev = self.new_event(pod, type_, reason, action, &message, Time(Timestamp::now()));
+        let ev = self.new_event(
+            about,
+            type_,
+            reason,
+            action,
+            &message,
+            Time(Timestamp::now()),
+        );
         // Closed only when the runtime is going away: nothing to tell.
         if let Err(mpsc::error::TrySendError::Full(_)) =
             self.queue.try_send(Item::Event(Box::new((key, ev))))
@@ -262,7 +281,7 @@ impl Recorder {
 
     fn new_event(
         &self,
-        pod: &Pod,
+        about: &ObjectReference,
         type_: EventType,
         reason: &str,
         action: &str,
@@ -271,19 +290,11 @@ impl Recorder {
     ) -> Event {
         Event {
             metadata: ObjectMeta {
-                name: Some(event_name(pod.metadata.name.as_deref().unwrap_or_default())),
-                namespace: pod.metadata.namespace.clone(),
+                name: Some(event_name(about.name.as_deref().unwrap_or_default())),
+                namespace: Some(about.namespace.clone().unwrap_or_else(|| "default".into())),
                 ..Default::default()
             },
-            involved_object: ObjectReference {
-                api_version: Some("v1".into()),
-                kind: Some("Pod".into()),
-                namespace: pod.metadata.namespace.clone(),
-                name: pod.metadata.name.clone(),
-                uid: pod.metadata.uid.clone(),
-                resource_version: pod.metadata.resource_version.clone(),
-                field_path: None,
-            },
+            involved_object: about.clone(),
             reason: Some(reason.to_string()),
             message: Some(message.to_string()),
             type_: Some(type_.as_str().to_string()),
@@ -299,6 +310,36 @@ impl Recorder {
             count: Some(1),
             ..Default::default()
         }
+    }
+}
+
+/// A reference to `pod` for its events.
+fn reference(pod: &Pod) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        namespace: pod.metadata.namespace.clone(),
+        name: pod.metadata.name.clone(),
+        uid: pod.metadata.uid.clone(),
+        resource_version: pod.metadata.resource_version.clone(),
+        field_path: None,
+    }
+}
+
+/// A reference to any object for its events (`kind` and `apiVersion`
+/// from its type, as client-go's `reference.GetReference`).
+pub fn reference_to<K>(object: &K) -> ObjectReference
+where
+    K: kube::Resource<DynamicType = ()>,
+{
+    ObjectReference {
+        api_version: Some(K::api_version(&()).into_owned()),
+        kind: Some(K::kind(&()).into_owned()),
+        namespace: object.meta().namespace.clone(),
+        name: object.meta().name.clone(),
+        uid: object.meta().uid.clone(),
+        resource_version: object.meta().resource_version.clone(),
+        field_path: None,
     }
 }
 

@@ -168,6 +168,14 @@ async fn reconcile(api: &Api<ClusterRole>, roles: &HashMap<String, ClusterRole>)
     ok
 }
 
+/// Starts the aggregation controller in a controller manager.
+pub(crate) fn start(
+    ctx: crate::context::Context,
+    shutdown: CancellationToken,
+) -> futures::future::BoxFuture<'static, ()> {
+    Box::pin(ClusterRoleAggregation::new().run(ctx.client, shutdown))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -385,6 +385,19 @@ pub async fn sync(client: &Client, ns: &str) -> Result<()> {
     Ok(())
 }
 
+/// Starts the disruption controller in a controller manager.
+pub(crate) fn start(
+    ctx: crate::context::Context,
+    shutdown: CancellationToken,
+) -> futures::future::BoxFuture<'static, ()> {
+    Box::pin(async move {
+        let controller = DisruptionController::new().with_resync(ctx.config.resync);
+        if let Err(e) = controller.run(ctx.client, shutdown).await {
+            tracing::warn!(error = %e, "the disruption controller stopped with an error");
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,15 @@
-//! skiff-controllers: the controllers of kube-controller-manager, each a
-//! loop over the API server's watch (kube-runtime) writing back through
-//! the API, never reaching into the API server's internals.
+//! skiff-controllers: the controller manager (kube-controller-manager).
+//! Each controller is a module on kube-runtime's `Controller` (reconcile →
+//! `Action`, an error policy with back-off), fed by the shared informers
+//! of skiff-client (each kind watched once per process), writing back
+//! through the API and never reaching into the API server's internals.
 //!
+//! - [`manager`]: the list of controllers, leader election on the Lease
+//!   `kube-system/kube-controller-manager`, the client-side rate limit;
+//! - [`context`]: what every controller is given (client, informers,
+//!   settings, an event recorder under its own name);
+//! - `runner`: running a `Controller` until the manager stops it, the
+//!   per-object back-off of error policies;
 //! - [`nodeipam`]: gives each Node a podCIDR from the cluster CIDR
 //!   (upstream's range allocator);
 //! - [`persistentvolume`]: binds PersistentVolumeClaims to
@@ -11,24 +19,30 @@
 //! - [`resourcequota`]: keeps ResourceQuota status (hard and used);
 //! - [`disruption`]: computes PodDisruptionBudget status;
 //! - [`clusterroleaggregation`]: fills aggregated ClusterRoles' rules;
+//! - [`serviceaccounts`]: the `default` ServiceAccount in every namespace;
+//! - [`rootcacert`]: the `kube-root-ca.crt` ConfigMap in every namespace;
 //! - `events`: Events about Nodes, claims and volumes, worded and named as
 //!   upstream's recorders write them;
 //! - [`testing`]: builders of storage objects for tests.
-//!
-//! The workload controllers (ReplicaSet, Deployment, Job, ...) come next,
-//! one module each.
 
 pub mod clusterroleaggregation;
+pub mod context;
 pub mod disruption;
 mod events;
+pub mod manager;
 pub mod nodeipam;
 mod nswatch;
 pub mod persistentvolume;
 pub mod resourcequota;
+pub mod rootcacert;
+mod runner;
+pub mod serviceaccounts;
 pub mod testing;
 
 pub use clusterroleaggregation::ClusterRoleAggregation;
+pub use context::Context;
 pub use disruption::DisruptionController;
+pub use manager::{Config, ControllerManager};
 pub use nodeipam::NodeIpam;
 pub use persistentvolume::PersistentVolumeController;
 pub use resourcequota::ResourceQuotaController;

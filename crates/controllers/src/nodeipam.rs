@@ -610,6 +610,26 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     out
 }
 
+/// Starts node IPAM in a controller manager (off without a cluster CIDR).
+pub(crate) fn start(
+    ctx: crate::context::Context,
+    shutdown: CancellationToken,
+) -> futures::future::BoxFuture<'static, ()> {
+    Box::pin(async move {
+        let Some(cidr) = ctx.config.cluster_cidr.clone() else {
+            return;
+        };
+        match NodeIpam::new(&cidr, ctx.config.node_cidr_mask_size) {
+            Ok(ipam) => {
+                if let Err(e) = ipam.run(ctx.client, shutdown).await {
+                    tracing::warn!(error = %e, "node IPAM stopped with an error");
+                }
+            }
+            Err(e) => tracing::error!(error = %e, cidr, "node IPAM: unusable --cluster-cidr"),
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

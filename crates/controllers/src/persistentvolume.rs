@@ -909,6 +909,21 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     out
 }
 
+/// Starts the persistent volume controller in a controller manager.
+pub(crate) fn start(
+    ctx: crate::context::Context,
+    shutdown: CancellationToken,
+) -> futures::future::BoxFuture<'static, ()> {
+    Box::pin(async move {
+        if let Err(e) = PersistentVolumeController::new()
+            .run(ctx.client, shutdown)
+            .await
+        {
+            tracing::warn!(error = %e, "the persistent volume controller stopped with an error");
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -207,3 +207,16 @@ pub async fn sync(client: &Client, ns: &str) -> Result<()> {
     }
     Ok(())
 }
+
+/// Starts the resource quota controller in a controller manager.
+pub(crate) fn start(
+    ctx: crate::context::Context,
+    shutdown: CancellationToken,
+) -> futures::future::BoxFuture<'static, ()> {
+    Box::pin(async move {
+        let controller = ResourceQuotaController::new().with_resync(ctx.config.resync);
+        if let Err(e) = controller.run(ctx.client, shutdown).await {
+            tracing::warn!(error = %e, "the resource quota controller stopped with an error");
+        }
+    })
+}

@@ -43,13 +43,4 @@ impl Default for Config {
     }
 }
 
-/// `<hostname>_<16 hex digits>`, unique per process like upstream's
-/// `hostname_uuid`.
-pub fn default_identity() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .ok()
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "skiff".into());
-    format!("{host}_{:016x}", rand::random::<u64>())
-}
+pub use skiff_client::leader::default_identity;

@@ -23,6 +23,9 @@ pub enum Command {
     Kubeconfig(KubeconfigArgs),
     /// Run only the scheduler, against any API server.
     Scheduler(SchedulerArgs),
+    /// Run only the controller manager (Deployments, ReplicaSets, Jobs,
+    /// ...), against any API server.
+    ControllerManager(ControllerManagerArgs),
     /// Run only the node agent (kubelet), against any API server.
     Agent(AgentArgs),
     /// Stop and remove every pod this node ran, its CNI state and the data
@@ -198,6 +201,63 @@ pub struct SchedulerArgs {
     pub leader_elect: bool,
 }
 
+/// `skiff controller-manager`.
+#[derive(Debug, Args)]
+pub struct ControllerManagerArgs {
+    /// Kubeconfig of the API server.
+    #[arg(long)]
+    pub kubeconfig: PathBuf,
+
+    /// Take part in leader election (kube-system/kube-controller-manager
+    /// Lease).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub leader_elect: bool,
+
+    /// Give each node a podCIDR from this range (node IPAM); empty: off.
+    #[arg(long, default_value = "")]
+    pub cluster_cidr: String,
+
+    /// The CA bundle published in every namespace as the ConfigMap
+    /// kube-root-ca.crt (default: the kubeconfig's certificate authority).
+    #[arg(long)]
+    pub root_ca_file: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub controllers: ControllersArgs,
+}
+
+/// Flags of the controller manager in `skiff server` and
+/// `skiff controller-manager` (kube-controller-manager's names).
+#[derive(Debug, Args)]
+pub struct ControllersArgs {
+    /// Requests a second the controllers may send to the API server;
+    /// 0 for no limit.
+    #[arg(long, default_value_t = skiff_controllers::manager::DEFAULT_QPS)]
+    pub kube_api_qps: f32,
+
+    /// Requests the controllers may send at once above that rate.
+    #[arg(long, default_value_t = skiff_controllers::manager::DEFAULT_BURST)]
+    pub kube_api_burst: u32,
+
+    /// Which controllers run: `*` for the default ones, NAME to add one,
+    /// `-NAME` to leave one out (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "*")]
+    pub controllers: Vec<String>,
+}
+
+impl ControllersArgs {
+    /// The controller manager's settings from these flags.
+    pub fn config(&self, cluster_cidr: &str) -> skiff_controllers::Config {
+        skiff_controllers::Config {
+            qps: self.kube_api_qps,
+            burst: self.kube_api_burst,
+            controllers: self.controllers.clone(),
+            cluster_cidr: Some(cluster_cidr.to_string()).filter(|c| !c.is_empty()),
+            ..skiff_controllers::Config::default()
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct KubeconfigArgs {
     #[arg(long, default_value = "/var/lib/skiff")]
@@ -257,6 +317,13 @@ pub struct ServerArgs {
 
     #[command(flatten)]
     pub node: NodeArgs,
+
+    /// Do not run the controller manager inside this server.
+    #[arg(long)]
+    pub disable_controller_manager: bool,
+
+    #[command(flatten)]
+    pub controllers: ControllersArgs,
 
     /// Keep store history for at most this many seconds.
     #[arg(long, default_value_t = 300)]

@@ -3,6 +3,7 @@
 
 mod agent;
 mod cli;
+mod controller_manager;
 mod default_storage_class;
 mod reset;
 mod scheduler;
@@ -53,6 +54,13 @@ fn main() -> anyhow::Result<()> {
                 .thread_name("skiff")
                 .build()?;
             runtime.block_on(scheduler::run(args))
+        }
+        cli::Command::ControllerManager(args) => {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .thread_name("skiff")
+                .build()?;
+            runtime.block_on(controller_manager::run(args))
         }
         cli::Command::Agent(args) => {
             let runtime = tokio::runtime::Builder::new_multi_thread()

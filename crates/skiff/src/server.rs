@@ -57,28 +57,16 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     let api = tokio::spawn(api.run(shutdown.clone()));
     crate::default_storage_class::ensure_logged(loopback.clone()).await;
 
-    // Node IPAM: a podCIDR per node from --cluster-cidr.
-    let ipam = skiff_controllers::nodeipam::NodeIpam::new(&args.cluster_cidr, 24)
-        .map_err(|e| anyhow::anyhow!("--cluster-cidr: {e}"))?;
-    let ipam = tokio::spawn(ipam.run(loopback.clone(), shutdown.clone()));
-    // Persistent volumes: binding claims, the local-path provisioner,
-    // reclaiming released volumes.
-    let volumes = tokio::spawn(
-        skiff_controllers::PersistentVolumeController::new()
-            .run(loopback.clone(), shutdown.clone()),
-    );
-    // Aggregated ClusterRoles (admin, edit, view, ...) get the rules of
-    // the roles their selectors match.
-    let aggregation = tokio::spawn(
-        skiff_controllers::ClusterRoleAggregation::new().run(loopback.clone(), shutdown.clone()),
-    );
-    // ResourceQuota status (usage) and PodDisruptionBudget status.
-    let quotas = tokio::spawn(
-        skiff_controllers::ResourceQuotaController::new().run(loopback.clone(), shutdown.clone()),
-    );
-    let disruption = tokio::spawn(
-        skiff_controllers::DisruptionController::new().run(loopback.clone(), shutdown.clone()),
-    );
+    // The controller manager (node IPAM, volumes, workloads, ...), a
+    // client of this API server through the loopback like the scheduler.
+    let controllers = (!args.disable_controller_manager).then(|| {
+        let mut config = args.controllers.config(&args.cluster_cidr);
+        config.root_ca = std::fs::read_to_string(data_dir.join("pki").join("ca.crt")).ok();
+        tokio::spawn(
+            skiff_controllers::ControllerManager::new(config)
+                .run(loopback.clone(), shutdown.clone()),
+        )
+    });
 
     // The node agent, a client of this API server through the loopback.
     let agent = if args.disable_agent {
@@ -163,18 +151,10 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     if let Some(agent) = agent {
         let _ = agent.await;
     }
-    if let Ok(Err(e)) = ipam.await {
-        tracing::warn!(error = %e, "node IPAM stopped with an error");
-    }
-    let _ = aggregation.await;
-    if let Ok(Err(e)) = quotas.await {
-        tracing::warn!(error = %e, "the resource quota controller stopped with an error");
-    }
-    if let Ok(Err(e)) = disruption.await {
-        tracing::warn!(error = %e, "the disruption controller stopped with an error");
-    }
-    if let Ok(Err(e)) = volumes.await {
-        tracing::warn!(error = %e, "the persistent volume controller stopped with an error");
+    if let Some(controllers) = controllers {
+        if let Ok(Err(e)) = controllers.await {
+            tracing::warn!(error = %e, "the controller manager stopped with an error");
+        }
     }
     if let Some(scheduler) = scheduler {
         if let Err(e) = scheduler.await? {

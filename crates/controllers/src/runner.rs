@@ -1,0 +1,111 @@
+//! Running a kube-runtime `Controller` the way every controller of the
+//! manager does: stopped by the manager's token (letting reconciles in
+//! flight finish), with a number of workers, and its errors logged with
+//! the controller's name.
+//!
+//! This module owns only that plumbing and the error policy's back-off
+//! ([`backoff`]); what a controller watches and how it reconciles are its
+//! own module's.
+
+use std::fmt::{Debug, Display};
+use std::future::Future;
+use std::hash::Hash;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use kube::runtime::controller::{self, Action, Controller};
+use kube::Resource;
+use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
+
+/// Runs `controller` with `workers` concurrent reconciles until `shutdown`.
+pub async fn run<K, E, Fut, Ctx>(
+    name: &'static str,
+    controller: Controller<K>,
+    workers: u16,
+    reconcile: impl FnMut(Arc<K>, Arc<Ctx>) -> Fut,
+    error_policy: impl Fn(Arc<K>, &E, Arc<Ctx>) -> Action,
+    context: Arc<Ctx>,
+    shutdown: CancellationToken,
+) where
+    K: Clone + Resource + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Debug + Unpin + Eq + Hash + Clone,
+    E: std::error::Error + Send + Sync + 'static,
+    Fut: Future<Output = Result<Action, E>> + Send + 'static,
+    Ctx: Send + Sync + 'static,
+{
+    tracing::info!(controller = name, "starting");
+    controller
+        .graceful_shutdown_on(async move { shutdown.cancelled_owned().await })
+        .with_config(controller::Config::default().concurrency(workers))
+        .run(reconcile, error_policy, context)
+        .for_each(|result| async move {
+            match result {
+                Ok(_) => {}
+                // The object went away between the trigger and the reconcile.
+                Err(controller::Error::ObjectNotFound(_)) => {}
+                Err(controller::Error::ReconcilerFailed(e, object)) => {
+                    tracing::debug!(controller = name, object = %object, error = %Chain(&e), "reconcile failed; retrying");
+                }
+                Err(e) => tracing::debug!(controller = name, error = %e, "controller"),
+            }
+        })
+        .await;
+    tracing::info!(controller = name, "stopped");
+}
+
+/// The retry delay after the `failures`-th failure in a row: 5 ms doubling,
+/// capped at 1000 s, as client-go's default controller rate limiter.
+pub fn backoff(failures: u32) -> Duration {
+    let exp = failures.saturating_sub(1).min(20);
+    Duration::from_millis(5u64.saturating_mul(1 << exp)).min(Duration::from_secs(1000))
+}
+
+/// Failures in a row per object, for an error policy that backs off
+/// per object ([`backoff`]) and forgets an object once it reconciles.
+#[derive(Debug, Default)]
+pub struct Failures(std::sync::Mutex<std::collections::HashMap<String, u32>>);
+
+impl Failures {
+    /// Counts a failure of `key`: how long to wait before retrying.
+    pub fn next_delay(&self, key: &str) -> Duration {
+        let mut failures = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let n = failures.entry(key.to_string()).or_default();
+        *n = n.saturating_add(1);
+        backoff(*n)
+    }
+
+    /// `key` reconciled: its next failure starts the back-off again.
+    pub fn forget(&self, key: &str) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
+    }
+}
+
+/// An error with its sources, for logs.
+pub struct Chain<'a>(pub &'a dyn std::error::Error);
+
+impl Display for Chain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(s) = source {
+            write!(f, ": {s}")?;
+            source = s.source();
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_from_five_milliseconds_to_a_cap() {
+        assert_eq!(backoff(1), Duration::from_millis(5));
+        assert_eq!(backoff(2), Duration::from_millis(10));
+        assert_eq!(backoff(4), Duration::from_millis(40));
+        assert_eq!(backoff(30), Duration::from_secs(1000));
+    }
+}

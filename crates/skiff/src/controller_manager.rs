@@ -1,0 +1,67 @@
+//! `skiff controller-manager --kubeconfig FILE`: the controller manager
+//! alone, against any API server, as kube-controller-manager runs beside
+//! kube-apiserver (`skiff server` runs the same manager in-process).
+
+use anyhow::Context as _;
+use kube::config::Kubeconfig;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::ControllerManagerArgs;
+
+/// Runs until SIGINT or SIGTERM.
+pub async fn run(args: ControllerManagerArgs) -> anyhow::Result<()> {
+    let client = skiff_client::http::client(&args.kubeconfig).await?;
+    let mut config = args.controllers.config(&args.cluster_cidr);
+    if !args.leader_elect {
+        config.leader_election = None;
+    }
+    config.root_ca = match &args.root_ca_file {
+        Some(file) => Some(
+            std::fs::read_to_string(file)
+                .with_context(|| format!("cannot read --root-ca-file {}", file.display()))?,
+        ),
+        None => kubeconfig_ca(&args.kubeconfig)?,
+    };
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn(
+        skiff_controllers::ControllerManager::new(config).run(client, shutdown.clone()),
+    );
+    crate::server::wait_for_signal().await?;
+    shutdown.cancel();
+    task.await??;
+    Ok(())
+}
+
+/// The certificate authority of the kubeconfig's current cluster, PEM.
+fn kubeconfig_ca(path: &std::path::Path) -> anyhow::Result<Option<String>> {
+    use base64::Engine as _;
+    let kc = Kubeconfig::read_from(path)
+        .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
+    let current = kc.current_context.clone().unwrap_or_default();
+    let cluster = kc
+        .contexts
+        .iter()
+        .find(|c| c.name == current)
+        .and_then(|c| c.context.as_ref())
+        .map(|c| c.cluster.clone());
+    let Some(cluster) = kc
+        .clusters
+        .iter()
+        .find(|c| Some(&c.name) == cluster.as_ref())
+        .and_then(|c| c.cluster.as_ref())
+    else {
+        return Ok(None);
+    };
+    if let Some(data) = &cluster.certificate_authority_data {
+        let pem = base64::engine::general_purpose::STANDARD
+            .decode(data.trim())
+            .context("the kubeconfig's certificate-authority-data is not base64")?;
+        return Ok(Some(String::from_utf8_lossy(&pem).into_owned()));
+    }
+    match &cluster.certificate_authority {
+        Some(file) => Ok(Some(std::fs::read_to_string(file).with_context(|| {
+            format!("cannot read the kubeconfig's certificate-authority {file}")
+        })?)),
+        None => Ok(None),
+    }
+}
