@@ -23,6 +23,8 @@
 //! - [`rootcacert`]: the `kube-root-ca.crt` ConfigMap in every namespace;
 //! - `events`: Events about Nodes, claims and volumes, worded and named as
 //!   upstream's recorders write them;
+//! - [`workload`]: what the workload controllers share (pod facts,
+//!   controller references and adoption, expectations);
 //! - [`testing`]: builders of storage objects for tests.
 
 pub mod clusterroleaggregation;
@@ -38,6 +40,7 @@ pub mod rootcacert;
 mod runner;
 pub mod serviceaccounts;
 pub mod testing;
+pub mod workload;
 
 pub use clusterroleaggregation::ClusterRoleAggregation;
 pub use context::Context;

@@ -1,0 +1,17 @@
+//! What the workload controllers (ReplicaSet, Deployment, StatefulSet,
+//! DaemonSet, Job) share, after upstream's `pkg/controller` helpers:
+//!
+//! - [`pods`]: a pod's readiness and availability, active or finished,
+//!   and a pod made from a template for an owner;
+//! - [`ownership`]: controller references, adopting orphans that match a
+//!   selector and releasing pods that no longer match (upstream's
+//!   `ControllerRefManager`);
+//! - [`expectations`]: the creates and deletes a controller has sent and
+//!   not yet seen in its informer, so a slow watch never makes it act
+//!   twice (upstream's `ControllerExpectations`).
+//!
+//! Nothing here decides how many pods there should be.
+
+pub mod expectations;
+pub mod ownership;
+pub mod pods;
