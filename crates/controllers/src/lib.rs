@@ -19,6 +19,8 @@
 //! - [`resourcequota`]: keeps ResourceQuota status (hard and used);
 //! - [`disruption`]: computes PodDisruptionBudget status;
 //! - [`clusterroleaggregation`]: fills aggregated ClusterRoles' rules;
+//! - [`replicaset`]: ReplicaSets and ReplicationControllers keep their
+//!   replicas (one logic for both kinds);
 //! - [`serviceaccounts`]: the `default` ServiceAccount in every namespace;
 //! - [`rootcacert`]: the `kube-root-ca.crt` ConfigMap in every namespace;
 //! - `events`: Events about Nodes, claims and volumes, worded and named as
@@ -35,6 +37,7 @@ pub mod manager;
 pub mod nodeipam;
 mod nswatch;
 pub mod persistentvolume;
+pub mod replicaset;
 pub mod resourcequota;
 pub mod rootcacert;
 mod runner;

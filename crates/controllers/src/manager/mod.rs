@@ -84,6 +84,16 @@ pub const CONTROLLERS: &[Entry] = &[
         start: crate::disruption::start,
     },
     Entry {
+        name: "replicaset",
+        on_by_default: true,
+        start: crate::replicaset::start_replicasets,
+    },
+    Entry {
+        name: "replicationcontroller",
+        on_by_default: true,
+        start: crate::replicaset::start_replication_controllers,
+    },
+    Entry {
         name: "serviceaccount",
         on_by_default: true,
         start: crate::serviceaccounts::start,
