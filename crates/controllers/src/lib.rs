@@ -19,6 +19,8 @@
 //! - [`resourcequota`]: keeps ResourceQuota status (hard and used);
 //! - [`disruption`]: computes PodDisruptionBudget status;
 //! - [`clusterroleaggregation`]: fills aggregated ClusterRoles' rules;
+//! - [`deployment`]: Deployments roll (RollingUpdate, Recreate) between
+//!   their ReplicaSets, with revisions, pause and progress conditions;
 //! - [`replicaset`]: ReplicaSets and ReplicationControllers keep their
 //!   replicas (one logic for both kinds);
 //! - [`serviceaccounts`]: the `default` ServiceAccount in every namespace;
@@ -31,6 +33,7 @@
 
 pub mod clusterroleaggregation;
 pub mod context;
+pub mod deployment;
 pub mod disruption;
 mod events;
 pub mod manager;

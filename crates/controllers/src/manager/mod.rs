@@ -84,6 +84,11 @@ pub const CONTROLLERS: &[Entry] = &[
         start: crate::disruption::start,
     },
     Entry {
+        name: "deployment",
+        on_by_default: true,
+        start: crate::deployment::start,
+    },
+    Entry {
         name: "replicaset",
         on_by_default: true,
         start: crate::replicaset::start_replicasets,
