@@ -17,6 +17,10 @@
 //!   provisioner (`skiff.dev/local-path`) and reclaims released ones
 //!   (upstream's persistentvolume-binder with k3s' local-path-provisioner);
 //! - [`resourcequota`]: keeps ResourceQuota status (hard and used);
+//! - [`statefulset`]: pods with stable names and their own claims, made,
+//!   removed and updated in order, with ControllerRevisions;
+//! - [`daemonset`]: one pod per eligible node, rolled over with
+//!   maxUnavailable/maxSurge, with ControllerRevisions;
 //! - [`disruption`]: computes PodDisruptionBudget status;
 //! - [`clusterroleaggregation`]: fills aggregated ClusterRoles' rules;
 //! - [`serviceaccounts`]: the `default` ServiceAccount in every namespace;
@@ -29,6 +33,7 @@
 
 pub mod clusterroleaggregation;
 pub mod context;
+pub mod daemonset;
 pub mod disruption;
 mod events;
 pub mod manager;
@@ -39,6 +44,7 @@ pub mod resourcequota;
 pub mod rootcacert;
 mod runner;
 pub mod serviceaccounts;
+pub mod statefulset;
 pub mod testing;
 pub mod workload;
 

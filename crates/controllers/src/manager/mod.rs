@@ -84,6 +84,16 @@ pub const CONTROLLERS: &[Entry] = &[
         start: crate::disruption::start,
     },
     Entry {
+        name: "statefulset",
+        on_by_default: true,
+        start: crate::statefulset::start,
+    },
+    Entry {
+        name: "daemonset",
+        on_by_default: true,
+        start: crate::daemonset::start,
+    },
+    Entry {
         name: "serviceaccount",
         on_by_default: true,
         start: crate::serviceaccounts::start,
