@@ -233,13 +233,12 @@ pub fn manage(
     plan
 }
 
+/// A node's pod at the current template and its old one, if any.
+type NewAndOld = (Option<Arc<Pod>>, Option<Arc<Pod>>);
+
 /// The new (at `hash`) and old pod on a node; `None` when there are
 /// several of either (the first part cleans up).
-fn new_and_old(
-    pods: &[Arc<Pod>],
-    hash: &str,
-    generation: Option<&str>,
-) -> Option<(Option<Arc<Pod>>, Option<Arc<Pod>>)> {
+fn new_and_old(pods: &[Arc<Pod>], hash: &str, generation: Option<&str>) -> Option<NewAndOld> {
     let (mut new, mut old) = (None, None);
     for pod in pods.iter().filter(|p| !terminating(p)) {
         let slot = if is_updated(pod, hash, generation) {

@@ -233,7 +233,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
             condemned.push((ordinal, pod.clone()));
         }
     }
-    condemned.sort_by(|a, b| b.0.cmp(&a.0));
+    condemned.sort_by_key(|c| std::cmp::Reverse(c.0));
     // The first unavailable pod: of the replicas in order, else the
     // lowest-ordinal condemned one.
     let first_unavailable: Option<i32> = slots
