@@ -247,7 +247,7 @@ async fn one_pod_per_eligible_node_over_fifty_nodes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rolling_update_replaces_pods_within_max_unavailable() {
-    let (_server, client, stop) = start().await;
+    let (server, client, stop) = start().await;
     namespace(&client, "rolling").await;
     let nodes: Api<Node> = Api::all(client.clone());
     for i in 0..4 {
@@ -362,6 +362,50 @@ async fn rolling_update_replaces_pods_within_max_unavailable() {
         data["spec"]["template"]["spec"]["containers"][0]["image"],
         "agent:2"
     );
+
+    // kubectl reads the status and the history, and undoes through it.
+    let kubectl = |args: &[&str]| {
+        let out = std::process::Command::new("/usr/lib/google-cloud-sdk/bin/kubectl.1.33")
+            .arg("--kubeconfig")
+            .arg(&server.kubeconfig)
+            .arg("--cache-dir")
+            .arg(server.dir.path().join("kubectl-cache"))
+            .args(["--request-timeout=30s", "-n", "rolling"])
+            .args(args)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.success(), text)
+    };
+    let (ok, out) = tokio::task::block_in_place(|| {
+        kubectl(&["rollout", "status", "daemonset/agent", "--timeout=30s"])
+    });
+    assert!(ok && out.contains("successfully rolled out"), "{out}");
+    let (ok, out) =
+        tokio::task::block_in_place(|| kubectl(&["rollout", "history", "daemonset/agent"]));
+    assert!(ok && out.contains('1') && out.contains('2'), "{out}");
+    let (ok, out) =
+        tokio::task::block_in_place(|| kubectl(&["rollout", "undo", "daemonset/agent"]));
+    assert!(ok, "{out}");
+    eventually("the undo is rolled out", || async {
+        let s = sets.get("agent").await.unwrap().status?;
+        let list = pods.list(&ListParams::default()).await.ok()?;
+        let old = list.items.iter().filter(|p| {
+            p.metadata.deletion_timestamp.is_none()
+                && p.spec.as_ref().unwrap().containers[0].image.as_deref() == Some("agent:1")
+        });
+        (s.observed_generation == Some(3)
+            && s.updated_number_scheduled == Some(4)
+            && s.number_available == Some(4)
+            && old.count() == 4)
+            .then_some(())
+    })
+    .await;
+    let list = revisions.list(&ListParams::default()).await.unwrap();
+    let mut numbers: Vec<i64> = list.items.iter().map(|r| r.revision).collect();
+    numbers.sort_unstable();
+    assert_eq!(numbers, [2, 3], "revision 1's template is renumbered 3");
     stop.cancel();
 }
 
