@@ -88,6 +88,29 @@ fn daemon(name: &str, image: &str, tolerations: serde_json::Value) -> DaemonSet 
     .unwrap()
 }
 
+/// The node a pod is pinned to by its required matchFields term.
+fn pinned_node(p: &Pod) -> String {
+    let terms = &p
+        .spec
+        .as_ref()
+        .unwrap()
+        .affinity
+        .as_ref()
+        .unwrap()
+        .node_affinity
+        .as_ref()
+        .unwrap()
+        .required_during_scheduling_ignored_during_execution
+        .as_ref()
+        .unwrap()
+        .node_selector_terms;
+    assert_eq!(terms.len(), 1);
+    let field = &terms[0].match_fields.as_ref().unwrap()[0];
+    assert_eq!(field.key, "metadata.name");
+    assert_eq!(field.operator, "In");
+    field.values.as_ref().unwrap()[0].clone()
+}
+
 /// The node each live pod of the set is pinned to.
 async fn pinned(pods: &Api<Pod>, app: &str) -> Vec<String> {
     let list = pods
@@ -97,27 +120,7 @@ async fn pinned(pods: &Api<Pod>, app: &str) -> Vec<String> {
     list.items
         .iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .map(|p| {
-            let terms = &p
-                .spec
-                .as_ref()
-                .unwrap()
-                .affinity
-                .as_ref()
-                .unwrap()
-                .node_affinity
-                .as_ref()
-                .unwrap()
-                .required_during_scheduling_ignored_during_execution
-                .as_ref()
-                .unwrap()
-                .node_selector_terms;
-            assert_eq!(terms.len(), 1);
-            let field = &terms[0].match_fields.as_ref().unwrap()[0];
-            assert_eq!(field.key, "metadata.name");
-            assert_eq!(field.operator, "In");
-            field.values.as_ref().unwrap()[0].clone()
-        })
+        .map(pinned_node)
         .collect()
 }
 
@@ -222,7 +225,58 @@ async fn one_pod_per_eligible_node_over_fifty_nodes() {
     let plain = pods_on(&pods, "plain", 48).await;
     assert!(!plain.contains(&"n3".to_string()));
 
+    // A failed pod is reported, deleted and replaced.
+    let list = pods
+        .list(&ListParams::default().labels("app=plain"))
+        .await
+        .unwrap();
+    let victim = list
+        .items
+        .iter()
+        .find(|p| p.metadata.deletion_timestamp.is_none())
+        .unwrap();
+    let victim_name = victim.metadata.name.clone().unwrap();
+    let victim_node = pinned_node(victim);
+    pods.patch_status(
+        &victim_name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"phase": "Failed"}})),
+    )
+    .await
+    .unwrap();
+    eventually("the failed pod is replaced", || async {
+        let list = pods
+            .list(&ListParams::default().labels("app=plain"))
+            .await
+            .unwrap();
+        let replaced = list.items.iter().any(|p| {
+            p.metadata.name.as_deref() != Some(victim_name.as_str())
+                && pinned_node(p) == victim_node
+        });
+        let gone = list
+            .items
+            .iter()
+            .all(|p| p.metadata.name.as_deref() != Some(victim_name.as_str()));
+        (replaced && gone).then_some(())
+    })
+    .await;
+
     let events: Api<Event> = Api::namespaced(client.clone(), "fifty");
+    let failed_message = format!(
+        "Found failed daemon pod fifty/{victim_name} on node {victim_node}, will try to kill it"
+    );
+    eventually("the failed pod's event is written", || async {
+        let list = events.list(&ListParams::default()).await.unwrap();
+        list.items
+            .iter()
+            .any(|e| {
+                e.reason.as_deref() == Some("FailedDaemonPod")
+                    && e.type_.as_deref() == Some("Warning")
+                    && e.message.as_deref() == Some(failed_message.as_str())
+            })
+            .then_some(())
+    })
+    .await;
     eventually("the events are written", || async {
         let list = events.list(&ListParams::default()).await.unwrap();
         let created = list.items.iter().any(|e| {

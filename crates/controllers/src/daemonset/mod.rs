@@ -12,6 +12,7 @@
 //! It must not bind pods (the scheduler does) nor remove pods bound to
 //! nodes that are gone (the pod garbage collector does, as upstream).
 
+mod backoff;
 pub mod nodes;
 pub mod plan;
 
@@ -74,6 +75,7 @@ struct State {
     revisions: Store<ControllerRevision>,
     expectations: Expectations,
     failures: Failures,
+    failed_pods: backoff::Backoff,
     recorder: Recorder,
 }
 
@@ -107,6 +109,7 @@ pub(crate) fn start(
             context,
             expectations: Expectations::default(),
             failures: Failures::default(),
+            failed_pods: backoff::Backoff::default(),
         });
         nodes.ready().await;
         pods.ready().await;
@@ -229,9 +232,31 @@ async fn reconcile(ds: Arc<DaemonSet>, state: Arc<State>) -> Result<Action, Erro
     };
 
     let mut observed = false;
+    let mut retry_failed: Option<Duration> = None;
     if !deleting && state.expectations.satisfied(&key, &ns, &state.pods) {
         observed = true;
         let mut plan = plan::manage(&ds, &nodes, &by_node, &hash, now);
+        // Failed pods are deleted at most once per back-off per node.
+        let instant = std::time::Instant::now();
+        let mut held = Vec::new();
+        plan.failed.retain(|(pod, node)| {
+            let backoff_key = format!("{uid}/{node}");
+            if let Some(wait) = state.failed_pods.waiting(&backoff_key, instant) {
+                retry_failed = Some(retry_failed.map_or(wait, |r| r.min(wait)));
+                held.push(pod.clone());
+                return false;
+            }
+            state.failed_pods.next(&backoff_key, instant);
+            true
+        });
+        plan.delete.retain(|p| {
+            let full = format!(
+                "{}/{}",
+                p.metadata.namespace.as_deref().unwrap_or_default(),
+                p.metadata.name.as_deref().unwrap_or_default()
+            );
+            !held.contains(&full)
+        });
         let on_delete = ds
             .spec
             .as_ref()
@@ -262,9 +287,11 @@ async fn reconcile(ds: Arc<DaemonSet>, state: Arc<State>) -> Result<Action, Erro
         .as_ref()
         .and_then(|s| s.min_ready_seconds)
         .unwrap_or(0);
-    Ok(match recheck {
-        Some(left) if min_ready > 0 => Action::requeue(left + Duration::from_millis(100)),
-        _ => Action::await_change(),
+    let recheck = recheck.filter(|_| min_ready > 0);
+    Ok(match (recheck, retry_failed) {
+        (Some(a), Some(b)) => Action::requeue(a.min(b) + Duration::from_millis(100)),
+        (Some(a), None) | (None, Some(a)) => Action::requeue(a + Duration::from_millis(100)),
+        (None, None) => Action::await_change(),
     })
 }
 

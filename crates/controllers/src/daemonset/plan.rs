@@ -37,7 +37,7 @@ pub struct Plan {
 impl Plan {
     /// Nothing to write.
     pub fn is_empty(&self) -> bool {
-        self.create_on.is_empty() && self.delete.is_empty()
+        self.create_on.is_empty() && self.delete.is_empty() && self.failed.is_empty()
     }
 }
 

@@ -112,7 +112,6 @@ pub fn new_pod(set: &StatefulSet, template: &PodTemplateSpec, ordinal: i32, revi
     );
     let pod_name = pod_name(set, ordinal);
     pod.metadata.name = Some(pod_name.clone());
-    pod.metadata.generate_name = None;
     let labels = pod.metadata.labels.get_or_insert_with(Default::default);
     labels.insert(POD_NAME_LABEL.into(), pod_name.clone());
     labels.insert(POD_INDEX_LABEL.into(), ordinal.to_string());
