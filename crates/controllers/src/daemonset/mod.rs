@@ -310,15 +310,23 @@ async fn construct_history(
     let hash = template_hash(ds, collisions);
     let patch = history::template_patch(&serde_json::to_value(ds).unwrap_or_default());
     let patch_value: serde_json::Value = serde_json::from_slice(&patch).unwrap_or_default();
-    let mut all: Vec<Arc<ControllerRevision>> = state
+    let in_ns: Vec<Arc<ControllerRevision>> = state
         .revisions
         .state()
         .into_iter()
-        .filter(|r| {
-            r.metadata.namespace.as_deref() == Some(ns.as_str())
-                && ownership::is_controlled_by(&r.metadata, &uid)
-        })
+        .filter(|r| r.metadata.namespace.as_deref() == Some(ns.as_str()))
         .collect();
+    let mut all = history::claim(
+        api,
+        in_ns,
+        ownership::controller_ref(ds),
+        &selector(ds)?,
+        false,
+    )
+    .await
+    .map_err(write(format!(
+        "claiming the controllerrevisions of {ns}/{name}"
+    )))?;
     history::sort(&mut all);
     let is_current = |r: &ControllerRevision| {
         r.metadata

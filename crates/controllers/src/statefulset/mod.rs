@@ -198,15 +198,21 @@ async fn reconcile(set: Arc<StatefulSet>, state: Arc<State>) -> Result<Action, E
 
     // The revisions: the update one made or found, the current one.
     let rev_api: Api<ControllerRevision> = Api::namespaced(client.clone(), &ns);
-    let mut revisions: Vec<Arc<ControllerRevision>> = state
+    let in_ns: Vec<Arc<ControllerRevision>> = state
         .revisions
         .state()
         .into_iter()
-        .filter(|r| {
-            r.metadata.namespace.as_deref() == Some(ns.as_str())
-                && ownership::is_controlled_by(&r.metadata, &uid)
-        })
+        .filter(|r| r.metadata.namespace.as_deref() == Some(ns.as_str()))
         .collect();
+    let mut revisions = history::claim(
+        &rev_api,
+        in_ns,
+        ownership::controller_ref(&*set),
+        &selector,
+        deleting,
+    )
+    .await
+    .map_err(write(format!("claiming the controllerrevisions of {key}")))?;
     history::sort(&mut revisions);
     let collisions = set
         .status

@@ -231,6 +231,36 @@ pub async fn create(
     }
 }
 
+/// The revisions of the owner with `uid` among `candidates` (one
+/// namespace): its own, and orphans its selector matches, which it adopts
+/// (upstream's `ClaimControllerRevisions`); revisions it controls that no
+/// longer match are released.
+pub async fn claim(
+    api: &Api<ControllerRevision>,
+    candidates: Vec<Arc<ControllerRevision>>,
+    owner: OwnerReference,
+    selector: &skiff_client::selectors::Selector,
+    owner_deleting: bool,
+) -> kube::Result<Vec<Arc<ControllerRevision>>> {
+    let gone = |e: &kube::Error| matches!(e, kube::Error::Api(s) if s.code == 404 || s.code == 409);
+    let plan = super::ownership::plan(candidates, &owner.uid, selector, owner_deleting);
+    let mut owned = plan.owned;
+    for orphan in plan.adopt {
+        match super::ownership::adopt(api, &orphan, owner.clone()).await {
+            Ok(r) => owned.push(Arc::new(r)),
+            Err(e) if gone(&e) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    for stray in plan.release {
+        match super::ownership::release(api, &stray, &owner.uid).await {
+            Err(e) if !gone(&e) => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(owned)
+}
+
 /// Gives an existing revision a new number (a rollback to its template).
 pub async fn renumber(
     api: &Api<ControllerRevision>,
