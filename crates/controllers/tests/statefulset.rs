@@ -166,15 +166,16 @@ async fn ordered_pods_keep_their_names_and_claims() {
     );
     let claim = claims.get("www-web-0").await.unwrap();
     assert_eq!(claim.metadata.labels.as_ref().unwrap()["app"], "web");
-    let set = sets.get("web").await.unwrap();
+    // Once the controller has counted web-0 (not ready), it still waits.
+    eventually("the status counts web-0", || async {
+        let s = sets.get("web").await.unwrap().status?;
+        (s.replicas == 1).then_some(())
+    })
+    .await;
     assert!(
         get_pod(&pods, "web-1").await.is_none(),
         "web-1 made before web-0 is ready"
     );
-    assert!(set
-        .status
-        .as_ref()
-        .is_none_or(|s| s.ready_replicas.unwrap_or(0) == 0));
     make_ready(&pods, "web-0").await;
     eventually("web-1 exists", || get_pod(&pods, "web-1")).await;
     assert!(
