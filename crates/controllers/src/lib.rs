@@ -17,6 +17,10 @@
 //!   provisioner (`skiff.dev/local-path`) and reclaims released ones
 //!   (upstream's persistentvolume-binder with k3s' local-path-provisioner);
 //! - [`resourcequota`]: keeps ResourceQuota status (hard and used);
+//! - [`statefulset`]: pods with stable names and their own claims, made,
+//!   removed and updated in order, with ControllerRevisions;
+//! - [`daemonset`]: one pod per eligible node, rolled over with
+//!   maxUnavailable/maxSurge, with ControllerRevisions;
 //! - [`disruption`]: computes PodDisruptionBudget status;
 //! - [`clusterroleaggregation`]: fills aggregated ClusterRoles' rules;
 //! - [`deployment`]: Deployments roll (RollingUpdate, Recreate) between
@@ -33,6 +37,7 @@
 
 pub mod clusterroleaggregation;
 pub mod context;
+pub mod daemonset;
 pub mod deployment;
 pub mod disruption;
 mod events;
@@ -45,6 +50,7 @@ pub mod resourcequota;
 pub mod rootcacert;
 mod runner;
 pub mod serviceaccounts;
+pub mod statefulset;
 pub mod testing;
 pub mod workload;
 

@@ -99,6 +99,16 @@ pub const CONTROLLERS: &[Entry] = &[
         start: crate::replicaset::start_replication_controllers,
     },
     Entry {
+        name: "statefulset",
+        on_by_default: true,
+        start: crate::statefulset::start,
+    },
+    Entry {
+        name: "daemonset",
+        on_by_default: true,
+        start: crate::daemonset::start,
+    },
+    Entry {
         name: "serviceaccount",
         on_by_default: true,
         start: crate::serviceaccounts::start,
