@@ -123,6 +123,10 @@ trait Ready: Send + Sync {
 pub struct Informer<K: Watched> {
     store: Store<K>,
     changes: broadcast::Sender<Change<K>>,
+    /// Set once the first list is in the store. The store's own
+    /// `wait_until_ready` wakes only the last of several tasks waiting at
+    /// once (kube-runtime keeps one waker), so waiters use this instead.
+    listed: tokio::sync::watch::Sender<bool>,
 }
 
 impl<K: Watched> Clone for Informer<K> {
@@ -130,6 +134,7 @@ impl<K: Watched> Clone for Informer<K> {
         Self {
             store: self.store.clone(),
             changes: self.changes.clone(),
+            listed: self.listed.clone(),
         }
     }
 }
@@ -148,9 +153,11 @@ impl<K: Watched> Informer<K> {
     pub fn start(api: Api<K>, shutdown: CancellationToken) -> Self {
         let (store, mut writer) = reflector::store::<K>();
         let (changes, _) = broadcast::channel(FAN_OUT_BUFFER);
+        let (listed, _) = tokio::sync::watch::channel(false);
         let informer = Self {
             store: store.clone(),
             changes: changes.clone(),
+            listed: listed.clone(),
         };
         let mut events = watcher(api, watcher::Config::default())
             .default_backoff()
@@ -191,6 +198,7 @@ impl<K: Watched> Informer<K> {
                         let _ = changes.send(Change::Deleted(Arc::new(obj)));
                     }
                     watcher::Event::InitDone => {
+                        listed.send_replace(true);
                         let mut gone = before.take().unwrap_or_default();
                         for obj in store.state() {
                             gone.remove(&ObjectRef::from_obj(&*obj));
@@ -215,7 +223,8 @@ impl<K: Watched> Informer<K> {
 
     /// Waits for the first list to be in the store.
     pub async fn ready(&self) {
-        let _ = self.store.wait_until_ready().await;
+        let mut listed = self.listed.subscribe();
+        let _ = listed.wait_for(|l| *l).await;
     }
 
     /// Every change from now on, after a [`Change::Resync`] for what the
@@ -252,9 +261,9 @@ impl<K: Watched> Informer<K> {
 
 impl<K: Watched> Ready for Informer<K> {
     fn ready(&self) -> futures::future::BoxFuture<'static, ()> {
-        let store = self.store.clone();
+        let mut listed = self.listed.subscribe();
         Box::pin(async move {
-            let _ = store.wait_until_ready().await;
+            let _ = listed.wait_for(|l| *l).await;
         })
     }
 }
