@@ -406,6 +406,8 @@ async fn headless_services_list_pods_with_their_hostnames() {
         conditions(s, "db-0") == Some((true, true, false))
     })
     .await;
+    assert_eq!(slices.len(), 1);
+    assert_eq!(slices[0]["addressType"], "IPv4");
     assert_eq!(endpoint_of(&slices, "db-0").unwrap()["hostname"], "db-0");
     assert_eq!(
         slices[0]["metadata"]["labels"]["service.kubernetes.io/headless"],
