@@ -4,7 +4,9 @@
 //! terminating pods stay in slices marked terminating, named target
 //! ports resolve, headless Services list hostnames, 250 pods make three
 //! slices of at most 100, and Services without a selector (the API
-//! server's `kubernetes` Service among them) are left alone.
+//! server's `kubernetes` Service among them) are left alone. Both
+//! controllers wait for the same informers at start, so every waiter on
+//! an informer's first list must be woken.
 
 use std::future::Future;
 use std::time::Duration;
@@ -522,5 +524,25 @@ async fn services_without_a_selector_are_left_alone() {
         .unwrap()
         .items
         .is_empty());
+    stop.cancel();
+}
+
+/// Several tasks waiting at once for one informer's first list all go on
+/// (the two controllers here wait for the Service and Pod informers
+/// together; kube-runtime's store readiness wakes only one waiter).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_waiter_on_an_informers_first_list_is_woken() {
+    let server = TestApiServer::start(|c| c, Options::default()).await;
+    let client = server.client().await;
+    let stop = CancellationToken::new();
+    let informers = skiff_client::informer::Informers::new(client, stop.clone());
+    let waiters: Vec<_> = (0..8)
+        .map(|_| {
+            let services = informers.get::<Service>();
+            tokio::spawn(async move { services.ready().await })
+        })
+        .collect();
+    let all = tokio::time::timeout(WAIT, futures::future::join_all(waiters)).await;
+    assert!(all.is_ok(), "some waiters were never woken");
     stop.cancel();
 }
