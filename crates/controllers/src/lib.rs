@@ -31,6 +31,12 @@
 //! - [`rootcacert`]: the `kube-root-ca.crt` ConfigMap in every namespace;
 //! - `events`: Events about Nodes, claims and volumes, worded and named as
 //!   upstream's recorders write them;
+//! - [`endpoints`]: each selecting Service's Endpoints (upstream's
+//!   endpoint controller);
+//! - [`endpointslice`]: each selecting Service's EndpointSlices
+//!   (upstream's endpointslice controller);
+//! - `endpointutil`: what those two read the same way (selectors, ports,
+//!   trigger times);
 //! - [`workload`]: what the workload controllers share (pod facts,
 //!   controller references and adoption, expectations);
 //! - [`testing`]: builders of storage objects for tests.
@@ -40,6 +46,9 @@ pub mod context;
 pub mod daemonset;
 pub mod deployment;
 pub mod disruption;
+pub mod endpoints;
+pub mod endpointslice;
+mod endpointutil;
 mod events;
 pub mod manager;
 pub mod nodeipam;

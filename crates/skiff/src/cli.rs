@@ -243,6 +243,10 @@ pub struct ControllersArgs {
     /// `-NAME` to leave one out (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
+
+    /// The most endpoints the EndpointSlice controller puts in one slice.
+    #[arg(long, default_value_t = 100)]
+    pub max_endpoints_per_slice: usize,
 }
 
 impl ControllersArgs {
@@ -253,6 +257,7 @@ impl ControllersArgs {
             burst: self.kube_api_burst,
             controllers: self.controllers.clone(),
             cluster_cidr: Some(cluster_cidr.to_string()).filter(|c| !c.is_empty()),
+            max_endpoints_per_slice: self.max_endpoints_per_slice,
             ..skiff_controllers::Config::default()
         }
     }

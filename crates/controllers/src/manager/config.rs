@@ -33,6 +33,9 @@ pub struct Config {
     pub root_ca: Option<String>,
     /// The period of the controllers' full resyncs.
     pub resync: Duration,
+    /// The most endpoints in one EndpointSlice
+    /// (`--max-endpoints-per-slice`, 100).
+    pub max_endpoints_per_slice: usize,
 }
 
 /// The defaults: chosen by measurement (see the controllers benchmark):
@@ -58,6 +61,7 @@ impl Default for Config {
             node_cidr_mask_size: 24,
             root_ca: None,
             resync: Duration::from_secs(30),
+            max_endpoints_per_slice: 100,
         }
     }
 }

@@ -118,6 +118,16 @@ pub const CONTROLLERS: &[Entry] = &[
         on_by_default: true,
         start: crate::rootcacert::start,
     },
+    Entry {
+        name: "endpoint",
+        on_by_default: true,
+        start: crate::endpoints::start,
+    },
+    Entry {
+        name: "endpointslice",
+        on_by_default: true,
+        start: crate::endpointslice::start,
+    },
 ];
 
 /// The controller manager.
