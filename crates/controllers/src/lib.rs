@@ -25,16 +25,26 @@
 //!   upstream's recorders write them;
 //! - [`workload`]: what the workload controllers share (pod facts,
 //!   controller references and adoption, expectations);
+//! - [`garbagecollector`]: deletes objects whose owners are all gone,
+//!   dependents first for foreground deletion, and orphans dependents
+//!   (upstream's garbage-collector-controller, over every served kind);
+//! - [`namespace`]: deletes the content of namespaces being deleted,
+//!   then finalizes them (upstream's namespace-controller);
+//! - [`podgc`]: deletes terminated pods beyond a threshold and pods of
+//!   nodes that are gone (upstream's pod-garbage-collector);
 //! - [`testing`]: builders of storage objects for tests.
 
 pub mod clusterroleaggregation;
 pub mod context;
 pub mod disruption;
 mod events;
+pub mod garbagecollector;
 pub mod manager;
+pub mod namespace;
 pub mod nodeipam;
 mod nswatch;
 pub mod persistentvolume;
+pub mod podgc;
 pub mod resourcequota;
 pub mod rootcacert;
 mod runner;

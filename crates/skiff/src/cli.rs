@@ -243,6 +243,11 @@ pub struct ControllersArgs {
     /// `-NAME` to leave one out (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
+
+    /// Terminated pods kept before pod GC deletes the oldest; 0 or less
+    /// keeps them all.
+    #[arg(long, default_value_t = 12_500, allow_negative_numbers = true)]
+    pub terminated_pod_gc_threshold: i32,
 }
 
 impl ControllersArgs {
@@ -253,6 +258,7 @@ impl ControllersArgs {
             burst: self.kube_api_burst,
             controllers: self.controllers.clone(),
             cluster_cidr: Some(cluster_cidr.to_string()).filter(|c| !c.is_empty()),
+            terminated_pod_gc_threshold: self.terminated_pod_gc_threshold,
             ..skiff_controllers::Config::default()
         }
     }

@@ -33,6 +33,17 @@ pub struct Config {
     pub root_ca: Option<String>,
     /// The period of the controllers' full resyncs.
     pub resync: Duration,
+    /// How often the garbage collector discovers the served resources
+    /// again (upstream: 30 s), picking up custom resources.
+    pub gc_rediscovery: Duration,
+    /// Terminated pods kept before pod GC deletes the oldest
+    /// (`--terminated-pod-gc-threshold`, 12,500); 0 or less keeps all.
+    pub terminated_pod_gc_threshold: i32,
+    /// How often pod GC looks (upstream: 20 s).
+    pub pod_gc_period: Duration,
+    /// How long a node pods are bound to must stay missing before pod GC
+    /// deletes them (upstream: 40 s).
+    pub pod_gc_quarantine: Duration,
 }
 
 /// The defaults: chosen by measurement (see the controllers benchmark):
@@ -58,6 +69,10 @@ impl Default for Config {
             node_cidr_mask_size: 24,
             root_ca: None,
             resync: Duration::from_secs(30),
+            gc_rediscovery: Duration::from_secs(30),
+            terminated_pod_gc_threshold: 12_500,
+            pod_gc_period: Duration::from_secs(20),
+            pod_gc_quarantine: Duration::from_secs(40),
         }
     }
 }
