@@ -254,23 +254,17 @@ async fn a_custom_resource_owns_a_configmap() {
     let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), "cr", &resource);
     let mut widget = DynamicObject::new("w", &resource);
     widget.data = json!({"spec": {}});
-    let widget = {
-        let mut created = None;
-        eventually("the CRD is served", || {
-            let (widgets, widget) = (widgets.clone(), widget.clone());
-            let created = &mut created;
-            async move {
-                match widgets.create(&PostParams::default(), &widget).await {
-                    Ok(w) => {
-                        *created = Some(w);
-                        true
-                    }
-                    Err(_) => false,
-                }
-            }
-        })
-        .await;
-        created.unwrap()
+    // The CRD is served once Established: retry the create until then.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let widget = loop {
+        match widgets.create(&PostParams::default(), &widget).await {
+            Ok(w) => break w,
+            Err(e) => assert!(
+                tokio::time::Instant::now() < deadline,
+                "the CRD is never served: {e}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     };
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "cr");
     configmap(

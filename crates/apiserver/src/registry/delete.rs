@@ -473,7 +473,6 @@ async fn delete_namespace(
     let gc_finalizers = gc_finalizers(&fins, opts, false);
     let meta = object::meta(&mut obj);
     meta.insert("deletionTimestamp".into(), json!(object::now()));
-    meta.insert("deletionGracePeriodSeconds".into(), json!(0));
     if !gc_finalizers.is_empty() {
         meta.insert("finalizers".into(), json!(gc_finalizers));
     }
@@ -553,6 +552,56 @@ mod tests {
             std::time::Duration::from_secs(60),
         );
         (state, store)
+    }
+
+    #[test]
+    fn gc_finalizers_follow_upstreams_rules() {
+        let opts = |policy: Option<&str>, orphan: Option<bool>| DeleteOptions {
+            propagation_policy: policy.map(String::from),
+            orphan_dependents: orphan,
+            ..DeleteOptions::default()
+        };
+        let fins = |f: &[&str]| f.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // kubectl's default (Background) and no options: nothing added.
+        assert!(gc_finalizers(&[], &opts(Some("Background"), None), false).is_empty());
+        assert!(gc_finalizers(&[], &opts(None, None), false).is_empty());
+        assert_eq!(
+            gc_finalizers(&[], &opts(Some("Orphan"), None), false),
+            fins(&["orphan"])
+        );
+        assert_eq!(
+            gc_finalizers(&[], &opts(Some("Foreground"), None), false),
+            fins(&["foregroundDeletion"])
+        );
+        // The old flag.
+        assert_eq!(
+            gc_finalizers(&[], &opts(None, Some(true)), false),
+            fins(&["orphan"])
+        );
+        assert!(gc_finalizers(&fins(&["orphan"]), &opts(None, Some(false)), false).is_empty());
+        // An explicit policy replaces the finalizers of an earlier one;
+        // without one, they stay.
+        assert_eq!(
+            gc_finalizers(
+                &fins(&["x", "orphan"]),
+                &opts(Some("Background"), None),
+                false
+            ),
+            fins(&["x"])
+        );
+        assert_eq!(
+            gc_finalizers(&fins(&["orphan"]), &opts(Some("Foreground"), None), false),
+            fins(&["foregroundDeletion"])
+        );
+        assert_eq!(
+            gc_finalizers(&fins(&["foregroundDeletion"]), &opts(None, None), true),
+            fins(&["foregroundDeletion"])
+        );
+        // A kind orphaning by default (none served here) without options.
+        assert_eq!(
+            gc_finalizers(&[], &opts(None, None), true),
+            fins(&["orphan"])
+        );
     }
 
     #[tokio::test]
