@@ -2,7 +2,8 @@
 //! (kube discovery of /api and /apis, custom resources included) for
 //! resolving owner references by apiVersion and kind, and among them the
 //! ones it watches (upstream's GetDeletableResources: the preferred
-//! version of each resource that can be listed, watched and deleted).
+//! version of each resource that can be listed, watched and deleted;
+//! events excepted, as upstream ignores them).
 //! Each watched resource gets one metadata-only watch feeding the graph.
 //!
 //! This module owns the resource map and the watch tasks; the graph and
@@ -92,7 +93,7 @@ impl Resources {
                 let deletable = [verbs::LIST, verbs::WATCH, verbs::DELETE]
                     .iter()
                     .all(|v| caps.supports_operation(v));
-                if deletable {
+                if deletable && !ignored(&ar) {
                     resources.watched.push(served);
                 }
             }
@@ -110,6 +111,12 @@ impl Resources {
                     .get(&(group_of(api_version).to_string(), kind.to_string()))
             })
     }
+}
+
+/// Resources never watched (upstream's DefaultIgnoredResources): events
+/// own nothing and are many.
+fn ignored(ar: &ApiResource) -> bool {
+    ar.plural == "events" && (ar.group.is_empty() || ar.group == "events.k8s.io")
 }
 
 /// A change a watch observed.
@@ -140,40 +147,41 @@ pub async fn watch(client: Client, served: Served, changes: mpsc::UnboundedSende
     let mut stream = watcher(api, watcher::Config::default())
         .default_backoff()
         .boxed();
+    // Sends a change; false once the graph builder has stopped.
+    let send = |change: Change| changes.send(change).is_ok();
     while let Some(event) = stream.next().await {
-        let sent = match event {
+        let alive = match event {
             Ok(Event::Init) => {
                 fresh.clear();
-                Ok(())
+                true
             }
             Ok(Event::InitApply(obj)) => {
                 let id = identity(&obj.metadata);
                 fresh.insert(id.uid.clone());
-                changes.send(Change::Applied(id, Facts::of(&obj.metadata)))
+                send(Change::Applied(id, Facts::of(&obj.metadata)))
             }
             Ok(Event::InitDone) => {
                 let gone: Vec<String> = known.difference(&fresh).cloned().collect();
                 known = std::mem::take(&mut fresh);
-                gone.into_iter()
-                    .try_for_each(|uid| changes.send(Change::Deleted(uid)))
-                    .and_then(|()| changes.send(Change::Synced(key.clone())))
+                gone.into_iter().all(|uid| send(Change::Deleted(uid)))
+                    && send(Change::Synced(key.clone()))
             }
             Ok(Event::Apply(obj)) => {
                 let id = identity(&obj.metadata);
                 known.insert(id.uid.clone());
-                changes.send(Change::Applied(id, Facts::of(&obj.metadata)))
+                send(Change::Applied(id, Facts::of(&obj.metadata)))
             }
             Ok(Event::Delete(obj)) => {
                 let uid = obj.metadata.uid.clone().unwrap_or_default();
                 known.remove(&uid);
-                changes.send(Change::Deleted(uid))
+                send(Change::Deleted(uid))
             }
             Err(e) => {
                 tracing::debug!(resource = %key, error = %e, "garbage collector watch");
-                Ok(())
+                true
             }
         };
-        if sent.is_err() {
+        if !alive {
             return;
         }
     }

@@ -148,13 +148,15 @@ async fn sync(state: &State, name: &str) -> Result<Action, Error> {
         .as_ref()
         .and_then(|s| s.conditions.clone())
         .unwrap_or_default();
+    let mut latest = latest;
     if let Some(updated) = conditions::update(&current, &findings, Timestamp::now()) {
         let patch = json!({"status": {"phase": "Terminating", "conditions": updated}});
         match api
             .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
-            Ok(_) => {}
+            // Finalizing below starts from what was written.
+            Ok(written) => latest = written,
             Err(e) if is_not_found(&e) => return Ok(Action::await_change()),
             Err(e) => return Err(ns_error(name)(e)),
         }
