@@ -3,12 +3,13 @@
 //! (Background); Foreground deletion keeps the owner until its blocking
 //! dependents are gone; Orphan deletion keeps the dependents with the
 //! reference removed; a reference whose uid is not the live owner's
-//! counts as absent; a custom resource (its CRD created by the test, so
+//! counts as absent, as does one to an object of another namespace
+//! (with upstream's OwnerRefInvalidNamespace warning); a custom resource (its CRD created by the test, so
 //! found by rediscovery) owns a ConfigMap.
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{
@@ -151,6 +152,50 @@ async fn background_foreground_and_orphan_deletion() {
     })
     .await;
     assert!(!gone(&cms, "other").await);
+
+    // An owner's uid in another namespace does not count: a namespaced
+    // owner is looked for in its dependent's namespace. The dependent
+    // goes, with upstream's warning.
+    namespace(&client, "elsewhere").await;
+    let elsewhere: Api<ConfigMap> = Api::namespaced(client.clone(), "elsewhere");
+    let foreign = configmap(&elsewhere, "foreign", vec![]).await;
+    configmap(
+        &cms,
+        "misplaced",
+        vec![reference(
+            "v1",
+            "ConfigMap",
+            "foreign",
+            &uid(&foreign),
+            false,
+        )],
+    )
+    .await;
+    eventually("a dependent of an owner in another namespace goes", || {
+        gone(&cms, "misplaced")
+    })
+    .await;
+    let events: Api<Event> = Api::namespaced(client.clone(), "bg");
+    eventually("the OwnerRefInvalidNamespace warning is recorded", || async {
+        events
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .any(|e| {
+                e.reason.as_deref() == Some("OwnerRefInvalidNamespace")
+                    && e.type_.as_deref() == Some("Warning")
+                    && e.involved_object.name.as_deref() == Some("misplaced")
+                    && e.message.as_deref()
+                        == Some(&*format!(
+                            "ownerRef [v1/ConfigMap, namespace: bg, name: foreign, uid: {}] does not exist in namespace \"bg\"",
+                            uid(&foreign)
+                        ))
+            })
+    })
+    .await;
+    assert!(!gone(&elsewhere, "foreign").await);
 
     // Foreground: the owner stays (with its finalizer) until its
     // blocking dependent is gone; then it goes too.

@@ -44,6 +44,21 @@ impl std::fmt::Display for Identity {
     }
 }
 
+fn group_of(api_version: &str) -> &str {
+    api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("")
+}
+
+/// Whether `reference` from a dependent in `namespace` names `owner`:
+/// same group, kind and name, and the owner cluster-scoped or in the
+/// dependent's namespace (upstream checks the coordinates too, as uids
+/// can be copied).
+pub fn refers_to(reference: &OwnerReference, owner: &Identity, namespace: &str) -> bool {
+    reference.name == owner.name
+        && reference.kind == owner.kind
+        && group_of(&reference.api_version) == group_of(&owner.api_version)
+        && (owner.namespace.is_empty() || owner.namespace == namespace)
+}
+
 /// What the graph keeps of an object's metadata.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Facts {
@@ -213,8 +228,10 @@ impl Graph {
                             virtual_: true,
                         });
                     node.dependents.insert(uid.clone());
-                    if node.virtual_ {
-                        // An owner never seen: check whether it exists.
+                    if node.virtual_ || !refers_to(owner, &node.identity, &identity.namespace) {
+                        // An owner never seen, or an object with the
+                        // owner's uid that the reference does not name
+                        // where the dependent can see it: check.
                         work.attempt_to_delete.insert(uid.clone());
                     }
                 }
@@ -402,6 +419,24 @@ mod tests {
         // As does dropping the reference.
         let w = g.apply(id("b", "3"), owned(vec![]));
         assert_eq!(w.attempt_to_delete, set(&["1"]));
+    }
+
+    #[test]
+    fn a_reference_to_a_known_uid_elsewhere_is_checked() {
+        let mut g = Graph::default();
+        let mut other = id("o", "1");
+        other.namespace = "elsewhere".into();
+        g.apply(other, Facts::default());
+        let w = g.apply(id("d", "2"), owned(vec![owner("o", "1", false)]));
+        assert_eq!(w.attempt_to_delete, set(&["2"]), "another namespace");
+        let w = g.apply(id("e", "3"), owned(vec![owner("renamed", "1", false)]));
+        assert_eq!(w.attempt_to_delete, set(&["3"]), "another name");
+        // A cluster-scoped owner is seen from every namespace.
+        let mut cluster = id("c", "4");
+        cluster.namespace = String::new();
+        g.apply(cluster, Facts::default());
+        let w = g.apply(id("f", "5"), owned(vec![owner("c", "4", false)]));
+        assert!(w.attempt_to_delete.is_empty());
     }
 
     #[test]

@@ -26,7 +26,7 @@ use tokio::sync::watch;
 
 use super::decide::{self, Decision, OwnerState, Policy};
 use super::discovery::Served;
-use super::graph::{Facts, Identity, FOREGROUND, ORPHAN};
+use super::graph::{refers_to, Facts, Identity, FOREGROUND, ORPHAN};
 use super::Shared;
 use crate::runner::{Chain, Failures};
 
@@ -260,7 +260,10 @@ async fn classify(
     let elsewhere = {
         let graph = shared.graph();
         match graph.observed(&owner.uid) {
-            Some(n) if n.identity.namespace == namespace && n.identity.name == owner.name => {
+            Some(n)
+                if n.identity.namespace == namespace
+                    && refers_to(owner, &n.identity, namespace) =>
+            {
                 return Ok(Ok(state_of(&n.facts)));
             }
             Some(_) => true,
