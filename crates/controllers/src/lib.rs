@@ -39,6 +39,13 @@
 //!   trigger times);
 //! - [`workload`]: what the workload controllers share (pod facts,
 //!   controller references and adoption, expectations);
+//! - [`garbagecollector`]: deletes objects whose owners are all gone,
+//!   dependents first for foreground deletion, and orphans dependents
+//!   (upstream's garbage-collector-controller, over every served kind);
+//! - [`namespace`]: deletes the content of namespaces being deleted,
+//!   then finalizes them (upstream's namespace-controller);
+//! - [`podgc`]: deletes terminated pods beyond a threshold and pods of
+//!   nodes that are gone (upstream's pod-garbage-collector);
 //! - [`testing`]: builders of storage objects for tests.
 
 pub mod clusterroleaggregation;
@@ -50,10 +57,13 @@ pub mod endpoints;
 pub mod endpointslice;
 mod endpointutil;
 mod events;
+pub mod garbagecollector;
 pub mod manager;
+pub mod namespace;
 pub mod nodeipam;
 mod nswatch;
 pub mod persistentvolume;
+pub mod podgc;
 pub mod replicaset;
 pub mod resourcequota;
 pub mod rootcacert;

@@ -247,6 +247,10 @@ pub struct ControllersArgs {
     /// The most endpoints the EndpointSlice controller puts in one slice.
     #[arg(long, default_value_t = 100)]
     pub max_endpoints_per_slice: usize,
+    /// Terminated pods kept before pod GC deletes the oldest; 0 or less
+    /// keeps them all.
+    #[arg(long, default_value_t = 12_500, allow_negative_numbers = true)]
+    pub terminated_pod_gc_threshold: i32,
 }
 
 impl ControllersArgs {
@@ -258,6 +262,7 @@ impl ControllersArgs {
             controllers: self.controllers.clone(),
             cluster_cidr: Some(cluster_cidr.to_string()).filter(|c| !c.is_empty()),
             max_endpoints_per_slice: self.max_endpoints_per_slice,
+            terminated_pod_gc_threshold: self.terminated_pod_gc_threshold,
             ..skiff_controllers::Config::default()
         }
     }

@@ -36,6 +36,17 @@ pub struct Config {
     /// The most endpoints in one EndpointSlice
     /// (`--max-endpoints-per-slice`, 100).
     pub max_endpoints_per_slice: usize,
+    /// How often the garbage collector discovers the served resources
+    /// again (upstream: 30 s), picking up custom resources.
+    pub gc_rediscovery: Duration,
+    /// Terminated pods kept before pod GC deletes the oldest
+    /// (`--terminated-pod-gc-threshold`, 12,500); 0 or less keeps all.
+    pub terminated_pod_gc_threshold: i32,
+    /// How often pod GC looks (upstream: 20 s).
+    pub pod_gc_period: Duration,
+    /// How long a node pods are bound to must stay missing before pod GC
+    /// deletes them (upstream: 40 s).
+    pub pod_gc_quarantine: Duration,
 }
 
 /// The defaults: chosen by measurement (see the controllers benchmark):
@@ -62,6 +73,10 @@ impl Default for Config {
             root_ca: None,
             resync: Duration::from_secs(30),
             max_endpoints_per_slice: 100,
+            gc_rediscovery: Duration::from_secs(30),
+            terminated_pod_gc_threshold: 12_500,
+            pod_gc_period: Duration::from_secs(20),
+            pod_gc_quarantine: Duration::from_secs(40),
         }
     }
 }

@@ -128,6 +128,21 @@ pub const CONTROLLERS: &[Entry] = &[
         on_by_default: true,
         start: crate::endpointslice::start,
     },
+    Entry {
+        name: "garbagecollector",
+        on_by_default: true,
+        start: crate::garbagecollector::start,
+    },
+    Entry {
+        name: "podgc",
+        on_by_default: true,
+        start: crate::podgc::start,
+    },
+    Entry {
+        name: "namespace",
+        on_by_default: true,
+        start: crate::namespace::start,
+    },
 ];
 
 /// The controller manager.
