@@ -23,14 +23,22 @@
 //! - [`rootcacert`]: the `kube-root-ca.crt` ConfigMap in every namespace;
 //! - `events`: Events about Nodes, claims and volumes, worded and named as
 //!   upstream's recorders write them;
+//! - [`job`]: runs Jobs' pods to completion or failure (upstream's
+//!   job controller, with finalizer-based pod tracking);
+//! - [`cronjob`]: creates Jobs on CronJobs' schedules (upstream's v2
+//!   cronjob controller);
+//! - [`ttlafterfinished`]: deletes finished Jobs after their
+//!   `ttlSecondsAfterFinished`;
 //! - [`workload`]: what the workload controllers share (pod facts,
 //!   controller references and adoption, expectations);
 //! - [`testing`]: builders of storage objects for tests.
 
 pub mod clusterroleaggregation;
 pub mod context;
+pub mod cronjob;
 pub mod disruption;
 mod events;
+pub mod job;
 pub mod manager;
 pub mod nodeipam;
 mod nswatch;
@@ -40,6 +48,7 @@ pub mod rootcacert;
 mod runner;
 pub mod serviceaccounts;
 pub mod testing;
+pub mod ttlafterfinished;
 pub mod workload;
 
 pub use clusterroleaggregation::ClusterRoleAggregation;

@@ -5,7 +5,10 @@
 //! This module owns only the settings and their defaults; it starts
 //! nothing.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use k8s_openapi::jiff::Timestamp;
 
 use skiff_client::leader::LeaderElectionConfig;
 
@@ -33,6 +36,37 @@ pub struct Config {
     pub root_ca: Option<String>,
     /// The period of the controllers' full resyncs.
     pub resync: Duration,
+    /// Wall-clock time as the time-driven controllers (Job deadlines,
+    /// CronJob schedules, TTL after finished) read it; tests drive it.
+    pub wall_clock: WallClock,
+}
+
+/// "What time is it" for controllers that act on wall-clock times.
+#[derive(Clone)]
+pub struct WallClock(Arc<dyn Fn() -> Timestamp + Send + Sync>);
+
+impl WallClock {
+    /// A clock that asks `now`.
+    pub fn from_fn(now: impl Fn() -> Timestamp + Send + Sync + 'static) -> Self {
+        Self(Arc::new(now))
+    }
+
+    /// The current time.
+    pub fn now(&self) -> Timestamp {
+        (self.0)()
+    }
+}
+
+impl Default for WallClock {
+    fn default() -> Self {
+        Self::from_fn(Timestamp::now)
+    }
+}
+
+impl std::fmt::Debug for WallClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WallClock")
+    }
 }
 
 /// The defaults: chosen by measurement (see the controllers benchmark):
@@ -58,6 +92,7 @@ impl Default for Config {
             node_cidr_mask_size: 24,
             root_ca: None,
             resync: Duration::from_secs(30),
+            wall_clock: WallClock::default(),
         }
     }
 }
