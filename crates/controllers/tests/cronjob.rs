@@ -168,6 +168,16 @@ async fn has_event(env: &Env, ns: &str, reason: &str) {
     }
 }
 
+/// Waits until the CronJob's status lists `job` as active.
+async fn until_active(env: &Env, ns: &str, name: &str, job: &str) {
+    cronjob_where(env, ns, name, "recorded the job as active", |c| {
+        c["status"]["active"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|r| r["name"] == job))
+    })
+    .await;
+}
+
 /// Acts as the Job controller: the Job finished (`Complete` or `Failed`).
 async fn finish(env: &Env, ns: &str, name: &str, how: &str, started: Timestamp) {
     let t = started.to_string();
@@ -263,20 +273,24 @@ async fn a_cronjob_fires_on_schedule_and_forbid_waits() {
         1
     );
 
-    // Once it completed, the next minute starts another.
+    // Once it completed, the start Forbid held back runs (it is still
+    // within its window).
     let first = job.metadata.name.clone().unwrap();
     finish(&env, ns, &first, "Complete", Timestamp::now()).await;
-    cronjob_where(&env, ns, "tick", "saw it complete", |c| {
-        c["status"]["active"].as_array().is_none_or(Vec::is_empty)
-            && c["status"]["lastSuccessfulTime"].is_string()
+    let cj = cronjob_where(&env, ns, "tick", "started the held-back run", |c| {
+        c["status"]["lastSuccessfulTime"].is_string()
+            && c["status"]["active"]
+                .as_array()
+                .is_some_and(|a| a.len() == 1 && a[0]["name"] != first.as_str())
     })
     .await;
     has_event(&env, ns, "SawCompletedJob").await;
-    env.advance(ns, "tick", Duration::from_secs(60)).await;
+    let second = format!("tick-{}", minutes(&cj["status"]["lastScheduleTime"]));
+    assert_eq!(cj["status"]["active"][0]["name"], second.as_str());
     let jobs = jobs_where(&env, ns, "a second created", |j| j.len() == 2).await;
     assert!(jobs
         .iter()
-        .any(|j| j.metadata.name.as_deref() == Some(first.as_str())));
+        .any(|j| j.metadata.name.as_deref() == Some(second.as_str())));
     env.stop.cancel();
 }
 
@@ -288,6 +302,7 @@ async fn replace_deletes_the_running_job() {
     env.advance(ns, "tock", Duration::from_secs(61)).await;
     let first = jobs_where(&env, ns, "one created", |j| j.len() == 1).await;
     let first = first[0].metadata.name.clone().unwrap();
+    until_active(&env, ns, "tock", &first).await;
     env.advance(ns, "tock", Duration::from_secs(60)).await;
     let jobs = jobs_where(&env, ns, "replaced", |j| {
         j.len() == 1 && j[0].metadata.name.as_deref() != Some(first.as_str())
@@ -345,6 +360,7 @@ async fn finished_jobs_beyond_the_history_limits_are_deleted() {
             .name
             .clone()
             .unwrap();
+        until_active(&env, ns, "keep", &new).await;
         let started = base + Duration::from_secs(u64::try_from(i).unwrap() * 60);
         finish(&env, ns, &new, how, started).await;
         names.push(new);

@@ -107,7 +107,7 @@ async fn finish(client: &Client, pod: &Pod, code: i32) {
     let status = json!({"status": {"phase": phase, "containerStatuses": [{
         "name": "main", "image": "busybox", "imageID": "", "ready": false, "restartCount": 0,
         "state": {"terminated": {"exitCode": code, "reason": if code == 0 { "Completed" } else { "Error" },
-            "finishedAt": "2026-01-01T00:00:00Z"}},
+            "finishedAt": k8s_openapi::jiff::Timestamp::now().to_string()}},
     }]}});
     api.patch_status(
         pod.metadata.name.as_deref().unwrap(),
