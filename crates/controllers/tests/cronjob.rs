@@ -68,7 +68,7 @@ impl Env {
     async fn advance(&mut self, ns: &str, name: &str, by: Duration) {
         {
             let mut now = self.now.lock().unwrap();
-            *now = *now + by;
+            *now += by;
         }
         self.pokes += 1;
         let poke = Patch::Merge(

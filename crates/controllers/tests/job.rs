@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Event, Namespace, Pod};
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::{json, Value};
 use skiff_controllers::{Config, ControllerManager};
@@ -459,5 +459,29 @@ async fn jobs_suspend_and_resume() {
     .await;
     // Pods deleted for suspension are not failures.
     assert_eq!(job["status"]["failed"], 0);
+
+    // A deleted Job's pods are let go: deleting one is not held up by
+    // the tracking finalizer.
+    jobs.patch("later", &PatchParams::default(), &resume)
+        .await
+        .unwrap();
+    let pods = running_pods(&client, "suspend", "later", 2).await;
+    jobs.delete("later", &DeleteParams::background())
+        .await
+        .unwrap();
+    let pod_api: Api<Pod> = Api::namespaced(client.clone(), "suspend");
+    let name = pods[0].metadata.name.clone().unwrap();
+    pod_api
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while pod_api.get_opt(&name).await.unwrap().is_some() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the orphan pod kept its finalizer"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     stop.cancel();
 }

@@ -14,6 +14,7 @@
 
 pub mod facts;
 pub mod indexes;
+mod orphans;
 pub mod policy;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -88,7 +89,9 @@ pub(crate) fn start(
             failures: Failures::default(),
         });
         pod_informer.ready().await;
-        runner::run(
+        jobs.ready().await;
+        let orphans = orphans::run(state.context.clone(), jobs.store(), shutdown.clone());
+        let main = runner::run(
             "job",
             controller,
             4,
@@ -96,8 +99,8 @@ pub(crate) fn start(
             error_policy,
             state,
             shutdown,
-        )
-        .await;
+        );
+        tokio::join!(main, orphans);
     })
 }
 
@@ -373,7 +376,6 @@ async fn sync_job(
     }
 
     let mut active_n = len(&active);
-    let mut suspend_changed = false;
     let mut conditions = status.conditions.clone().unwrap_or_default();
     if finished.is_some() {
         let (deleted, deleted_ready) = delete_pods(state, s, pod_api, &active, false).await;
@@ -427,7 +429,6 @@ async fn sync_job(
                     "Job suspended",
                     now,
                 ) {
-                    suspend_changed = true;
                     event(state, &job, EventType::Normal, "Suspended", "Job suspended");
                 }
             } else if facts::ensure_condition(
@@ -438,13 +439,11 @@ async fn sync_job(
                 "Job resumed",
                 now,
             ) {
-                suspend_changed = true;
                 event(state, &job, EventType::Normal, "Resumed", "Job resumed");
                 status.start_time = Some(Time(now));
             }
         }
     }
-    let _ = suspend_changed;
     status.conditions = (!conditions.is_empty()).then_some(conditions);
     status.active = Some(active_n);
     status.ready = Some(ready);
@@ -784,7 +783,7 @@ async fn delete_pods(
     (deleted, deleted_ready)
 }
 
-async fn remove_finalizer(pod_api: &Api<Pod>, pod: &Pod) -> kube::Result<()> {
+pub(super) async fn remove_finalizer(pod_api: &Api<Pod>, pod: &Pod) -> kube::Result<()> {
     let finalizers: Vec<&String> = pod
         .metadata
         .finalizers
