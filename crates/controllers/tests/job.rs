@@ -302,6 +302,38 @@ async fn jobs_run_to_completion() {
     assert_eq!(job["status"]["completedIndexes"], "0-2");
     assert_eq!(job["status"]["succeeded"], 3);
 
+    // successPolicy: index 0 succeeding is enough; the rest are deleted.
+    namespace(&client, "leader").await;
+    let jobs = create_job(
+        &client,
+        "leader",
+        "lead",
+        json!({"completions": 3, "parallelism": 3, "completionMode": "Indexed",
+            "successPolicy": {"rules": [{"succeededIndexes": "0"}]}}),
+    )
+    .await;
+    let pods = running_pods(&client, "leader", "lead", 3).await;
+    let leader = pods
+        .iter()
+        .find(|p| {
+            p.metadata.annotations.as_ref().unwrap()["batch.kubernetes.io/job-completion-index"]
+                == "0"
+        })
+        .unwrap();
+    finish(&client, leader, 0).await;
+    let job = job_where(&jobs, "lead", "completed", |j| {
+        condition(j, "Complete").is_some()
+    })
+    .await;
+    assert_eq!(condition_types(&job), ["SuccessCriteriaMet", "Complete"]);
+    let complete = condition(&job, "Complete").unwrap();
+    assert_eq!(
+        (complete["reason"].as_str(), complete["message"].as_str()),
+        (Some("SuccessPolicy"), Some("Matched rules at index 0"))
+    );
+    assert_eq!(job["status"]["completedIndexes"], "0");
+    running_pods(&client, "leader", "lead", 0).await;
+
     // ttlSecondsAfterFinished: 0 deletes the Job once it finished.
     namespace(&client, "ttl").await;
     let jobs = create_job(

@@ -8,6 +8,7 @@
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 
+use k8s_openapi::api::batch::v1::SuccessPolicy;
 use k8s_openapi::api::core::v1::Pod;
 
 /// The annotation (and label) with a pod's completion index.
@@ -86,9 +87,53 @@ pub fn invalid_or_repeated(active: &[Arc<Pod>], completions: i32) -> Vec<Arc<Pod
         .collect()
 }
 
+/// The first `successPolicy` rule the succeeded indexes meet, as
+/// upstream words it ("Matched rules at index N").
+pub fn success_policy_met(
+    policy: &SuccessPolicy,
+    completions: i32,
+    succeeded: &BTreeSet<i32>,
+) -> Option<String> {
+    if succeeded.is_empty() {
+        return None;
+    }
+    policy.rules.iter().enumerate().find_map(|(index, rule)| {
+        let met = match (&rule.succeeded_indexes, rule.succeeded_count) {
+            (Some(text), count) => {
+                let required = parse(text, completions);
+                let done = required.intersection(succeeded).count();
+                !required.is_empty()
+                    && match count {
+                        Some(n) => i32::try_from(done).unwrap_or(i32::MAX) >= n,
+                        None => done == required.len(),
+                    }
+            }
+            (None, Some(n)) => i32::try_from(succeeded.len()).unwrap_or(i32::MAX) >= n,
+            (None, None) => false,
+        };
+        met.then(|| format!("Matched rules at index {index}"))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn success_policy_rules_match_indexes_and_counts() {
+        let policy: SuccessPolicy = serde_json::from_value(serde_json::json!({"rules": [
+            {"succeededIndexes": "0-2", "succeededCount": 2},
+            {"succeededIndexes": "4"},
+            {"succeededCount": 3},
+        ]}))
+        .unwrap();
+        let met = |s: &[i32]| success_policy_met(&policy, 6, &s.iter().copied().collect());
+        assert_eq!(met(&[]), None);
+        assert_eq!(met(&[0]), None);
+        assert_eq!(met(&[0, 2]).as_deref(), Some("Matched rules at index 0"));
+        assert_eq!(met(&[4]).as_deref(), Some("Matched rules at index 1"));
+        assert_eq!(met(&[0, 3, 5]).as_deref(), Some("Matched rules at index 2"));
+    }
 
     fn pod(name: &str, index: &str) -> Arc<Pod> {
         let mut p = Pod::default();

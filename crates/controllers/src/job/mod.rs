@@ -375,6 +375,11 @@ async fn sync_job(
         );
     }
 
+    if let (true, None, Some(policy)) = (indexed, &finished, &spec.success_policy) {
+        let met = indexes::success_policy_met(policy, completions.unwrap_or(0), &succeeded_indexes);
+        finished =
+            met.map(|m| facts::condition("SuccessCriteriaMet", "True", "SuccessPolicy", &m, now));
+    }
     let mut active_n = len(&active);
     let mut conditions = status.conditions.clone().unwrap_or_default();
     if finished.is_some() {
