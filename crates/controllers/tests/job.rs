@@ -417,6 +417,79 @@ async fn jobs_fail() {
     assert_eq!(job["status"]["active"], 0);
     running_pods(&client, "policy", "strict", 0).await;
 
+    // backoffLimitPerIndex 0: a failed index is not retried; the Job
+    // fails once every index succeeded or failed.
+    namespace(&client, "perindex").await;
+    let jobs = create_job(
+        &client,
+        "perindex",
+        "each",
+        json!({"completions": 2, "parallelism": 2, "completionMode": "Indexed", "backoffLimitPerIndex": 0}),
+    )
+    .await;
+    let created = jobs.get("each").await.unwrap();
+    assert_eq!(created.spec.unwrap().backoff_limit, Some(i32::MAX));
+    let pods = running_pods(&client, "perindex", "each", 2).await;
+    let by_index = |i: &str| {
+        pods.iter()
+            .find(|p| {
+                p.metadata.annotations.as_ref().unwrap()["batch.kubernetes.io/job-completion-index"]
+                    == i
+            })
+            .unwrap()
+    };
+    assert_eq!(
+        by_index("0").metadata.annotations.as_ref().unwrap()
+            ["batch.kubernetes.io/job-index-failure-count"],
+        "0"
+    );
+    finish(&client, by_index("0"), 1).await;
+    job_where(&jobs, "each", "failed index 0", |j| {
+        j["status"]["failedIndexes"] == "0"
+    })
+    .await;
+    finish(&client, by_index("1"), 0).await;
+    let job = job_where(&jobs, "each", "failed", |j| {
+        condition(j, "Failed").is_some()
+    })
+    .await;
+    assert_eq!(
+        condition(&job, "Failed").unwrap()["reason"],
+        "FailedIndexes"
+    );
+    assert_eq!(
+        condition(&job, "Failed").unwrap()["message"],
+        "Job has failed indexes"
+    );
+    assert_eq!(
+        (
+            job["status"]["completedIndexes"].as_str(),
+            job["status"]["failedIndexes"].as_str()
+        ),
+        (Some("1"), Some("0"))
+    );
+
+    // maxFailedIndexes 0: the first failed index fails the Job.
+    let jobs = create_job(
+        &client,
+        "perindex",
+        "strictest",
+        json!({"completions": 3, "parallelism": 3, "completionMode": "Indexed",
+            "backoffLimitPerIndex": 0, "maxFailedIndexes": 0}),
+    )
+    .await;
+    let pods = running_pods(&client, "perindex", "strictest", 3).await;
+    finish(&client, &pods[0], 1).await;
+    let job = job_where(&jobs, "strictest", "failed", |j| {
+        condition(j, "Failed").is_some()
+    })
+    .await;
+    assert_eq!(
+        condition(&job, "Failed").unwrap()["reason"],
+        "MaxFailedIndexesExceeded"
+    );
+    running_pods(&client, "perindex", "strictest", 0).await;
+
     // activeDeadlineSeconds: the Job fails when it has run that long.
     namespace(&client, "deadline").await;
     let jobs = create_job(

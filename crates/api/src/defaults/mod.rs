@@ -321,12 +321,20 @@ pub fn replica_set(obj: &mut Value) {
     template(obj);
 }
 
-/// Job defaults (restartPolicy Never in its template).
+/// Job defaults (restartPolicy Never in its template; with
+/// `backoffLimitPerIndex`, no global backoffLimit, i.e. MaxInt32).
 pub fn job(obj: &mut Value) {
     if let Some(spec) = object_at(obj, "spec") {
         default(spec, "parallelism", json!(1));
         default(spec, "completions", json!(1));
-        default(spec, "backoffLimit", json!(6));
+        let per_index = spec
+            .get("backoffLimitPerIndex")
+            .is_some_and(|v| !v.is_null());
+        default(
+            spec,
+            "backoffLimit",
+            json!(if per_index { i32::MAX } else { 6 }),
+        );
         default(spec, "completionMode", json!("NonIndexed"));
         default(spec, "suspend", json!(false));
     }

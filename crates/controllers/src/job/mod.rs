@@ -15,6 +15,7 @@
 pub mod facts;
 pub mod indexes;
 mod orphans;
+pub mod perindex;
 pub mod policy;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -375,6 +376,34 @@ async fn sync_job(
         );
     }
 
+    let per_index = (indexed && spec.backoff_limit_per_index.is_some()).then(|| {
+        let previous = indexes::parse(
+            status.failed_indexes.as_deref().unwrap_or_default(),
+            completions.unwrap_or(0),
+        );
+        perindex::read(&job, &s.pods, &previous, &succeeded_indexes, now)
+    });
+    if let (Some(per), None) = (&per_index, &finished) {
+        let failed_n = len_set(&per.failed);
+        if spec.max_failed_indexes.is_some_and(|m| failed_n > m) {
+            finished = Some(facts::condition(
+                "FailureTarget",
+                "True",
+                "MaxFailedIndexesExceeded",
+                "Job has exceeded the specified maximal number of failed indexes",
+                now,
+            ));
+        } else if failed_n > 0 && failed_n + len_set(&succeeded_indexes) >= completions.unwrap_or(0)
+        {
+            finished = Some(facts::condition(
+                "FailureTarget",
+                "True",
+                "FailedIndexes",
+                "Job has failed indexes",
+                now,
+            ));
+        }
+    }
     if let (true, None, Some(policy)) = (indexed, &finished, &spec.success_policy) {
         let met = indexes::success_policy_met(policy, completions.unwrap_or(0), &succeeded_indexes);
         finished =
@@ -406,6 +435,7 @@ async fn sync_job(
                 done,
                 &succeeded_indexes,
                 &backoff,
+                per_index.as_ref(),
                 &mut ready,
             )
             .await?;
@@ -503,6 +533,9 @@ async fn sync_job(
         all.extend(new_indexes);
         status.completed_indexes = Some(indexes::format(&all));
         status.succeeded = Some(len_set(&all));
+        if let Some(per) = &per_index {
+            status.failed_indexes = Some(indexes::format(&per.failed));
+        }
     }
     status.uncounted_terminated_pods = Some(unc);
     if let Some(c) = finished.take() {
@@ -622,6 +655,7 @@ async fn manage(
     succeeded: i32,
     succeeded_indexes: &BTreeSet<i32>,
     backoff: &BackoffRecord,
+    per_index: Option<&perindex::PerIndex>,
     ready: &mut i32,
 ) -> Result<i32, Error> {
     let job = s.job.clone();
@@ -641,7 +675,20 @@ async fn manage(
     };
     let rm_at_least = usize::try_from(active_n - want).unwrap_or(0);
     let mut remove: Vec<Arc<Pod>> = if facts::indexed(&job) {
-        indexes::invalid_or_repeated(active, spec.completions.unwrap_or(0))
+        let mut remove = indexes::invalid_or_repeated(active, spec.completions.unwrap_or(0));
+        // Pods of indexes that failed for good.
+        if let Some(per) = per_index {
+            let extra: Vec<Arc<Pod>> = active
+                .iter()
+                .filter(|p| {
+                    indexes::of(p).is_some_and(|i| per.failed.contains(&i))
+                        && !remove.iter().any(|r| r.metadata.uid == p.metadata.uid)
+                })
+                .cloned()
+                .collect();
+            remove.extend(extra);
+        }
+        remove
     } else {
         Vec::new()
     };
@@ -670,7 +717,11 @@ async fn manage(
     if diff <= 0 {
         return Ok(active_n);
     }
-    let wait = backoff.remaining(s.now);
+    let wait = if per_index.is_some() {
+        Duration::ZERO
+    } else {
+        backoff.remaining(s.now)
+    };
     if !wait.is_zero() {
         requeue_at_most(&mut s.requeue, wait);
         return Ok(active_n);
@@ -679,15 +730,25 @@ async fn manage(
         .unwrap_or(0)
         .min(facts::MAX_CREATE_DELETE_PER_SYNC);
     let to_create: Vec<Option<i32>> = if facts::indexed(&job) {
-        indexes::first_pending(
-            succeeded_indexes,
-            active,
-            spec.completions.unwrap_or(0),
-            diff,
-        )
-        .into_iter()
-        .map(Some)
-        .collect()
+        let mut done = succeeded_indexes.clone();
+        if let Some(per) = per_index {
+            done.extend(per.failed.iter().copied());
+        }
+        let pending = indexes::first_pending(&done, active, spec.completions.unwrap_or(0), diff);
+        let mut ready_now = Vec::new();
+        let mut soonest: Option<Duration> = None;
+        for i in pending {
+            let left = per_index.map_or(Duration::ZERO, |p| p.remaining(i, s.now));
+            if left.is_zero() {
+                ready_now.push(Some(i));
+            } else {
+                soonest = Some(soonest.map_or(left, |x| x.min(left)));
+            }
+        }
+        if let (true, Some(left)) = (ready_now.is_empty(), soonest) {
+            requeue_at_most(&mut s.requeue, left);
+        }
+        ready_now
     } else {
         vec![None; diff]
     };
@@ -695,7 +756,16 @@ async fn manage(
     let mut error = None;
     for index in to_create {
         match pod_api
-            .create(&PostParams::default(), &facts::new_pod(&job, index))
+            .create(&PostParams::default(), &{
+                let mut pod = facts::new_pod(&job, index);
+                if let (Some(per), Some(i)) = (per_index, index) {
+                    pod.metadata
+                        .annotations
+                        .get_or_insert_with(Default::default)
+                        .insert(perindex::FAILURE_COUNT.into(), per.failures(i).to_string());
+                }
+                pod
+            })
             .await
         {
             Ok(pod) => {
