@@ -376,3 +376,73 @@ async fn finished_jobs_beyond_the_history_limits_are_deleted() {
     assert_eq!(left, want);
     env.stop.cancel();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missed_starts_suspend_and_manual_jobs() {
+    let ns = "missed";
+    let mut env = Env::start(ns).await;
+    // Suspended: nothing starts, however late it is. Not suspended and
+    // more than 100 starts missed: a warning, and only the latest runs.
+    create(&env, ns, "paused", json!({"suspend": true})).await;
+    create(&env, ns, "late", json!({})).await;
+    cronjob_where(&env, ns, "late", "seen", |c| c["status"].is_object()).await;
+    cronjob_where(&env, ns, "paused", "seen", |c| c["status"].is_object()).await;
+    env.advance(ns, "late", Duration::from_secs(200 * 60)).await;
+    env.advance(ns, "paused", Duration::ZERO).await;
+    has_event(&env, ns, "TooManyMissedTimes").await;
+    let cj = cronjob_where(&env, ns, "late", "scheduled", |c| {
+        c["status"]["lastScheduleTime"].is_string()
+    })
+    .await;
+    let jobs = jobs_where(&env, ns, "one started", |j| j.len() == 1).await;
+    let last = cj["status"]["lastScheduleTime"]
+        .as_str()
+        .unwrap()
+        .parse::<Timestamp>()
+        .unwrap();
+    let now = *env.now.lock().unwrap();
+    assert!(
+        now.duration_since(last) < jiff_secs(60),
+        "{last} is not the latest start before {now}"
+    );
+    assert_eq!(
+        jobs[0].metadata.name.clone().unwrap(),
+        format!("late-{}", last.as_second() / 60)
+    );
+    let paused = cronjob_where(&env, ns, "paused", "poked", |c| {
+        c["metadata"]["annotations"]["test/poke"] == "2"
+    })
+    .await;
+    assert!(paused["status"]["lastScheduleTime"].is_null());
+
+    // A Job made by hand from the CronJob (`kubectl create job --from`):
+    // the controller warns about it and leaves it be.
+    let uid = env
+        .cronjobs(ns)
+        .get("late")
+        .await
+        .unwrap()
+        .metadata
+        .uid
+        .unwrap();
+    let manual: Job = serde_json::from_value(json!({
+        "metadata": {"name": "late-manual", "annotations": {"cronjob.kubernetes.io/instantiate": "manual"},
+            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "CronJob", "name": "late", "uid": uid, "controller": true}]},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}]}}},
+    }))
+    .unwrap();
+    env.jobs(ns)
+        .create(&PostParams::default(), &manual)
+        .await
+        .unwrap();
+    has_event(&env, ns, "UnexpectedJob").await;
+    let jobs = jobs_where(&env, ns, "kept the manual job", |j| j.len() == 2).await;
+    assert!(jobs
+        .iter()
+        .any(|j| j.metadata.name.as_deref() == Some("late-manual")));
+    env.stop.cancel();
+}
+
+fn jiff_secs(n: i64) -> k8s_openapi::jiff::SignedDuration {
+    k8s_openapi::jiff::SignedDuration::from_secs(n)
+}
