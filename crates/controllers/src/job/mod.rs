@@ -948,6 +948,14 @@ async fn write_status(
     for counter in [&mut status.succeeded, &mut status.failed] {
         counter.get_or_insert(0);
     }
+    // Written as upstream does: `uncountedTerminatedPods: {}` when empty.
+    if let Some(unc) = status.uncounted_terminated_pods.as_mut() {
+        for list in [&mut unc.succeeded, &mut unc.failed] {
+            if list.as_ref().is_some_and(Vec::is_empty) {
+                *list = None;
+            }
+        }
+    }
     if current.status.as_ref() == Some(&status) {
         return Ok(());
     }
