@@ -302,6 +302,29 @@ async fn jobs_run_to_completion() {
     assert_eq!(job["status"]["completedIndexes"], "0-2");
     assert_eq!(job["status"]["succeeded"], 3);
 
+    // A work queue (parallelism, no completions): once one pod succeeded
+    // no more start, and the Job completes when the others are done.
+    namespace(&client, "queue").await;
+    let jobs = create_job(&client, "queue", "drain", json!({"parallelism": 2})).await;
+    assert_eq!(
+        jobs.get("drain").await.unwrap().spec.unwrap().completions,
+        None
+    );
+    let pods = running_pods(&client, "queue", "drain", 2).await;
+    finish(&client, &pods[0], 0).await;
+    let job = job_where(&jobs, "drain", "counted the success", |j| {
+        j["status"]["succeeded"] == 1
+    })
+    .await;
+    assert!(condition(&job, "Complete").is_none());
+    running_pods(&client, "queue", "drain", 1).await;
+    finish(&client, &pods[1], 0).await;
+    let job = job_where(&jobs, "drain", "completed", |j| {
+        condition(j, "Complete").is_some()
+    })
+    .await;
+    assert_eq!(job["status"]["succeeded"], 2);
+
     // successPolicy: index 0 succeeding is enough; the rest are deleted.
     namespace(&client, "leader").await;
     let jobs = create_job(
