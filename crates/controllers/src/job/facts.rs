@@ -269,6 +269,18 @@ pub fn new_pod(job: &Job, index: Option<i32>) -> Pod {
     pod
 }
 
+/// How many pods should be active (upstream's `manageJob`): with
+/// completions, no more than are left to succeed, at most
+/// `parallelism`; a work queue runs `parallelism` until one succeeded,
+/// then starts no more.
+pub fn want_active(completions: Option<i32>, parallelism: i32, succeeded: i32, active: i32) -> i32 {
+    match completions {
+        None if succeeded > 0 => active,
+        None => parallelism,
+        Some(c) => (c - succeeded).clamp(0, parallelism),
+    }
+}
+
 /// Active pods in the order they are removed (upstream's `ActivePods`
 /// sort): unscheduled before scheduled, pending before running, not
 /// ready before ready, more restarts first, newer first.
@@ -302,6 +314,44 @@ mod tests {
             json!({"metadata": {"name": "j", "namespace": "ns", "uid": "u"}, "spec": spec}),
         )
         .unwrap()
+    }
+
+    #[test]
+    fn wanted_pods_follow_completions_and_parallelism() {
+        assert_eq!(want_active(Some(3), 2, 0, 0), 2);
+        assert_eq!(want_active(Some(3), 2, 2, 0), 1);
+        assert_eq!(want_active(Some(3), 2, 4, 1), 0);
+        assert_eq!(want_active(None, 2, 0, 1), 2);
+        assert_eq!(want_active(None, 2, 1, 1), 1);
+    }
+
+    #[test]
+    fn pods_in_earlier_stages_are_removed_first() {
+        let pod = |name: &str, node: Option<&str>, phase: &str, ready: bool| {
+            std::sync::Arc::new(
+                serde_json::from_value::<Pod>(json!({
+                    "metadata": {"name": name},
+                    "spec": {"nodeName": node, "containers": []},
+                    "status": {"phase": phase, "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]},
+                }))
+                .unwrap(),
+            )
+        };
+        let mut pods = vec![
+            pod("running-ready", Some("n"), "Running", true),
+            pod("running", Some("n"), "Running", false),
+            pod("pending", Some("n"), "Pending", false),
+            pod("unscheduled", None, "Pending", false),
+        ];
+        sort_for_removal(&mut pods);
+        let names: Vec<_> = pods
+            .iter()
+            .map(|p| p.metadata.name.clone().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            ["unscheduled", "pending", "running", "running-ready"]
+        );
     }
 
     #[test]

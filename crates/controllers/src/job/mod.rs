@@ -668,11 +668,7 @@ async fn manage(
         return Ok(active_n - deleted);
     }
     let parallelism = spec.parallelism.unwrap_or(1);
-    let want = match spec.completions {
-        None if succeeded > 0 => active_n,
-        None => parallelism,
-        Some(c) => (c - succeeded).clamp(0, parallelism),
-    };
+    let want = facts::want_active(spec.completions, parallelism, succeeded, active_n);
     let rm_at_least = usize::try_from(active_n - want).unwrap_or(0);
     let mut remove: Vec<Arc<Pod>> = if facts::indexed(&job) {
         let mut remove = indexes::invalid_or_repeated(active, spec.completions.unwrap_or(0));
