@@ -392,7 +392,13 @@ async fn schedule_next(
             }
         }
     }
-    let job = job_from_template(cj, &name, scheduled, sched.time_zone());
+    // The annotation is written in spec.timeZone, UTC without one.
+    let stamp_zone = spec
+        .time_zone
+        .as_deref()
+        .and_then(|z| jiff::tz::db().get(z).ok())
+        .unwrap_or(jiff::tz::TimeZone::UTC);
+    let job = job_from_template(cj, &name, scheduled, &stamp_zone);
     let created = match job_api.create(&PostParams::default(), &job).await {
         Ok(j) => {
             event(

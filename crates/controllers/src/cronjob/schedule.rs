@@ -48,8 +48,9 @@ pub fn has_tz_prefix(text: &str) -> bool {
     text.starts_with("TZ=") || text.starts_with("CRON_TZ=")
 }
 
-/// Reads `text` in the time zone named `zone` (UTC when `None`); a
-/// `TZ=` prefix in the text wins.
+/// Reads `text` in the time zone named `zone` (the system's when
+/// `None`, as kube-controller-manager uses its local time); a `TZ=`
+/// prefix in the text wins.
 pub fn parse(text: &str, zone: Option<&str>) -> Result<Schedule, Error> {
     let mut text = text.trim();
     let mut zone_name = zone.map(str::to_string);
@@ -66,8 +67,9 @@ pub fn parse(text: &str, zone: Option<&str>) -> Result<Schedule, Error> {
         text = rest.trim();
     }
     let tz = match zone_name.as_deref() {
-        None | Some("") | Some("UTC") => TimeZone::UTC,
-        Some("Local") => TimeZone::system(),
+        // No zone: the controller manager's own, as upstream.
+        None | Some("Local") => TimeZone::system(),
+        Some("") | Some("UTC") => TimeZone::UTC,
         Some(z) => jiff::tz::db()
             .get(z)
             .map_err(|_| Error::TimeZone(z.to_string()))?,
@@ -279,7 +281,7 @@ mod tests {
 
     #[test]
     fn fields_lists_ranges_steps_and_names() {
-        let s = parse("*/15 9-17 * * mon-fri", None).unwrap();
+        let s = parse("*/15 9-17 * * mon-fri", Some("UTC")).unwrap();
         // Saturday 2026-01-03 → Monday 09:00.
         assert_eq!(
             s.next(ts("2026-01-03T10:00:00Z")),
@@ -293,19 +295,19 @@ mod tests {
             s.next(ts("2026-01-05T17:45:00Z")),
             Some(ts("2026-01-06T09:00:00Z"))
         );
-        let s = parse("0 0 1,15 * *", None).unwrap();
+        let s = parse("0 0 1,15 * *", Some("UTC")).unwrap();
         assert_eq!(
             s.next(ts("2026-02-02T00:00:00Z")),
             Some(ts("2026-02-15T00:00:00Z"))
         );
-        assert!(parse("0 0 * *", None).is_err());
-        assert!(parse("61 * * * *", None).is_err());
+        assert!(parse("0 0 * *", Some("UTC")).is_err());
+        assert!(parse("61 * * * *", Some("UTC")).is_err());
     }
 
     #[test]
     fn day_of_month_and_week_are_either_unless_one_is_a_star() {
         // Either the 13th or a Friday.
-        let s = parse("0 0 13 * 5", None).unwrap();
+        let s = parse("0 0 13 * 5", Some("UTC")).unwrap();
         assert_eq!(
             s.next(ts("2026-01-01T00:00:00Z")),
             Some(ts("2026-01-02T00:00:00Z"))
@@ -315,7 +317,7 @@ mod tests {
             Some(ts("2026-01-13T00:00:00Z"))
         );
         // Sunday as 7.
-        let s = parse("0 0 * * 7", None).unwrap();
+        let s = parse("0 0 * * 7", Some("UTC")).unwrap();
         assert_eq!(
             s.next(ts("2026-01-01T00:00:00Z")),
             Some(ts("2026-01-04T00:00:00Z"))
@@ -324,22 +326,22 @@ mod tests {
 
     #[test]
     fn descriptors() {
-        let s = parse("@hourly", None).unwrap();
+        let s = parse("@hourly", Some("UTC")).unwrap();
         assert_eq!(
             s.next(ts("2026-01-01T10:30:00Z")),
             Some(ts("2026-01-01T11:00:00Z"))
         );
-        let s = parse("@yearly", None).unwrap();
+        let s = parse("@yearly", Some("UTC")).unwrap();
         assert_eq!(
             s.next(ts("2026-03-01T00:00:00Z")),
             Some(ts("2027-01-01T00:00:00Z"))
         );
-        let s = parse("@weekly", None).unwrap();
+        let s = parse("@weekly", Some("UTC")).unwrap();
         assert_eq!(
             s.next(ts("2026-01-01T00:00:00Z")),
             Some(ts("2026-01-04T00:00:00Z"))
         );
-        assert!(parse("@every 5m", None).is_err());
+        assert!(parse("@every 5m", Some("UTC")).is_err());
     }
 
     #[test]
@@ -354,7 +356,7 @@ mod tests {
             s.next(ts("2026-07-10T12:00:00Z")),
             Some(ts("2026-07-11T07:00:00Z"))
         );
-        let s = parse("CRON_TZ=America/New_York 30 2 * * *", None).unwrap();
+        let s = parse("CRON_TZ=America/New_York 30 2 * * *", Some("UTC")).unwrap();
         assert_eq!(
             s.next(ts("2026-01-10T12:00:00Z")),
             Some(ts("2026-01-11T07:30:00Z"))
@@ -372,7 +374,7 @@ mod tests {
 
     #[test]
     fn missed_starts_are_counted_and_the_latest_one_found() {
-        let s = parse("* * * * *", None).unwrap();
+        let s = parse("* * * * *", Some("UTC")).unwrap();
         let created = ts("2026-01-01T00:00:30Z");
         assert_eq!(
             most_recent(&s, created, ts("2026-01-01T00:00:59Z")).unwrap(),
@@ -385,7 +387,7 @@ mod tests {
         let (t, n) = most_recent(&s, created, ts("2026-01-01T03:00:30Z")).unwrap();
         assert_eq!((t, n), (Some(ts("2026-01-01T03:00:00Z")), 180));
         // An irregular schedule still lands on a real start.
-        let s = parse("30 6-16/4 * * 1-5", None).unwrap();
+        let s = parse("30 6-16/4 * * 1-5", Some("UTC")).unwrap();
         let (t, _) =
             most_recent(&s, ts("2026-01-05T00:00:00Z"), ts("2026-01-09T12:00:00Z")).unwrap();
         assert_eq!(t, Some(ts("2026-01-09T10:30:00Z")));
