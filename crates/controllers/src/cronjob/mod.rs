@@ -128,8 +128,6 @@ async fn reconcile(obj: Arc<CronJob>, state: Arc<State>) -> Result<Action, Error
     let now = state.context.config.wall_clock.now();
     let job_api: Api<Job> = Api::namespaced(state.context.client.clone(), &namespace);
     let mut cj = (*obj).clone();
-    let mut status = cj.status.clone().unwrap_or_default();
-    let old_status = status.clone();
     let jobs: Vec<Arc<Job>> = state
         .jobs
         .state()
@@ -137,9 +135,39 @@ async fn reconcile(obj: Arc<CronJob>, state: Arc<State>) -> Result<Action, Error
         .filter(|j| j.metadata.namespace.as_deref() == Some(namespace.as_str()))
         .filter(|j| ownership::is_controlled_by(&j.metadata, &uid))
         .collect();
-    let mut active = status.active.take().unwrap_or_default();
     let in_active =
         |active: &[ObjectReference], uid: &Option<String>| active.iter().any(|r| r.uid == *uid);
+    // A running Job missing from the informer's status may be in a newer
+    // status the informer has not shown yet: read it before calling the
+    // Job unexpected (as upstream does).
+    let listed = cj
+        .status
+        .as_ref()
+        .and_then(|s| s.active.clone())
+        .unwrap_or_default();
+    if jobs
+        .iter()
+        .any(|j| facts::finished(j).is_none() && !in_active(&listed, &j.metadata.uid))
+    {
+        let api: Api<CronJob> = Api::namespaced(state.context.client.clone(), &namespace);
+        match api
+            .get_opt(cj.metadata.name.as_deref().unwrap_or_default())
+            .await
+        {
+            Ok(Some(fresh)) if fresh.metadata.uid == cj.metadata.uid => cj = fresh,
+            Ok(_) => return Ok(Action::await_change()),
+            Err(source) => {
+                return Err(Error::Write {
+                    what: "reading the cronjob",
+                    cronjob: cj_key,
+                    source,
+                })
+            }
+        }
+    }
+    let mut status = cj.status.clone().unwrap_or_default();
+    let old_status = status.clone();
+    let mut active = status.active.take().unwrap_or_default();
     for j in &jobs {
         let name = j.metadata.name.clone().unwrap_or_default();
         let found = in_active(&active, &j.metadata.uid);
