@@ -357,6 +357,27 @@ async fn jobs_run_to_completion() {
     assert_eq!(job["status"]["completedIndexes"], "0");
     running_pods(&client, "leader", "lead", 0).await;
 
+    // A Job another controller manages is left alone.
+    namespace(&client, "managed").await;
+    let jobs = create_job(
+        &client,
+        "managed",
+        "theirs",
+        json!({"managedBy": "example.com/batch"}),
+    )
+    .await;
+    let mine = create_job(&client, "managed", "mine", json!({})).await;
+    running_pods(&client, "managed", "mine", 1).await;
+    job_where(&mine, "mine", "counted its pod", |j| {
+        j["status"]["active"] == 1
+    })
+    .await;
+    let theirs = jobs.get("theirs").await.unwrap();
+    assert!(theirs
+        .status
+        .is_none_or(|s| s.active.is_none() && s.start_time.is_none()));
+    running_pods(&client, "managed", "theirs", 0).await;
+
     // ttlSecondsAfterFinished: 0 deletes the Job once it finished.
     namespace(&client, "ttl").await;
     let jobs = create_job(

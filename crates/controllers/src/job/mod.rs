@@ -129,8 +129,16 @@ struct Sync {
     requeue: Option<Duration>,
 }
 
+/// The `spec.managedBy` of Jobs this controller syncs (or none).
+pub const MANAGED_BY: &str = "kubernetes.io/job-controller";
+
 async fn reconcile(obj: Arc<Job>, state: Arc<State>) -> Result<Action, Error> {
     let job_key = key(&obj);
+    let managed_by = obj.spec.as_ref().and_then(|s| s.managed_by.as_deref());
+    if managed_by.is_some_and(|m| m != MANAGED_BY) {
+        // Another controller owns this Job's pods and status.
+        return Ok(Action::await_change());
+    }
     let namespace = obj.metadata.namespace.clone().unwrap_or_default();
     let uid = obj.metadata.uid.clone().unwrap_or_default();
     let now = state.context.config.wall_clock.now();
