@@ -863,25 +863,19 @@ async fn delete_pods(
 }
 
 pub(super) async fn remove_finalizer(pod_api: &Api<Pod>, pod: &Pod) -> kube::Result<()> {
-    let finalizers: Vec<&String> = pod
-        .metadata
-        .finalizers
-        .iter()
-        .flatten()
-        .filter(|f| *f != TRACKING_FINALIZER)
-        .collect();
+    // Upstream's patch: only this finalizer goes, whatever else changed,
+    // and only from this pod (uid precondition).
     let patch = json!({"metadata": {
-        "finalizers": finalizers,
+        "$deleteFromPrimitiveList/finalizers": [TRACKING_FINALIZER],
         "uid": pod.metadata.uid,
-        "resourceVersion": pod.metadata.resource_version,
     }});
     let name = pod.metadata.name.as_deref().unwrap_or_default();
     match pod_api
-        .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+        .patch(name, &PatchParams::default(), &Patch::Strategic(patch))
         .await
     {
         Ok(_) => Ok(()),
-        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => Ok(()),
         Err(e) => Err(e),
     }
 }
