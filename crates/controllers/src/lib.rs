@@ -37,6 +37,12 @@
 //!   (upstream's endpointslice controller);
 //! - `endpointutil`: what those two read the same way (selectors, ports,
 //!   trigger times);
+//! - [`job`]: runs Jobs' pods to completion or failure (upstream's
+//!   job controller, with finalizer-based pod tracking);
+//! - [`cronjob`]: creates Jobs on CronJobs' schedules (upstream's v2
+//!   cronjob controller);
+//! - [`ttlafterfinished`]: deletes finished Jobs after their
+//!   `ttlSecondsAfterFinished`;
 //! - [`workload`]: what the workload controllers share (pod facts,
 //!   controller references and adoption, expectations);
 //! - [`garbagecollector`]: deletes objects whose owners are all gone,
@@ -50,6 +56,7 @@
 
 pub mod clusterroleaggregation;
 pub mod context;
+pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
 pub mod disruption;
@@ -58,6 +65,7 @@ pub mod endpointslice;
 mod endpointutil;
 mod events;
 pub mod garbagecollector;
+pub mod job;
 pub mod manager;
 pub mod namespace;
 pub mod nodeipam;
@@ -71,6 +79,7 @@ mod runner;
 pub mod serviceaccounts;
 pub mod statefulset;
 pub mod testing;
+pub mod ttlafterfinished;
 pub mod workload;
 
 pub use clusterroleaggregation::ClusterRoleAggregation;

@@ -5,7 +5,10 @@
 //! This module owns only the settings and their defaults; it starts
 //! nothing.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use k8s_openapi::jiff::Timestamp;
 
 use skiff_client::leader::LeaderElectionConfig;
 
@@ -47,6 +50,37 @@ pub struct Config {
     /// How long a node pods are bound to must stay missing before pod GC
     /// deletes them (upstream: 40 s).
     pub pod_gc_quarantine: Duration,
+    /// Wall-clock time as the time-driven controllers (Job deadlines,
+    /// CronJob schedules, TTL after finished) read it; tests drive it.
+    pub wall_clock: WallClock,
+}
+
+/// "What time is it" for controllers that act on wall-clock times.
+#[derive(Clone)]
+pub struct WallClock(Arc<dyn Fn() -> Timestamp + Send + Sync>);
+
+impl WallClock {
+    /// A clock that asks `now`.
+    pub fn from_fn(now: impl Fn() -> Timestamp + Send + Sync + 'static) -> Self {
+        Self(Arc::new(now))
+    }
+
+    /// The current time.
+    pub fn now(&self) -> Timestamp {
+        (self.0)()
+    }
+}
+
+impl Default for WallClock {
+    fn default() -> Self {
+        Self::from_fn(Timestamp::now)
+    }
+}
+
+impl std::fmt::Debug for WallClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WallClock")
+    }
 }
 
 /// The defaults: chosen by measurement (see the controllers benchmark):
@@ -77,6 +111,7 @@ impl Default for Config {
             terminated_pod_gc_threshold: 12_500,
             pod_gc_period: Duration::from_secs(20),
             pod_gc_quarantine: Duration::from_secs(40),
+            wall_clock: WallClock::default(),
         }
     }
 }

@@ -18,7 +18,7 @@ use futures::FutureExt as _;
 use skiff_client::leader::{Held, LeaderElector, LeaderError};
 use tokio_util::sync::CancellationToken;
 
-pub use config::{Config, DEFAULT_BURST, DEFAULT_QPS};
+pub use config::{Config, WallClock, DEFAULT_BURST, DEFAULT_QPS};
 
 use crate::context::Context;
 
@@ -142,6 +142,21 @@ pub const CONTROLLERS: &[Entry] = &[
         name: "namespace",
         on_by_default: true,
         start: crate::namespace::start,
+    },
+    Entry {
+        name: "job",
+        on_by_default: true,
+        start: crate::job::start,
+    },
+    Entry {
+        name: "cronjob",
+        on_by_default: true,
+        start: crate::cronjob::start,
+    },
+    Entry {
+        name: "ttl-after-finished",
+        on_by_default: true,
+        start: crate::ttlafterfinished::start,
     },
 ];
 
