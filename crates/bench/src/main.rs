@@ -4,6 +4,7 @@
 
 mod api;
 mod cluster;
+mod controllers;
 mod framework;
 mod h2;
 mod node;
@@ -57,6 +58,10 @@ enum Command {
     /// Ready, pods Running and deleted, through a `skiff server
     /// --disable-agent` (needs the release `skiff` binary beside this one).
     Sim(sim::Args),
+    /// The controller manager at scale: a Deployment of 1,000 replicas on
+    /// 100 simulated nodes created and rolled, beside upstream's client
+    /// limit floor and writes per pod; idle RSS beside a base build.
+    Controllers(controllers::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -76,5 +81,6 @@ fn main() -> anyhow::Result<()> {
         Command::Probes(args) => runtime.block_on(probes::run(args)),
         Command::Streaming(args) => runtime.block_on(streaming::run(args)),
         Command::Sim(args) => runtime.block_on(sim::run(args)),
+        Command::Controllers(args) => runtime.block_on(controllers::run(args)),
     }
 }

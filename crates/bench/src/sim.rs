@@ -393,7 +393,7 @@ struct Phase {
 
 /// The store's current revision: a consistent list's resourceVersion (each
 /// write the store takes advances it by one).
-async fn revision(client: &kube::Client) -> anyhow::Result<i64> {
+pub(crate) async fn revision(client: &kube::Client) -> anyhow::Result<i64> {
     let api = Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone());
     let list = api
         .list_metadata(&kube::api::ListParams::default().limit(1))

@@ -11,7 +11,14 @@
 //!   ProgressDeadlineExceeded (`kubectl rollout status` says so);
 //! - a StatefulSet whose deleted pod comes back under its name with its
 //!   claim's data;
-//! - a DaemonSet with its one pod on the node.
+//! - a DaemonSet with its one pod on the node;
+//! - Jobs: to Complete, Indexed, to Failed by backoffLimit and by a
+//!   podFailurePolicy; a CronJob firing on its schedule and
+//!   `kubectl create job --from=cronjob/...`;
+//! - Endpoints and EndpointSlices following readiness;
+//! - `kubectl delete deployment` taking its ReplicaSets and pods, and
+//!   `--cascade=orphan` leaving them;
+//! - a namespace deleted with its running pods.
 
 mod cluster;
 
@@ -21,16 +28,24 @@ use std::time::Duration;
 
 use cluster::{wait_for, Cluster, Options};
 
+/// A scenario: its name and what it does on the shared cluster.
+type Scenario = (&'static str, fn(&Cluster));
+
 /// Runs every scenario on one cluster, each on a thread, and reports all
 /// that failed.
 #[test]
 fn workloads_on_one_cluster() {
     let c = Cluster::start(Options::default());
-    let scenarios: &[(&str, fn(&Cluster))] = &[
+    let scenarios: &[Scenario] = &[
         ("rolling update", rolling_update),
         ("progress deadline", progress_deadline),
         ("statefulset", statefulset),
         ("daemonset", daemonset),
+        ("jobs", jobs),
+        ("cronjob", cronjob),
+        ("endpoints", endpoints),
+        ("cascading deletion", cascade),
+        ("namespace deletion", namespace_deletion),
     ];
     let failures: Vec<String> = std::thread::scope(|s| {
         let running: Vec<_> = scenarios
@@ -444,4 +459,398 @@ spec:
         "jsonpath={.status.desiredNumberScheduled}/{.status.numberReady}",
     ]);
     assert_eq!(status, "1/1");
+}
+
+fn job_condition(c: &Cluster, ns: &str, job: &str, type_: &str) -> String {
+    c.kubectl(&[
+        "-n",
+        ns,
+        "get",
+        &format!("job/{job}"),
+        "-o",
+        &format!("jsonpath={{.status.conditions[?(@.type==\"{type_}\")].reason}}"),
+    ])
+}
+
+fn jobs(c: &Cluster) {
+    let ns = "jobs";
+    namespace(c, ns);
+    c.apply(
+        r#"
+apiVersion: batch/v1
+kind: Job
+metadata: {name: ok, namespace: jobs}
+spec:
+  completions: 2
+  parallelism: 2
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: busybox, imagePullPolicy: IfNotPresent, command: ["sh", "-c", "echo done"]}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: indexed, namespace: jobs}
+spec:
+  completions: 3
+  parallelism: 3
+  completionMode: Indexed
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: busybox, imagePullPolicy: IfNotPresent, command: ["sh", "-c", "echo index=$JOB_COMPLETION_INDEX"]}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: flaky, namespace: jobs}
+spec:
+  backoffLimit: 1
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: busybox, imagePullPolicy: IfNotPresent, command: ["sh", "-c", "exit 1"]}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: fatal, namespace: jobs}
+spec:
+  backoffLimit: 6
+  podFailurePolicy:
+    rules:
+    - action: FailJob
+      onExitCodes: {containerName: c, operator: In, values: [42]}
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: busybox, imagePullPolicy: IfNotPresent, command: ["sh", "-c", "exit 42"]}]
+"#,
+    );
+    c.kubectl(&[
+        "-n",
+        ns,
+        "wait",
+        "--for=condition=complete",
+        "job/ok",
+        "--timeout=180s",
+    ]);
+    c.kubectl(&[
+        "-n",
+        ns,
+        "wait",
+        "--for=condition=complete",
+        "job/indexed",
+        "--timeout=180s",
+    ]);
+    let logs: Vec<String> = (0..3)
+        .map(|i| {
+            let pod = c.kubectl(&[
+                "-n",
+                ns,
+                "get",
+                "pods",
+                "-l",
+                &format!("batch.kubernetes.io/job-completion-index={i},job-name=indexed"),
+                "-o",
+                "jsonpath={.items[0].metadata.name}",
+            ]);
+            c.kubectl(&["-n", ns, "logs", &pod]).trim().to_string()
+        })
+        .collect();
+    assert_eq!(logs, ["index=0", "index=1", "index=2"]);
+    c.kubectl(&[
+        "-n",
+        ns,
+        "wait",
+        "--for=condition=failed",
+        "job/fatal",
+        "--timeout=180s",
+    ]);
+    assert_eq!(job_condition(c, ns, "fatal", "Failed"), "PodFailurePolicy");
+    c.kubectl(&[
+        "-n",
+        ns,
+        "wait",
+        "--for=condition=failed",
+        "job/flaky",
+        "--timeout=180s",
+    ]);
+    assert_eq!(
+        job_condition(c, ns, "flaky", "Failed"),
+        "BackoffLimitExceeded"
+    );
+    let failed = c.kubectl(&[
+        "-n",
+        ns,
+        "get",
+        "job/flaky",
+        "-o",
+        "jsonpath={.status.failed}",
+    ]);
+    assert_eq!(failed, "2");
+}
+
+fn cronjob(c: &Cluster) {
+    let ns = "cron";
+    namespace(c, ns);
+    c.apply(
+        r#"
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: tick, namespace: cron}
+spec:
+  schedule: "* * * * *"
+  successfulJobsHistoryLimit: 3
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: Never
+          containers: [{name: c, image: busybox, imagePullPolicy: IfNotPresent, command: ["sh", "-c", "date"]}]
+"#,
+    );
+    c.kubectl(&["-n", ns, "create", "job", "--from=cronjob/tick", "by-hand"]);
+    c.kubectl(&[
+        "-n",
+        ns,
+        "wait",
+        "--for=condition=complete",
+        "job/by-hand",
+        "--timeout=180s",
+    ]);
+    // The next minute's run (at most a minute away).
+    let job = wait_for("the cronjob to fire", Duration::from_secs(150), || {
+        let names = c.kubectl(&[
+            "-n",
+            ns,
+            "get",
+            "jobs",
+            "-o",
+            "jsonpath={.items[*].metadata.name}",
+        ]);
+        names
+            .split_whitespace()
+            .find(|n| n.starts_with("tick-"))
+            .map(String::from)
+    });
+    c.kubectl(&[
+        "-n",
+        ns,
+        "wait",
+        "--for=condition=complete",
+        &format!("job/{job}"),
+        "--timeout=180s",
+    ]);
+    let last = c.kubectl(&[
+        "-n",
+        ns,
+        "get",
+        "cronjob/tick",
+        "-o",
+        "jsonpath={.status.lastScheduleTime}",
+    ]);
+    assert!(!last.is_empty(), "no lastScheduleTime");
+    wait_for("lastSuccessfulTime", Duration::from_secs(60), || {
+        let t = c.kubectl(&[
+            "-n",
+            ns,
+            "get",
+            "cronjob/tick",
+            "-o",
+            "jsonpath={.status.lastSuccessfulTime}",
+        ]);
+        (!t.is_empty()).then_some(())
+    });
+}
+
+fn endpoints(c: &Cluster) {
+    let ns = "eps";
+    namespace(c, ns);
+    c.apply(
+        r#"
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: eps}
+spec:
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: http}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: eps}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: c
+        image: busybox
+        imagePullPolicy: IfNotPresent
+        command: ["sleep", "3600"]
+        ports: [{name: http, containerPort: 8080}]
+        readinessProbe:
+          exec: {command: ["test", "-f", "/tmp/ready"]}
+          periodSeconds: 1
+"#,
+    );
+    let get = |path: &str| {
+        c.kubectl(&[
+            "-n",
+            ns,
+            "get",
+            "endpoints/web",
+            "-o",
+            &format!("jsonpath={path}"),
+        ])
+    };
+    wait_for("2 not-ready addresses", Duration::from_secs(120), || {
+        (get("{.subsets[0].notReadyAddresses[*].ip}")
+            .split_whitespace()
+            .count()
+            == 2)
+            .then_some(())
+    });
+    assert_eq!(get("{.subsets[0].ports[0].port}"), "8080");
+    let pods = c.kubectl(&[
+        "-n",
+        ns,
+        "get",
+        "pods",
+        "-l",
+        "app=web",
+        "-o",
+        "jsonpath={.items[*].metadata.name}",
+    ]);
+    let first = pods.split_whitespace().next().unwrap().to_string();
+    let ip = c.kubectl(&[
+        "-n",
+        ns,
+        "get",
+        "pod",
+        &first,
+        "-o",
+        "jsonpath={.status.podIP}",
+    ]);
+    c.kubectl(&["-n", ns, "exec", &first, "--", "touch", "/tmp/ready"]);
+    wait_for(
+        "the ready pod in addresses",
+        Duration::from_secs(60),
+        || (get("{.subsets[0].addresses[*].ip}") == ip).then_some(()),
+    );
+    let slice_ready = c.kubectl(&[
+        "-n",
+        ns,
+        "get",
+        "endpointslices",
+        "-l",
+        "kubernetes.io/service-name=web",
+        "-o",
+        &format!("jsonpath={{.items[0].endpoints[?(@.addresses[0]==\"{ip}\")].conditions.ready}}"),
+    ]);
+    assert_eq!(slice_ready, "true");
+}
+
+fn cascade(c: &Cluster) {
+    let ns = "cascade";
+    namespace(c, ns);
+    for name in ["gone", "kept"] {
+        c.apply(&format!(
+            r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: cascade}}
+spec:
+  replicas: 2
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers: [{{name: c, image: busybox, imagePullPolicy: IfNotPresent, command: ["sleep", "3600"]}}]
+"#
+        ));
+    }
+    for name in ["gone", "kept"] {
+        c.kubectl(&[
+            "-n",
+            ns,
+            "rollout",
+            "status",
+            &format!("deployment/{name}"),
+            "--timeout=180s",
+        ]);
+    }
+    let count = |kind: &str, app: &str| {
+        c.kubectl(&[
+            "-n",
+            ns,
+            "get",
+            kind,
+            "-l",
+            &format!("app={app}"),
+            "-o",
+            "name",
+        ])
+        .lines()
+        .count()
+    };
+    c.kubectl(&["-n", ns, "delete", "deployment/gone", "--wait=true"]);
+    wait_for(
+        "the ReplicaSet and pods to go",
+        Duration::from_secs(120),
+        || (count("rs", "gone") == 0 && count("pods", "gone") == 0).then_some(()),
+    );
+    c.kubectl(&[
+        "-n",
+        ns,
+        "delete",
+        "deployment/kept",
+        "--cascade=orphan",
+        "--wait=true",
+    ]);
+    assert_eq!(count("rs", "kept"), 1);
+    assert_eq!(count("pods", "kept"), 2);
+    let owners = c.kubectl(&[
+        "-n",
+        ns,
+        "get",
+        "rs",
+        "-l",
+        "app=kept",
+        "-o",
+        "jsonpath={.items[0].metadata.ownerReferences}",
+    ]);
+    assert!(
+        owners.is_empty(),
+        "orphaned ReplicaSet still owned: {owners}"
+    );
+}
+
+fn namespace_deletion(c: &Cluster) {
+    let ns = "doomed";
+    namespace(c, ns);
+    c.apply(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: sleeper, namespace: doomed}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers: [{name: c, image: busybox, imagePullPolicy: IfNotPresent, command: ["sleep", "3600"]}]
+"#,
+    );
+    c.kubectl(&[
+        "-n",
+        ns,
+        "wait",
+        "--for=condition=Ready",
+        "pod/sleeper",
+        "--timeout=120s",
+    ]);
+    // kubectl waits for the namespace to be gone.
+    c.kubectl(&["delete", "namespace", ns, "--timeout=180s"]);
+    let out = c.kubectl_output(&["get", "namespace", ns]);
+    assert!(!out.status.success(), "the namespace is still there");
 }
