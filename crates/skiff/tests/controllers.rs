@@ -18,7 +18,9 @@
 //! - Endpoints and EndpointSlices following readiness;
 //! - `kubectl delete deployment` taking its ReplicaSets and pods, and
 //!   `--cascade=orphan` leaving them;
-//! - a namespace deleted with its running pods.
+//! - a namespace deleted with its running pods;
+//! - the Python `kubernetes` client creating, waiting for and rolling a
+//!   Deployment, a DaemonSet and a Job (tests/python/workloads.py).
 
 mod cluster;
 
@@ -46,6 +48,7 @@ fn workloads_on_one_cluster() {
         ("endpoints", endpoints),
         ("cascading deletion", cascade),
         ("namespace deletion", namespace_deletion),
+        ("python client", python_client),
     ];
     let failures: Vec<String> = std::thread::scope(|s| {
         let running: Vec<_> = scenarios
@@ -853,4 +856,31 @@ spec:
     c.kubectl(&["delete", "namespace", ns, "--timeout=180s"]);
     let out = c.kubectl_output(&["get", "namespace", ns]);
     assert!(!out.status.success(), "the namespace is still there");
+}
+
+fn python_client(c: &Cluster) {
+    let ns = "python";
+    namespace(c, ns);
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let python = std::env::var("SKIFF_PYTHON")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| root.join(".venv/bin/python"));
+    assert!(
+        python.exists(),
+        "{} not found: run scripts/deps.sh",
+        python.display()
+    );
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/workloads.py");
+    let out = std::process::Command::new(python)
+        .arg(script)
+        .env("KUBECONFIG", &c.kubeconfig)
+        .env("NAMESPACE", ns)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "python workloads failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
