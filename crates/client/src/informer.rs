@@ -26,7 +26,7 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{watcher, WatchStreamExt as _};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
 /// How many changes wait for the slowest subscriber before it is resynced.
@@ -123,6 +123,10 @@ trait Ready: Send + Sync {
 pub struct Informer<K: Watched> {
     store: Store<K>,
     changes: broadcast::Sender<Change<K>>,
+    /// True once the first list is in the store. (kube-runtime's
+    /// `Store::wait_until_ready` wakes only the last of several tasks
+    /// waiting at once: its one-shot channel keeps a single waker.)
+    listed: watch::Receiver<bool>,
 }
 
 impl<K: Watched> Clone for Informer<K> {
@@ -130,6 +134,7 @@ impl<K: Watched> Clone for Informer<K> {
         Self {
             store: self.store.clone(),
             changes: self.changes.clone(),
+            listed: self.listed.clone(),
         }
     }
 }
@@ -148,9 +153,11 @@ impl<K: Watched> Informer<K> {
     pub fn start(api: Api<K>, shutdown: CancellationToken) -> Self {
         let (store, mut writer) = reflector::store::<K>();
         let (changes, _) = broadcast::channel(FAN_OUT_BUFFER);
+        let (listed_tx, listed) = watch::channel(false);
         let informer = Self {
             store: store.clone(),
             changes: changes.clone(),
+            listed,
         };
         let mut events = watcher(api, watcher::Config::default())
             .default_backoff()
@@ -191,6 +198,7 @@ impl<K: Watched> Informer<K> {
                         let _ = changes.send(Change::Deleted(Arc::new(obj)));
                     }
                     watcher::Event::InitDone => {
+                        listed_tx.send_replace(true);
                         let mut gone = before.take().unwrap_or_default();
                         for obj in store.state() {
                             gone.remove(&ObjectRef::from_obj(&*obj));
@@ -215,7 +223,9 @@ impl<K: Watched> Informer<K> {
 
     /// Waits for the first list to be in the store.
     pub async fn ready(&self) {
-        let _ = self.store.wait_until_ready().await;
+        let mut listed = self.listed.clone();
+        // An error means the watch task ended (shutdown): nothing to wait for.
+        let _ = listed.wait_for(|l| *l).await;
     }
 
     /// Every change from now on, after a [`Change::Resync`] for what the
@@ -252,9 +262,7 @@ impl<K: Watched> Informer<K> {
 
 impl<K: Watched> Ready for Informer<K> {
     fn ready(&self) -> futures::future::BoxFuture<'static, ()> {
-        let store = self.store.clone();
-        Box::pin(async move {
-            let _ = store.wait_until_ready().await;
-        })
+        let informer = self.clone();
+        Box::pin(async move { informer.ready().await })
     }
 }
