@@ -290,9 +290,14 @@ enum Admit {
 /// means no taints at all (the control plane is more likely cut off than
 /// every node dead), else the zone's token bucket at the zone's rate.
 fn admit(state: &State, node: &Node, key: &str, now: std::time::Instant) -> Admit {
+    // The store may not have this node's status just written yet.
     let all = state.nodes.state();
+    let others = all
+        .iter()
+        .map(|n| n.as_ref())
+        .filter(|n| n.metadata.name != node.metadata.name);
     let mut counts: HashMap<String, (usize, usize)> = HashMap::new();
-    for n in all.iter().filter(|n| zones::counted(n)) {
+    for n in others.chain([node]).filter(|n| zones::counted(n)) {
         let entry = counts.entry(zones::zone_key(n)).or_default();
         if health::ready(n).is_some_and(|c| c.status == "True") {
             entry.0 += 1;
