@@ -11,6 +11,7 @@
 //! Nodes are cluster-scoped, so each test has its own server.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::Lease;
@@ -19,6 +20,7 @@ use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::wait::await_condition;
 use kube::{Api, Client};
 use serde_json::json;
+use skiff_client::clock::{Clock, FakeClock, SystemClock};
 use skiff_controllers::{Config, ControllerManager};
 use skiff_testkit::apiserver::{Options, TestApiServer};
 use tokio_util::sync::CancellationToken;
@@ -43,6 +45,10 @@ impl Drop for Cluster {
 }
 
 async fn start(monitor: Duration, startup: Duration) -> Cluster {
+    start_with(monitor, startup, Arc::new(SystemClock)).await
+}
+
+async fn start_with(monitor: Duration, startup: Duration, clock: Arc<dyn Clock>) -> Cluster {
     let server = TestApiServer::start(|c| c, Options::default()).await;
     let client = server.client().await;
     let stop = CancellationToken::new();
@@ -51,6 +57,7 @@ async fn start(monitor: Duration, startup: Duration) -> Cluster {
         controllers: vec!["nodelifecycle".into(), "taint-eviction-controller".into()],
         node_monitor_grace_period: monitor,
         node_startup_grace_period: startup,
+        clock,
         ..Config::default()
     };
     tokio::spawn(ControllerManager::new(config).run(client.clone(), stop.clone()));
@@ -168,7 +175,10 @@ async fn running_pod(client: &Client, name: &str, node: &str, tolerations: serde
         .unwrap();
 }
 
-fn condition<'a>(node: &'a Node, type_: &str) -> Option<&'a k8s_openapi::api::core::v1::NodeCondition> {
+fn condition<'a>(
+    node: &'a Node,
+    type_: &str,
+) -> Option<&'a k8s_openapi::api::core::v1::NodeCondition> {
     node.status
         .as_ref()?
         .conditions
@@ -250,7 +260,13 @@ async fn a_lost_node_is_marked_unknown_tainted_and_its_pods_evicted_in_time() {
     )
     .await;
     running_pod(client, "bystander", "healthy", json!([])).await;
-    event(client, "lost", "RegisteredNode", "Node lost event: Registered Node lost in Controller").await;
+    event(
+        client,
+        "lost",
+        "RegisteredNode",
+        "Node lost event: Registered Node lost in Controller",
+    )
+    .await;
 
     lost.stop();
     let node = node_where(client, "lost", "lost Ready=Unknown", |n| {
@@ -261,19 +277,34 @@ async fn a_lost_node_is_marked_unknown_tainted_and_its_pods_evicted_in_time() {
         let c = condition(&node, type_).expect(type_);
         assert_eq!(c.status, "Unknown", "{type_}");
         assert_eq!(c.reason.as_deref(), Some("NodeStatusUnknown"), "{type_}");
-        assert_eq!(c.message.as_deref(), Some("Kubelet stopped posting node status."), "{type_}");
+        assert_eq!(
+            c.message.as_deref(),
+            Some("Kubelet stopped posting node status."),
+            "{type_}"
+        );
     }
     let tainted = node_where(client, "lost", "the unreachable taints", |n| {
         has_taint(n, "node.kubernetes.io/unreachable", "NoExecute")
     })
     .await;
     let tainted_at = Instant::now();
-    assert!(has_taint(&tainted, "node.kubernetes.io/unreachable", "NoSchedule"));
-    event(client, "lost", "NodeNotReady", "Node lost status is now: NodeNotReady").await;
+    assert!(has_taint(
+        &tainted,
+        "node.kubernetes.io/unreachable",
+        "NoSchedule"
+    ));
+    event(
+        client,
+        "lost",
+        "NodeNotReady",
+        "Node lost status is now: NodeNotReady",
+    )
+    .await;
 
     for name in ["patient", "five"] {
         pod_where(client, name, "pods on the lost node not ready", |p| {
-            p.and_then(|p| pod_condition(p, "Ready")).is_some_and(|c| c.0 == "False")
+            p.and_then(|p| pod_condition(p, "Ready"))
+                .is_some_and(|c| c.0 == "False")
         })
         .await;
     }
@@ -282,7 +313,10 @@ async fn a_lost_node_is_marked_unknown_tainted_and_its_pods_evicted_in_time() {
     // "five" goes after its 5 s, with the condition and the event.
     pod_where(client, "five", "five evicted", evicted).await;
     let waited = tainted_at.elapsed();
-    assert!(waited >= Duration::from_secs(4), "evicted after only {waited:?}");
+    assert!(
+        waited >= Duration::from_secs(4),
+        "evicted after only {waited:?}"
+    );
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     if let Some(five) = pods.get_opt("five").await.unwrap() {
         assert_eq!(
@@ -294,7 +328,13 @@ async fn a_lost_node_is_marked_unknown_tainted_and_its_pods_evicted_in_time() {
             ))
         );
     }
-    let e = event(client, "five", "TaintManagerEviction", "Marking for deletion Pod default/five").await;
+    let e = event(
+        client,
+        "five",
+        "TaintManagerEviction",
+        "Marking for deletion Pod default/five",
+    )
+    .await;
     assert_eq!(
         e.source.and_then(|s| s.component).as_deref(),
         Some("taint-eviction-controller")
@@ -303,9 +343,16 @@ async fn a_lost_node_is_marked_unknown_tainted_and_its_pods_evicted_in_time() {
     // The healthy node and its pod are left alone.
     let healthy: Api<Node> = Api::all(client.clone());
     let healthy = healthy.get("healthy").await.unwrap();
-    assert!(healthy.spec.and_then(|s| s.taints).unwrap_or_default().is_empty());
+    assert!(healthy
+        .spec
+        .and_then(|s| s.taints)
+        .unwrap_or_default()
+        .is_empty());
     let bystander = pods.get("bystander").await.unwrap();
-    assert_eq!(pod_condition(&bystander, "Ready").map(|c| c.0).as_deref(), Some("True"));
+    assert_eq!(
+        pod_condition(&bystander, "Ready").map(|c| c.0).as_deref(),
+        Some("True")
+    );
 
     // The node comes back: the taints go and "patient" stays.
     post_status(client, "lost").await;
@@ -317,8 +364,17 @@ async fn a_lost_node_is_marked_unknown_tainted_and_its_pods_evicted_in_time() {
             && !has_taint(n, "node.kubernetes.io/unreachable", "NoSchedule")
     })
     .await;
-    assert_eq!(condition(&node, "Ready").map(|c| c.status.as_str()), Some("True"));
-    event(client, "patient", "TaintManagerEviction", "Cancelling deletion of Pod default/patient").await;
+    assert_eq!(
+        condition(&node, "Ready").map(|c| c.status.as_str()),
+        Some("True")
+    );
+    event(
+        client,
+        "patient",
+        "TaintManagerEviction",
+        "Cancelling deletion of Pod default/patient",
+    )
+    .await;
     let patient = pods.get("patient").await.unwrap();
     assert!(patient.metadata.deletion_timestamp.is_none());
     back.cancel();
@@ -330,7 +386,8 @@ async fn an_untolerated_no_execute_taint_evicts_at_once_and_removal_cancels() {
     let client = &cluster.client;
     let _kubelet = register(client, "n1", true).await;
     let custom = |secs: Option<i64>| {
-        let mut t = json!({"key": "example.com/drain", "operator": "Exists", "effect": "NoExecute"});
+        let mut t =
+            json!({"key": "example.com/drain", "operator": "Exists", "effect": "NoExecute"});
         if let Some(s) = secs {
             t["tolerationSeconds"] = json!(s);
         }
@@ -351,14 +408,30 @@ async fn an_untolerated_no_execute_taint_evicts_at_once_and_removal_cancels() {
     })
     .await;
     pod_where(client, "doomed", "doomed deleted", evicted).await;
-    event(client, "doomed", "TaintManagerEviction", "Marking for deletion Pod default/doomed").await;
+    event(
+        client,
+        "doomed",
+        "TaintManagerEviction",
+        "Marking for deletion Pod default/doomed",
+    )
+    .await;
 
     // The others stay; removing the taint cancels "hour"'s deletion.
     nodes
-        .patch("n1", &PatchParams::default(), &Patch::Merge(&json!({"spec": {"taints": null}})))
+        .patch(
+            "n1",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"taints": null}})),
+        )
         .await
         .unwrap();
-    event(client, "hour", "TaintManagerEviction", "Cancelling deletion of Pod default/hour").await;
+    event(
+        client,
+        "hour",
+        "TaintManagerEviction",
+        "Cancelling deletion of Pod default/hour",
+    )
+    .await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     for name in ["forever", "hour"] {
         let p = pods.get(name).await.unwrap();
@@ -366,7 +439,10 @@ async fn an_untolerated_no_execute_taint_evicts_at_once_and_removal_cancels() {
     }
     // The controller left the custom taint alone while it was there.
     let n1 = nodes.get("n1").await.unwrap();
-    assert_eq!(condition(&n1, "Ready").map(|c| c.status.as_str()), Some("True"));
+    assert_eq!(
+        condition(&n1, "Ready").map(|c| c.status.as_str()),
+        Some("True")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -380,12 +456,24 @@ async fn a_node_that_never_reported_is_marked_after_the_startup_grace() {
         condition(n, "Ready").is_some()
     })
     .await;
-    assert!(created.elapsed() >= GRACE, "marked after only {:?}", created.elapsed());
+    assert!(
+        created.elapsed() >= GRACE,
+        "marked after only {:?}",
+        created.elapsed()
+    );
     for type_ in ["Ready", "MemoryPressure", "DiskPressure", "PIDPressure"] {
         let c = condition(&node, type_).expect(type_);
         assert_eq!(c.status, "Unknown", "{type_}");
-        assert_eq!(c.reason.as_deref(), Some("NodeStatusNeverUpdated"), "{type_}");
-        assert_eq!(c.message.as_deref(), Some("Kubelet never posted node status."), "{type_}");
+        assert_eq!(
+            c.reason.as_deref(),
+            Some("NodeStatusNeverUpdated"),
+            "{type_}"
+        );
+        assert_eq!(
+            c.message.as_deref(),
+            Some("Kubelet never posted node status."),
+            "{type_}"
+        );
     }
     node_where(client, "silent", "silent tainted", |n| {
         has_taint(n, "node.kubernetes.io/unreachable", "NoExecute")
@@ -399,8 +487,13 @@ async fn with_every_node_lost_nothing_is_tainted_no_execute() {
     let cluster = start(GRACE, Duration::from_secs(60)).await;
     let client = &cluster.client;
     let only = register(client, "only", true).await;
-    running_pod(client, "p", "only", json!([{"key": "node.kubernetes.io/unreachable",
-        "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 0}]))
+    running_pod(
+        client,
+        "p",
+        "only",
+        json!([{"key": "node.kubernetes.io/unreachable",
+        "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 0}]),
+    )
     .await;
     only.stop();
     // The NoSchedule taint is written in the same patch a NoExecute one
@@ -409,8 +502,79 @@ async fn with_every_node_lost_nothing_is_tainted_no_execute() {
         has_taint(n, "node.kubernetes.io/unreachable", "NoSchedule")
     })
     .await;
-    assert!(!has_taint(&node, "node.kubernetes.io/unreachable", "NoExecute"));
-    assert_eq!(condition(&node, "Ready").map(|c| c.status.as_str()), Some("Unknown"));
+    assert!(!has_taint(
+        &node,
+        "node.kubernetes.io/unreachable",
+        "NoExecute"
+    ));
+    assert_eq!(
+        condition(&node, "Ready").map(|c| c.status.as_str()),
+        Some("Unknown")
+    );
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
-    assert!(pods.get("p").await.unwrap().metadata.deletion_timestamp.is_none());
+    assert!(pods
+        .get("p")
+        .await
+        .unwrap()
+        .metadata
+        .deletion_timestamp
+        .is_none());
+}
+
+/// Touches an object so its controllers look at it again (the fake clock
+/// moved, which nothing watches).
+async fn touch<K>(api: &Api<K>, name: &str, n: u32)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let patch = json!({"metadata": {"annotations": {"test/touch": n.to_string()}}});
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstreams_defaults_on_a_fake_clock() {
+    let clock = FakeClock::new();
+    let cluster = start_with(
+        Duration::from_secs(50),
+        Duration::from_secs(60),
+        Arc::new(clock.clone()),
+    )
+    .await;
+    let client = &cluster.client;
+    let _healthy = register(client, "healthy", true).await;
+    let lost = register(client, "lost", true).await;
+    // The admission plugin's 300 s.
+    running_pod(client, "patient", "lost", json!([])).await;
+    event(
+        client,
+        "lost",
+        "RegisteredNode",
+        "Node lost event: Registered Node lost in Controller",
+    )
+    .await;
+    lost.stop();
+    let nodes: Api<Node> = Api::all(client.clone());
+    // Only the fake clock can pass the 50 s grace within the test's wait.
+    clock.advance(Duration::from_secs(51));
+    touch(&nodes, "lost", 1).await;
+    let node = node_where(client, "lost", "lost tainted", |n| {
+        has_taint(n, "node.kubernetes.io/unreachable", "NoExecute")
+    })
+    .await;
+    assert_eq!(
+        condition(&node, "Ready").map(|c| c.status.as_str()),
+        Some("Unknown")
+    );
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    pod_where(client, "patient", "patient not ready", |p| {
+        p.and_then(|p| pod_condition(p, "Ready"))
+            .is_some_and(|c| c.0 == "False")
+    })
+    .await;
+    // 300 s after the taint was seen, the pod goes.
+    clock.advance(Duration::from_secs(301));
+    touch(&pods, "patient", 1).await;
+    pod_where(client, "patient", "patient evicted", evicted).await;
 }

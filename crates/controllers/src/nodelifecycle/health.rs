@@ -14,7 +14,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};
 
 /// The conditions marked Unknown when a node goes silent (not
 /// NetworkUnavailable, which the control plane owns, as upstream).
-pub const WATCHED_CONDITIONS: [&str; 4] = ["Ready", "MemoryPressure", "DiskPressure", "PIDPressure"];
+pub const WATCHED_CONDITIONS: [&str; 4] =
+    ["Ready", "MemoryPressure", "DiskPressure", "PIDPressure"];
 
 /// upstream's reason for a condition the kubelet stopped posting.
 pub const REASON_UNKNOWN: &str = "NodeStatusUnknown";
@@ -201,10 +202,20 @@ mod tests {
         assert_eq!(renewed.probe, t1);
         // The status heartbeat moved: the same.
         let t2 = t1 + Duration::from_secs(40);
-        let beat = observe(Some(&renewed), &node(&[("Ready", "True", 40)]), Some(&micro(10)), t2);
+        let beat = observe(
+            Some(&renewed),
+            &node(&[("Ready", "True", 40)]),
+            Some(&micro(10)),
+            t2,
+        );
         assert_eq!(beat.probe, t2);
         // An older lease (clock skew, a stale cache) does not count.
-        let older = observe(Some(&beat), &node(&[("Ready", "True", 40)]), Some(&micro(5)), t2 + MONITOR);
+        let older = observe(
+            Some(&beat),
+            &node(&[("Ready", "True", 40)]),
+            Some(&micro(5)),
+            t2 + MONITOR,
+        );
         assert_eq!(older.probe, t2);
     }
 
@@ -213,7 +224,10 @@ mod tests {
         let mut n = node(&[]);
         n.status = None;
         assert_eq!(grace(&n, MONITOR, STARTUP), STARTUP);
-        assert_eq!(grace(&node(&[("Ready", "True", 0)]), MONITOR, STARTUP), MONITOR);
+        assert_eq!(
+            grace(&node(&[("Ready", "True", 0)]), MONITOR, STARTUP),
+            MONITOR
+        );
         let got = stale_conditions(&n, &at(100)).expect("conditions added");
         assert_eq!(got.len(), 4);
         for c in &got {

@@ -308,7 +308,12 @@ fn admit(state: &State, node: &Node, key: &str, now: std::time::Instant) -> Admi
     let config = &state.context.config;
     let zone_states: HashMap<&String, ZoneState> = counts
         .iter()
-        .map(|(z, (r, nr))| (z, zones::zone_state(*r, *nr, config.unhealthy_zone_threshold)))
+        .map(|(z, (r, nr))| {
+            (
+                z,
+                zones::zone_state(*r, *nr, config.unhealthy_zone_threshold),
+            )
+        })
         .collect();
     if !zone_states.is_empty()
         && zone_states
@@ -428,7 +433,13 @@ mod tests {
             ..Default::default()
         });
         let marked = not_ready(&pod, &now).expect("marked");
-        let c = &marked.status.as_ref().expect("status").conditions.as_ref().expect("conditions")[0];
+        let c = &marked
+            .status
+            .as_ref()
+            .expect("status")
+            .conditions
+            .as_ref()
+            .expect("conditions")[0];
         assert_eq!(c.status, "False");
         assert_eq!(c.last_transition_time.as_ref(), Some(&now));
         assert!(not_ready(&marked, &now).is_none(), "already False");

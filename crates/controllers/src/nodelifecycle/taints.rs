@@ -81,7 +81,9 @@ pub fn opposite(key: &str) -> &'static str {
 
 /// Whether the node has a taint with this key and effect.
 pub fn has(node: &Node, key: &str, effect: &str) -> bool {
-    taints(node).iter().any(|t| t.key == key && t.effect == effect)
+    taints(node)
+        .iter()
+        .any(|t| t.key == key && t.effect == effect)
 }
 
 fn taints(node: &Node) -> &[Taint] {
@@ -297,7 +299,10 @@ mod tests {
         );
         assert_eq!(desired(&n, NoExecute::Leave, &now()), None);
         let mut cordoned = node(&[("Ready", "True")], &[]);
-        cordoned.spec.get_or_insert_with(Default::default).unschedulable = Some(true);
+        cordoned
+            .spec
+            .get_or_insert_with(Default::default)
+            .unschedulable = Some(true);
         let got = desired(&cordoned, NoExecute::Clear, &now()).expect("a change");
         assert_eq!(keys(&got), [(UNSCHEDULABLE.into(), NO_SCHEDULE.into())]);
     }
@@ -309,20 +314,33 @@ mod tests {
             effect: NO_EXECUTE.into(),
             ..Default::default()
         };
-        let tol = |key: Option<&str>, op: Option<&str>, value: Option<&str>, effect: Option<&str>| {
-            Toleration {
-                key: key.map(Into::into),
-                operator: op.map(Into::into),
-                value: value.map(Into::into),
-                effect: effect.map(Into::into),
-                toleration_seconds: None,
-            }
-        };
-        assert!(tolerates(&tol(Some(UNREACHABLE), Some("Exists"), None, Some(NO_EXECUTE)), &taint));
+        let tol =
+            |key: Option<&str>, op: Option<&str>, value: Option<&str>, effect: Option<&str>| {
+                Toleration {
+                    key: key.map(Into::into),
+                    operator: op.map(Into::into),
+                    value: value.map(Into::into),
+                    effect: effect.map(Into::into),
+                    toleration_seconds: None,
+                }
+            };
+        assert!(tolerates(
+            &tol(Some(UNREACHABLE), Some("Exists"), None, Some(NO_EXECUTE)),
+            &taint
+        ));
         assert!(tolerates(&tol(None, Some("Exists"), None, None), &taint));
         assert!(tolerates(&tol(Some(UNREACHABLE), None, None, None), &taint));
-        assert!(!tolerates(&tol(Some(UNREACHABLE), Some("Equal"), Some("x"), None), &taint));
-        assert!(!tolerates(&tol(Some(NOT_READY), Some("Exists"), None, None), &taint));
-        assert!(!tolerates(&tol(Some(UNREACHABLE), Some("Exists"), None, Some(NO_SCHEDULE)), &taint));
+        assert!(!tolerates(
+            &tol(Some(UNREACHABLE), Some("Equal"), Some("x"), None),
+            &taint
+        ));
+        assert!(!tolerates(
+            &tol(Some(NOT_READY), Some("Exists"), None, None),
+            &taint
+        ));
+        assert!(!tolerates(
+            &tol(Some(UNREACHABLE), Some("Exists"), None, Some(NO_SCHEDULE)),
+            &taint
+        ));
     }
 }

@@ -29,12 +29,7 @@ pub enum ZoneState {
 /// labels joined; empty for a node with neither.
 pub fn zone_key(node: &Node) -> String {
     let labels = node.metadata.labels.as_ref();
-    let get = |k: &str| {
-        labels
-            .and_then(|l| l.get(k))
-            .cloned()
-            .unwrap_or_default()
-    };
+    let get = |k: &str| labels.and_then(|l| l.get(k)).cloned().unwrap_or_default();
     let region = get("topology.kubernetes.io/region");
     let zone = get("topology.kubernetes.io/zone");
     if region.is_empty() && zone.is_empty() {
@@ -56,8 +51,7 @@ pub fn counted(node: &Node) -> bool {
 pub fn zone_state(ready: usize, not_ready: usize, unhealthy_threshold: f32) -> ZoneState {
     if ready == 0 && not_ready > 0 {
         ZoneState::FullDisruption
-    } else if not_ready > 2
-        && not_ready as f32 / (not_ready + ready) as f32 >= unhealthy_threshold
+    } else if not_ready > 2 && not_ready as f32 / (not_ready + ready) as f32 >= unhealthy_threshold
     {
         ZoneState::PartialDisruption
     } else {

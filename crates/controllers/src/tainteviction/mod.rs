@@ -165,7 +165,13 @@ async fn forget_deleted(
 fn event(recorder: &Recorder, pod: &Pod, message: String) {
     let mut about = reference_to(pod);
     about.resource_version = None;
-    recorder.record_for(&about, EventType::Normal, EVENT_REASON, EVENT_REASON, &message);
+    recorder.record_for(
+        &about,
+        EventType::Normal,
+        EVENT_REASON,
+        EVENT_REASON,
+        &message,
+    );
 }
 
 fn cancelled(recorder: &Recorder, pod: &Pod) {
@@ -198,7 +204,8 @@ async fn reconcile(pod: Arc<Pod>, state: Arc<State>) -> Result<Action, Error> {
     let decision = schedule::decide(&taints, &tolerations, planned, now);
     let action = match decision {
         Decision::Cancel => {
-            if lock(&state.planned).remove(&key).is_some() && pod.metadata.deletion_timestamp.is_none()
+            if lock(&state.planned).remove(&key).is_some()
+                && pod.metadata.deletion_timestamp.is_none()
             {
                 cancelled(&state.recorder, &pod);
             }
@@ -223,7 +230,11 @@ async fn reconcile(pod: Arc<Pod>, state: Arc<State>) -> Result<Action, Error> {
 async fn evict(state: &State, pod: &Pod) -> Result<(), Error> {
     let key = key_of(pod);
     tracing::info!(pod = %key, "deleting pod for a NoExecute taint");
-    event(&state.recorder, pod, format!("Marking for deletion Pod {key}"));
+    event(
+        &state.recorder,
+        pod,
+        format!("Marking for deletion Pod {key}"),
+    );
     let api: Api<Pod> = Api::namespaced(
         state.context.client.clone(),
         pod.metadata.namespace.as_deref().unwrap_or_default(),

@@ -38,7 +38,12 @@ pub fn no_execute(node: &Node) -> Vec<Taint> {
     node.spec
         .as_ref()
         .and_then(|s| s.taints.as_ref())
-        .map(|t| t.iter().filter(|t| t.effect == NO_EXECUTE).cloned().collect())
+        .map(|t| {
+            t.iter()
+                .filter(|t| t.effect == NO_EXECUTE)
+                .cloned()
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -110,7 +115,10 @@ mod tests {
     #[test]
     fn untolerated_taints_evict_at_once() {
         let now = Instant::now();
-        assert_eq!(decide(&[taint(UNREACHABLE)], &[], None, now), Decision::Evict);
+        assert_eq!(
+            decide(&[taint(UNREACHABLE)], &[], None, now),
+            Decision::Evict
+        );
         assert_eq!(
             decide(&[taint(UNREACHABLE)], &[tol(NOT_READY, None)], None, now),
             Decision::Evict
