@@ -5,8 +5,10 @@
 //! taints, its pods Ready=False and evicted when their tolerationSeconds
 //! run out; a node that comes back loses the taints and its pods' pending
 //! evictions; an untolerated NoExecute taint evicts at once; a node that
-//! never reported is marked after the startup grace period; and with
-//! every node lost nothing is tainted NoExecute.
+//! never reported is marked after the startup grace period (and a deleted
+//! one is forgotten with RemovingNode); with every node lost nothing is
+//! tainted NoExecute; and upstream's defaults (50 s grace, the admission
+//! plugin's 300 s) hold on a fake clock.
 //!
 //! Nodes are cluster-scoped, so each test has its own server.
 
@@ -479,6 +481,18 @@ async fn a_node_that_never_reported_is_marked_after_the_startup_grace() {
         has_taint(n, "node.kubernetes.io/unreachable", "NoExecute")
             && has_taint(n, "node.kubernetes.io/unreachable", "NoSchedule")
     })
+    .await;
+    let nodes: Api<Node> = Api::all(client.clone());
+    nodes
+        .delete("silent", &kube::api::DeleteParams::default())
+        .await
+        .unwrap();
+    event(
+        client,
+        "silent",
+        "RemovingNode",
+        "Node silent event: Removing Node silent from Controller",
+    )
     .await;
 }
 
