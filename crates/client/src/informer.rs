@@ -123,9 +123,8 @@ trait Ready: Send + Sync {
 pub struct Informer<K: Watched> {
     store: Store<K>,
     changes: broadcast::Sender<Change<K>>,
-    /// True once the first list is in the store. (kube-runtime's
-    /// `Store::wait_until_ready` wakes only the last of several tasks
-    /// waiting at once: its one-shot channel keeps a single waker.)
+    /// True once the first list is in the store. (kube-runtime's own
+    /// `Store::wait_until_ready` wakes only the last of several waiters.)
     listed: watch::Receiver<bool>,
 }
 
@@ -224,8 +223,8 @@ impl<K: Watched> Informer<K> {
     /// Waits for the first list to be in the store.
     pub async fn ready(&self) {
         let mut listed = self.listed.clone();
-        // An error means the watch task ended (shutdown): nothing to wait for.
-        let _ = listed.wait_for(|l| *l).await;
+        // An error means the informer stopped: nothing to wait for.
+        let _ = listed.wait_for(|done| *done).await;
     }
 
     /// Every change from now on, after a [`Change::Resync`] for what the

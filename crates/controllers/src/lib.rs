@@ -23,8 +23,16 @@
 //!   provisioner (`skiff.dev/local-path`) and reclaims released ones
 //!   (upstream's persistentvolume-binder with k3s' local-path-provisioner);
 //! - [`resourcequota`]: keeps ResourceQuota status (hard and used);
+//! - [`statefulset`]: pods with stable names and their own claims, made,
+//!   removed and updated in order, with ControllerRevisions;
+//! - [`daemonset`]: one pod per eligible node, rolled over with
+//!   maxUnavailable/maxSurge, with ControllerRevisions;
 //! - [`disruption`]: computes PodDisruptionBudget status;
 //! - [`clusterroleaggregation`]: fills aggregated ClusterRoles' rules;
+//! - [`deployment`]: Deployments roll (RollingUpdate, Recreate) between
+//!   their ReplicaSets, with revisions, pause and progress conditions;
+//! - [`replicaset`]: ReplicaSets and ReplicationControllers keep their
+//!   replicas (one logic for both kinds);
 //! - [`serviceaccounts`]: the `default` ServiceAccount in every namespace;
 //! - [`rootcacert`]: the `kube-root-ca.crt` ConfigMap in every namespace;
 //! - `events`: Events about Nodes, claims and volumes, worded and named as
@@ -35,6 +43,8 @@
 
 pub mod clusterroleaggregation;
 pub mod context;
+pub mod daemonset;
+pub mod deployment;
 pub mod disruption;
 mod events;
 pub mod manager;
@@ -42,10 +52,12 @@ pub mod nodeipam;
 pub mod nodelifecycle;
 mod nswatch;
 pub mod persistentvolume;
+pub mod replicaset;
 pub mod resourcequota;
 pub mod rootcacert;
 mod runner;
 pub mod serviceaccounts;
+pub mod statefulset;
 pub mod tainteviction;
 pub mod testing;
 pub mod workload;

@@ -77,6 +77,7 @@ pub(crate) fn start(
         configmaps.ready().await;
         runner::run(
             "root-ca-cert-publisher",
+            &namespaces,
             controller,
             2,
             reconcile,

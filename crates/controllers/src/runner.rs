@@ -9,19 +9,23 @@
 
 use std::fmt::{Debug, Display};
 use std::future::Future;
-use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt as _;
 use kube::runtime::controller::{self, Action, Controller};
-use kube::Resource;
-use serde::de::DeserializeOwned;
+use skiff_client::informer::{Informer, Watched};
 use tokio_util::sync::CancellationToken;
 
-/// Runs `controller` with `workers` concurrent reconciles until `shutdown`.
+/// Runs `controller` (made over `informer`) with `workers` concurrent
+/// reconciles until `shutdown`, once `informer` has listed: kube-runtime's
+/// `Store::wait_until_ready`, which `Controller` awaits, wakes only the
+/// last of several waiters, so controllers sharing an informer must not
+/// start waiting on it before it is ready.
+#[allow(clippy::too_many_arguments)]
 pub async fn run<K, E, Fut, Ctx>(
     name: &'static str,
+    informer: &Informer<K>,
     controller: Controller<K>,
     workers: u16,
     reconcile: impl FnMut(Arc<K>, Arc<Ctx>) -> Fut,
@@ -29,12 +33,15 @@ pub async fn run<K, E, Fut, Ctx>(
     context: Arc<Ctx>,
     shutdown: CancellationToken,
 ) where
-    K: Clone + Resource + DeserializeOwned + Debug + Send + Sync + 'static,
-    K::DynamicType: Debug + Unpin + Eq + Hash + Clone,
+    K: Watched,
     E: std::error::Error + Send + Sync + 'static,
     Fut: Future<Output = Result<Action, E>> + Send + 'static,
     Ctx: Send + Sync + 'static,
 {
+    tokio::select! {
+        _ = informer.ready() => {}
+        _ = shutdown.cancelled() => return,
+    }
     tracing::info!(controller = name, "starting");
     controller
         .graceful_shutdown_on(async move { shutdown.cancelled_owned().await })

@@ -62,6 +62,7 @@ pub(crate) fn start(
         accounts.ready().await;
         runner::run(
             "serviceaccount",
+            &namespaces,
             controller,
             2,
             reconcile,

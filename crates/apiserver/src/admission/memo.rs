@@ -25,6 +25,28 @@ pub struct Memos {
     pub(super) namespaces: Memo<Lifecycle>,
     /// Priority: what it reads of each PriorityClass.
     pub(super) priority_classes: Memo<Class>,
+    /// ResourceQuota: one lock per namespace, held by a create in a
+    /// namespace with quotas from its quota check until it is stored.
+    pub(super) quota_locks: NamespaceLocks,
+}
+
+/// An async lock per namespace (kept for the server's life: one small
+/// entry per namespace that ever had a quota).
+#[derive(Debug, Default)]
+pub struct NamespaceLocks(Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>);
+
+impl NamespaceLocks {
+    /// Waits for `namespace`'s lock.
+    pub async fn lock(&self, namespace: &str) -> tokio::sync::OwnedMutexGuard<()> {
+        let lock = self
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(namespace.to_string())
+            .or_default()
+            .clone();
+        lock.lock_owned().await
+    }
 }
 
 /// One decoded value per key, for the revision it was decoded from.

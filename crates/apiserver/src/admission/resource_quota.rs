@@ -65,6 +65,24 @@ pub async fn recount(state: &Context<'_>, r: &crate::catalog::Resource, ns: &str
     }
 }
 
+/// A create in `ns` holds this from its quota check until it is stored
+/// when the namespace has quotas, so that creates racing each other are
+/// each checked against the usage the others left (upstream charges the
+/// quota's status with compare-and-swap for the same reason). `None`
+/// without quotas: creates elsewhere stay concurrent.
+pub async fn serialize(
+    state: &Context<'_>,
+    ns: &str,
+) -> ApiResult<Option<tokio::sync::OwnedMutexGuard<()>>> {
+    if list_of(state, "", "v1", "resourcequotas", Some(ns))
+        .await?
+        .is_empty()
+    {
+        return Ok(None);
+    }
+    Ok(Some(state.admission.quota_locks.lock(ns).await))
+}
+
 fn name_of(v: &Value) -> &str {
     v.pointer("/metadata/name")
         .and_then(Value::as_str)

@@ -277,6 +277,13 @@ pub async fn create(
     let mut errors = skiff_api::validation::object_meta(&obj);
     errors.extend(strategy.validate(&obj));
     check_valid(r, &name, errors)?;
+    // Held until the object is stored and the quotas recounted.
+    let _quota = match ns.as_deref() {
+        Some(ns) if r.namespaced && !opts.dry_run => {
+            admission::resource_quota::serialize(&admission, ns).await?
+        }
+        _ => None,
+    };
     admission::validate(&attrs, &obj).await?;
     if let Some(manager) = &opts.field_manager {
         obj = crate::registry::managed::record_update(r, None, obj, manager);

@@ -84,6 +84,31 @@ pub const CONTROLLERS: &[Entry] = &[
         start: crate::disruption::start,
     },
     Entry {
+        name: "deployment",
+        on_by_default: true,
+        start: crate::deployment::start,
+    },
+    Entry {
+        name: "replicaset",
+        on_by_default: true,
+        start: crate::replicaset::start_replicasets,
+    },
+    Entry {
+        name: "replicationcontroller",
+        on_by_default: true,
+        start: crate::replicaset::start_replication_controllers,
+    },
+    Entry {
+        name: "statefulset",
+        on_by_default: true,
+        start: crate::statefulset::start,
+    },
+    Entry {
+        name: "daemonset",
+        on_by_default: true,
+        start: crate::daemonset::start,
+    },
+    Entry {
         name: "nodelifecycle",
         on_by_default: true,
         start: crate::nodelifecycle::start,

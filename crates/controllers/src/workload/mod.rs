@@ -8,10 +8,13 @@
 //!   `ControllerRefManager`);
 //! - [`expectations`]: the creates and deletes a controller has sent and
 //!   not yet seen in its informer, so a slow watch never makes it act
-//!   twice (upstream's `ControllerExpectations`).
+//!   twice (upstream's `ControllerExpectations`);
+//! - [`history`]: ControllerRevisions of a pod template (StatefulSet,
+//!   DaemonSet), upstream's `pkg/controller/history`.
 //!
 //! Nothing here decides how many pods there should be.
 
 pub mod expectations;
+pub mod history;
 pub mod ownership;
 pub mod pods;
