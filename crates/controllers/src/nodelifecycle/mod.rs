@@ -139,6 +139,7 @@ pub(crate) fn start(
         let removals = forget_removed(nodes.changes(), state.clone(), shutdown.clone());
         let run = runner::run(
             "nodelifecycle",
+            &nodes,
             controller,
             4,
             reconcile,

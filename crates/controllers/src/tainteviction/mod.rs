@@ -135,6 +135,7 @@ pub(crate) fn start(
         let deletions = forget_deleted(pods.changes(), state.clone(), shutdown.clone());
         let run = runner::run(
             "taint-eviction-controller",
+            &pods,
             controller,
             4,
             reconcile,
