@@ -309,7 +309,11 @@ async fn graceful_deletion_binding_and_status() {
         Some(3)
     );
 
-    // Namespaces: missing → 404; deleting one takes its content.
+    // Namespaces: missing → 404; deleting one marks it Terminating (no
+    // new content) and keeps it, with its content, until the namespace
+    // controller (played here: there are no controllers in these tests)
+    // has deleted the content and removed `kubernetes` from
+    // spec.finalizers through `finalize`.
     let in_missing: Api<Pod> = Api::namespaced(client.clone(), "nowhere");
     let e = api_error(
         in_missing
@@ -333,8 +337,57 @@ async fn graceful_deletion_binding_and_status() {
     team.create(&PostParams::default(), &pod("p", json!({})))
         .await
         .unwrap();
+    let marked = namespaces
+        .delete("team", &DeleteParams::default())
+        .await
+        .unwrap()
+        .left()
+        .expect("the namespace is answered, not a Status");
+    assert!(marked.metadata.deletion_timestamp.is_some());
+    assert_eq!(
+        marked.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Terminating")
+    );
+    let e = api_error(
+        team.create(&PostParams::default(), &pod("q", json!({})))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(e.code, 403, "{}", e.message);
+    // Still there, content too; a second DELETE changes nothing.
+    team.get("p").await.unwrap();
     namespaces
         .delete("team", &DeleteParams::default())
+        .await
+        .unwrap();
+    let ns = namespaces.get("team").await.unwrap();
+    assert_eq!(
+        ns.spec.as_ref().and_then(|s| s.finalizers.clone()),
+        Some(vec!["kubernetes".to_string()])
+    );
+    // An update of the namespace itself does not change spec.finalizers
+    // or the phase.
+    let mut edited = ns.clone();
+    edited.spec.as_mut().unwrap().finalizers = Some(vec![]);
+    edited.status.as_mut().unwrap().phase = Some("Active".into());
+    let edited = namespaces
+        .replace("team", &PostParams::default(), &edited)
+        .await
+        .unwrap();
+    assert_eq!(
+        edited.spec.as_ref().and_then(|s| s.finalizers.clone()),
+        Some(vec!["kubernetes".to_string()])
+    );
+    assert_eq!(
+        edited.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Terminating")
+    );
+    // The namespace controller's part: the content, then finalize.
+    team.delete("p", &DeleteParams::default()).await.unwrap();
+    let mut finalized = edited;
+    finalized.spec.as_mut().unwrap().finalizers = Some(vec![]);
+    namespaces
+        .replace_subresource("finalize", "team", &PostParams::default(), &finalized)
         .await
         .unwrap();
     assert_eq!(

@@ -400,7 +400,9 @@ async fn scenario(minor: u32) {
     let names = ok(&k, &["get", "crontabs", "-o", "name"]).await;
     assert!(!names.contains("/pruned"), "{names}");
 
-    // Deleting a namespace takes its custom objects.
+    // Deleting a namespace takes its custom objects (the namespace
+    // controller deletes them; kubectl waits for the namespace to go).
+    let _controllers = server.namespace_controller().await;
     ok(&k, &["create", "namespace", "doomed"]).await;
     let out = apply(
         &k,

@@ -226,6 +226,8 @@ async fn cluster_ips_are_allocated_refused_and_released() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_ports_are_allocated_refused_and_released() {
     let server = TestServer::start().await;
+    // `kubectl delete namespace` waits for the namespace controller.
+    let _controllers = server.namespace_controller().await;
     for minor in [27, 30, 33] {
         let k = server.kubectl(minor);
         let ns = format!("ports{minor}");

@@ -37,21 +37,48 @@
 //! - [`rootcacert`]: the `kube-root-ca.crt` ConfigMap in every namespace;
 //! - `events`: Events about Nodes, claims and volumes, worded and named as
 //!   upstream's recorders write them;
+//! - [`endpoints`]: each selecting Service's Endpoints (upstream's
+//!   endpoint controller);
+//! - [`endpointslice`]: each selecting Service's EndpointSlices
+//!   (upstream's endpointslice controller);
+//! - `endpointutil`: what those two read the same way (selectors, ports,
+//!   trigger times);
+//! - [`job`]: runs Jobs' pods to completion or failure (upstream's
+//!   job controller, with finalizer-based pod tracking);
+//! - [`cronjob`]: creates Jobs on CronJobs' schedules (upstream's v2
+//!   cronjob controller);
+//! - [`ttlafterfinished`]: deletes finished Jobs after their
+//!   `ttlSecondsAfterFinished`;
 //! - [`workload`]: what the workload controllers share (pod facts,
 //!   controller references and adoption, expectations);
+//! - [`garbagecollector`]: deletes objects whose owners are all gone,
+//!   dependents first for foreground deletion, and orphans dependents
+//!   (upstream's garbage-collector-controller, over every served kind);
+//! - [`namespace`]: deletes the content of namespaces being deleted,
+//!   then finalizes them (upstream's namespace-controller);
+//! - [`podgc`]: deletes terminated pods beyond a threshold and pods of
+//!   nodes that are gone (upstream's pod-garbage-collector);
 //! - [`testing`]: builders of storage objects for tests.
 
 pub mod clusterroleaggregation;
 pub mod context;
+pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
 pub mod disruption;
+pub mod endpoints;
+pub mod endpointslice;
+mod endpointutil;
 mod events;
+pub mod garbagecollector;
+pub mod job;
 pub mod manager;
+pub mod namespace;
 pub mod nodeipam;
 pub mod nodelifecycle;
 mod nswatch;
 pub mod persistentvolume;
+pub mod podgc;
 pub mod replicaset;
 pub mod resourcequota;
 pub mod rootcacert;
@@ -60,6 +87,7 @@ pub mod serviceaccounts;
 pub mod statefulset;
 pub mod tainteviction;
 pub mod testing;
+pub mod ttlafterfinished;
 pub mod workload;
 
 pub use clusterroleaggregation::ClusterRoleAggregation;

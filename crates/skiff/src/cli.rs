@@ -271,6 +271,14 @@ pub struct ControllersArgs {
     /// Partly disrupted zones up to this many nodes stop evictions.
     #[arg(long, default_value_t = 50)]
     pub large_cluster_size_threshold: u32,
+
+    /// The most endpoints the EndpointSlice controller puts in one slice.
+    #[arg(long, default_value_t = 100)]
+    pub max_endpoints_per_slice: usize,
+    /// Terminated pods kept before pod GC deletes the oldest; 0 or less
+    /// keeps them all.
+    #[arg(long, default_value_t = 12_500, allow_negative_numbers = true)]
+    pub terminated_pod_gc_threshold: i32,
 }
 
 impl ControllersArgs {
@@ -287,6 +295,8 @@ impl ControllersArgs {
             secondary_node_eviction_rate: self.secondary_node_eviction_rate,
             unhealthy_zone_threshold: self.unhealthy_zone_threshold,
             large_cluster_size_threshold: self.large_cluster_size_threshold,
+            max_endpoints_per_slice: self.max_endpoints_per_slice,
+            terminated_pod_gc_threshold: self.terminated_pod_gc_threshold,
             ..skiff_controllers::Config::default()
         }
     }

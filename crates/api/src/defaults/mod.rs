@@ -321,12 +321,26 @@ pub fn replica_set(obj: &mut Value) {
     template(obj);
 }
 
-/// Job defaults (restartPolicy Never in its template).
+/// Job defaults (restartPolicy Never in its template; completions only
+/// when parallelism is unset too; with `backoffLimitPerIndex`, no global
+/// backoffLimit, i.e. MaxInt32).
 pub fn job(obj: &mut Value) {
     if let Some(spec) = object_at(obj, "spec") {
+        // Both unset: one pod to one completion; parallelism alone set:
+        // a work queue, with no completions (upstream's SetDefaults_Job).
+        let unset = |k: &str| spec.get(k).is_none_or(Value::is_null);
+        if unset("completions") && unset("parallelism") {
+            spec.insert("completions".into(), json!(1));
+        }
         default(spec, "parallelism", json!(1));
-        default(spec, "completions", json!(1));
-        default(spec, "backoffLimit", json!(6));
+        let per_index = spec
+            .get("backoffLimitPerIndex")
+            .is_some_and(|v| !v.is_null());
+        default(
+            spec,
+            "backoffLimit",
+            json!(if per_index { i32::MAX } else { 6 }),
+        );
         default(spec, "completionMode", json!("NonIndexed"));
         default(spec, "suspend", json!(false));
     }

@@ -299,6 +299,27 @@ pub fn pod_update_all(old: &Value, new: &Value) -> Vec<FieldError> {
     errors
 }
 
+/// A StatefulSet's pod spec with a volume for each volumeClaimTemplate
+/// (as the pods will have), `None` without claim templates.
+fn claim_volumes(obj: &Value) -> Option<Value> {
+    let claims = obj.pointer("/spec/volumeClaimTemplates")?.as_array()?;
+    let mut spec = obj.pointer("/spec/template/spec")?.clone();
+    let volumes = spec
+        .as_object_mut()?
+        .entry("volumes")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if let Some(list) = volumes.as_array_mut() {
+        for c in claims {
+            if let Some(name) = c.pointer("/metadata/name").and_then(Value::as_str) {
+                list.push(
+                    serde_json::json!({"name": name, "persistentVolumeClaim": {"claimName": name}}),
+                );
+            }
+        }
+    }
+    Some(spec)
+}
+
 /// The pod template and replicas of a Deployment, ReplicaSet or Job.
 pub(crate) fn workload_template(obj: &Value) -> Vec<FieldError> {
     let mut errors = match obj.pointer("/spec/template/spec") {
@@ -314,8 +335,11 @@ pub(crate) fn workload_template(obj: &Value) -> Vec<FieldError> {
             ));
         }
     }
+    // A StatefulSet's containers may mount its volumeClaimTemplates too
+    // (upstream checks the union of both).
+    let with_claims = claim_volumes(obj);
     errors.extend(workloads::pod_spec_extras(
-        obj.pointer("/spec/template/spec"),
+        with_claims.as_ref().or(obj.pointer("/spec/template/spec")),
         "spec.template.spec",
     ));
     errors.extend(pod::template_only(
@@ -339,6 +363,25 @@ mod tests {
             .iter()
             .map(|e| (e.field.as_str(), e.message.as_str()))
             .collect()
+    }
+
+    #[test]
+    fn statefulset_containers_may_mount_their_claim_templates() {
+        let set = |mount: &str| {
+            json!({"spec": {
+                "template": {"spec": {"containers": [{"name": "c", "image": "busybox",
+                    "volumeMounts": [{"name": mount, "mountPath": "/data"}]}]}},
+                "volumeClaimTemplates": [{"metadata": {"name": "data"}}],
+            }})
+        };
+        assert!(workload_template(&set("data")).is_empty());
+        assert_eq!(
+            fields(&workload_template(&set("other"))),
+            vec![(
+                "spec.template.spec.containers[0].volumeMounts[0].name",
+                "Not found: \"other\""
+            )]
+        );
     }
 
     #[test]

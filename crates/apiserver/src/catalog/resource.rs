@@ -58,6 +58,7 @@ pub fn subresource_kind(
         "attach" => ("", "v1", "PodAttachOptions", &["create", "get"]),
         "portforward" => ("", "v1", "PodPortForwardOptions", &["create", "get"]),
         "scale" => ("autoscaling", "v1", "Scale", &["get", "patch", "update"]),
+        "finalize" => (r.group, r.version, r.kind, &["update"]),
         _ => (r.group, r.version, r.kind, &["get", "patch", "update"]),
     }
 }

@@ -296,6 +296,13 @@ async fn handle(state: AppState, req: Request) -> ApiResult<Response> {
             let body = read_body(req).await?;
             update(&state, &kind, ns, name, sub, &body, &opts).await
         }
+        (Method::PUT, Some(name), sub @ Some("finalize"))
+            if r.subresources.contains(&"finalize") =>
+        {
+            let opts = WriteOptions::parse(&q)?;
+            let body = read_body(req).await?;
+            update(&state, &kind, ns, name, sub, &body, &opts).await
+        }
         (Method::GET, None, None) if is_true(q.get("watch")) => {
             watch(&state, &kind, ns, &q, out).await
         }

@@ -8,13 +8,12 @@
 //!   grace 0 (`--force --grace-period=0`), goes at once.
 //! - An object with finalizers is marked and stays until an update empties
 //!   them. `Orphan` and `Foreground` propagation add the `orphan` and
-//!   `foregroundDeletion` finalizers, as upstream; the garbage collector
-//!   that acts on them comes with the controllers.
-//! - A namespace is marked Terminating (no new content), its objects are
-//!   deleted, then the namespace itself.
+//!   `foregroundDeletion` finalizers (so does orphanDependents=true), as
+//!   upstream; the garbage collector acts on them.
+//! - A namespace is marked Terminating (no new content); the namespace
+//!   controller deletes its content and finalizes it, then it goes.
 
 use serde_json::{json, Value};
-use skiff_store::ListOptions;
 
 use crate::catalog::{Kind, Resource};
 use crate::object::{self, with_revision};
@@ -97,6 +96,8 @@ fn check_options_kind(body: &Value) -> ApiResult<()> {
 pub struct DeleteOptions {
     pub grace_period_seconds: Option<i64>,
     pub propagation_policy: Option<String>,
+    /// The deprecated orphanDependents flag.
+    pub orphan_dependents: Option<bool>,
     pub precondition_uid: Option<String>,
     pub precondition_resource_version: Option<String>,
     /// `dryRun=All`: check everything, change nothing.
@@ -124,6 +125,7 @@ impl DeleteOptions {
                 crate::decode::typed::decode_as(&v).map_err(ApiError::bad_request)?;
             opts.grace_period_seconds = typed.grace_period_seconds;
             opts.propagation_policy = typed.propagation_policy;
+            opts.orphan_dependents = typed.orphan_dependents;
             if let Some(p) = typed.preconditions {
                 opts.precondition_uid = p.uid;
                 opts.precondition_resource_version = p.resource_version;
@@ -157,6 +159,9 @@ impl DeleteOptions {
         }
         if let Some(p) = q.get("propagationPolicy") {
             opts.propagation_policy = Some(p.clone());
+        }
+        if let Some(o) = q.get("orphanDependents") {
+            opts.orphan_dependents = Some(o == "true");
         }
         if let Some(p) = &opts.propagation_policy {
             if !["Foreground", "Background", "Orphan"].contains(&p.as_str()) {
@@ -257,7 +262,7 @@ pub async fn delete_one(
             if opts.dry_run {
                 return Ok(answer(with_revision(obj, revision), None));
             }
-            return delete_namespace(state, r, name, obj, revision)
+            return delete_namespace(state, kind, name, obj, revision, opts)
                 .await
                 .map(|obj| answer(obj, None));
         }
@@ -267,12 +272,12 @@ pub async fn delete_one(
             // A CRD's objects go first (crate::crd::cleanup).
             kind.strategy().prepare_for_delete(&mut obj, &mut fins);
         }
-        match opts.propagation_policy.as_deref() {
-            Some("Orphan") if !fins.iter().any(|f| f == "orphan") => fins.push("orphan".into()),
-            Some("Foreground") if !fins.iter().any(|f| f == "foregroundDeletion") => {
-                fins.push("foregroundDeletion".into())
-            }
-            _ => {}
+        // Every served kind defaults to Background: the kinds upstream
+        // orphans by default are only in API versions not served here
+        // (extensions/v1beta1, apps/v1beta1, apps/v1beta2).
+        let gc = gc_finalizers(&fins, opts, false);
+        if sorted(&gc) != sorted(&fins) {
+            fins = gc;
         }
         let grace = if r.group.is_empty() && r.plural == "pods" {
             pod_grace(&obj, opts)
@@ -339,6 +344,12 @@ pub async fn delete_one(
             Err(e) => return Err(e.into()),
         }
     }
+}
+
+fn sorted(v: &[String]) -> Vec<&String> {
+    let mut v: Vec<&String> = v.iter().collect();
+    v.sort();
+    v
 }
 
 /// The watch cache's copy of `key` in stored form (no resourceVersion)
@@ -417,50 +428,96 @@ fn check_preconditions(
     Ok(())
 }
 
+/// The first DELETE of a namespace marks it (deletionTimestamp, phase
+/// Terminating, the garbage collector's finalizers as the options ask)
+/// and answers it: the namespace controller deletes its content, then
+/// removes `kubernetes` from spec.finalizers through `finalize`, and the
+/// update that leaves both finalizer lists empty deletes it
+/// (crate::registry::finalize). A later DELETE deletes it once both are
+/// empty, as upstream's namespace REST does.
 async fn delete_namespace(
     state: &AppState,
-    r: &Resource,
+    kind: &Kind,
     name: &str,
     mut obj: Value,
     revision: i64,
+    opts: &DeleteOptions,
 ) -> ApiResult<Value> {
+    let r = kind.resource;
     let key = object::key(r, None, name);
-    // Terminating first: admission now refuses new content.
-    crate::object::set(&mut obj, "status", json!({"phase": "Terminating"}));
-    object::meta(&mut obj).insert("deletionTimestamp".into(), json!(object::now()));
-    let value = serde_json::to_vec(&obj).map_err(|e| ApiError::internal(e.to_string()))?;
-    let marked = match state.store.update(&key, value.into(), revision).await {
-        Ok(kv) => kv,
-        Err(skiff_store::Error::Conflict { .. }) => {
-            return Err(ApiError::conflict(r.group, r.plural, name))
+    let fins = finalizers(&obj);
+    if obj.pointer("/metadata/deletionTimestamp").is_some() {
+        let spec_finalizers = obj
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|f| !f.is_empty());
+        if spec_finalizers || !fins.is_empty() {
+            return Ok(with_revision(obj, revision));
         }
-        Err(e) => return Err(e.into()),
-    };
-    let mut seen = std::collections::HashSet::new();
-    for resource in state.catalog.all().into_iter().filter(|r| r.namespaced) {
-        if !seen.insert(resource.storage) {
-            continue;
-        }
-        let kind = state.catalog.resolve(resource);
-        let prefix = object::prefix(resource, Some(name));
-        let page = state.store.list(&prefix, ListOptions::default()).await?;
-        for kv in page.items {
-            match state.store.delete(&kv.key, None).await {
-                Ok(d) => {
-                    if let Ok(obj) = serde_json::from_slice::<Value>(&d.prev.value) {
-                        super::observe::deleted(state, &kind, &obj).await;
-                    }
-                }
-                Err(skiff_store::Error::NotFound { .. }) => {}
-                Err(e) => return Err(e.into()),
+        return match state.store.delete(&key, Some(revision)).await {
+            Ok(d) => {
+                super::observe::deleted(state, kind, &obj).await;
+                Ok(with_revision(obj, d.revision))
             }
-        }
+            Err(skiff_store::Error::Conflict { .. }) => {
+                Err(ApiError::conflict(r.group, r.plural, name))
+            }
+            Err(skiff_store::Error::NotFound { .. }) => {
+                Err(ApiError::not_found(r.group, r.plural, name))
+            }
+            Err(e) => Err(e.into()),
+        };
     }
-    match state.store.delete(&key, None).await {
-        Ok(d) => Ok(with_revision(obj, d.revision)),
-        Err(skiff_store::Error::NotFound { .. }) => Ok(with_revision(obj, marked.mod_revision)),
+    // Terminating: admission now refuses new content.
+    crate::object::set(&mut obj, "status", json!({"phase": "Terminating"}));
+    let gc_finalizers = gc_finalizers(&fins, opts, false);
+    let meta = object::meta(&mut obj);
+    meta.insert("deletionTimestamp".into(), json!(object::now()));
+    if !gc_finalizers.is_empty() {
+        meta.insert("finalizers".into(), json!(gc_finalizers));
+    }
+    let (value, _) = crate::registry::write::encode(&obj)?;
+    match state.store.update(&key, value, revision).await {
+        Ok(kv) => Ok(with_revision(obj, kv.mod_revision)),
+        Err(skiff_store::Error::Conflict { .. }) => {
+            Err(ApiError::conflict(r.group, r.plural, name))
+        }
         Err(e) => Err(e.into()),
     }
+}
+
+/// The finalizers an object keeps when deleted with `opts`, as upstream's
+/// deletionFinalizersForGarbageCollection: `orphan` when orphanDependents
+/// is true, the policy is Orphan, or (neither given) it already has it or
+/// its kind defaults to orphaning; `foregroundDeletion` when the policy is
+/// Foreground or (nothing given) it already has it.
+fn gc_finalizers(current: &[String], opts: &DeleteOptions, orphan_by_default: bool) -> Vec<String> {
+    let has = |f: &str| current.iter().any(|c| c == f);
+    let policy = opts.propagation_policy.as_deref();
+    let orphan = match (opts.orphan_dependents, policy) {
+        (Some(orphan), _) => orphan,
+        (None, Some(p)) => p == "Orphan",
+        (None, None) if has("orphan") => true,
+        (None, None) if has("foregroundDeletion") => false,
+        (None, None) => orphan_by_default,
+    };
+    let foreground = match (opts.orphan_dependents, policy) {
+        (Some(_), _) => false,
+        (None, Some(p)) => p == "Foreground",
+        (None, None) => has("foregroundDeletion"),
+    };
+    let mut out: Vec<String> = current
+        .iter()
+        .filter(|f| *f != "orphan" && *f != "foregroundDeletion")
+        .cloned()
+        .collect();
+    if orphan {
+        out.push("orphan".into());
+    }
+    if foreground {
+        out.push("foregroundDeletion".into());
+    }
+    out
 }
 
 #[cfg(test)]
@@ -495,6 +552,56 @@ mod tests {
             std::time::Duration::from_secs(60),
         );
         (state, store)
+    }
+
+    #[test]
+    fn gc_finalizers_follow_upstreams_rules() {
+        let opts = |policy: Option<&str>, orphan: Option<bool>| DeleteOptions {
+            propagation_policy: policy.map(String::from),
+            orphan_dependents: orphan,
+            ..DeleteOptions::default()
+        };
+        let fins = |f: &[&str]| f.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // kubectl's default (Background) and no options: nothing added.
+        assert!(gc_finalizers(&[], &opts(Some("Background"), None), false).is_empty());
+        assert!(gc_finalizers(&[], &opts(None, None), false).is_empty());
+        assert_eq!(
+            gc_finalizers(&[], &opts(Some("Orphan"), None), false),
+            fins(&["orphan"])
+        );
+        assert_eq!(
+            gc_finalizers(&[], &opts(Some("Foreground"), None), false),
+            fins(&["foregroundDeletion"])
+        );
+        // The old flag.
+        assert_eq!(
+            gc_finalizers(&[], &opts(None, Some(true)), false),
+            fins(&["orphan"])
+        );
+        assert!(gc_finalizers(&fins(&["orphan"]), &opts(None, Some(false)), false).is_empty());
+        // An explicit policy replaces the finalizers of an earlier one;
+        // without one, they stay.
+        assert_eq!(
+            gc_finalizers(
+                &fins(&["x", "orphan"]),
+                &opts(Some("Background"), None),
+                false
+            ),
+            fins(&["x"])
+        );
+        assert_eq!(
+            gc_finalizers(&fins(&["orphan"]), &opts(Some("Foreground"), None), false),
+            fins(&["foregroundDeletion"])
+        );
+        assert_eq!(
+            gc_finalizers(&fins(&["foregroundDeletion"]), &opts(None, None), true),
+            fins(&["foregroundDeletion"])
+        );
+        // A kind orphaning by default (none served here) without options.
+        assert_eq!(
+            gc_finalizers(&[], &opts(None, None), true),
+            fins(&["orphan"])
+        );
     }
 
     #[tokio::test]

@@ -1,5 +1,6 @@
 //! An update that empties the finalizers of an object marked for
-//! deletion removes it (and, for a pod, only once its grace period is 0).
+//! deletion removes it (and, for a pod, only once its grace period is 0;
+//! for a namespace, only once spec.finalizers is empty too).
 //! The write path calls it after every stored update.
 
 use serde_json::Value;
@@ -19,6 +20,17 @@ pub async fn finish_if_done(
 ) -> ApiResult<bool> {
     let r = kind.resource;
     if obj.pointer("/metadata/deletionTimestamp").is_none() || !finalizers(obj).is_empty() {
+        return Ok(false);
+    }
+    // A namespace also waits for its spec.finalizers (the namespace
+    // controller's `kubernetes`), as upstream's namespace REST does.
+    let is_namespace = r.group.is_empty() && r.plural == "namespaces";
+    if is_namespace
+        && obj
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|f| !f.is_empty())
+    {
         return Ok(false);
     }
     let grace = obj

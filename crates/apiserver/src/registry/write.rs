@@ -551,6 +551,20 @@ pub async fn update(
                 strategy.prepare_for_status_update(&old, &mut merged);
                 merged
             }
+            Some("finalize") => {
+                // Namespaces: everything but status, spec.finalizers
+                // included (upstream's namespaceFinalizeStrategy).
+                let mut obj = candidate;
+                match old.get("status") {
+                    Some(status) => crate::object::set(&mut obj, "status", status.clone()),
+                    None => {
+                        if let Some(o) = obj.as_object_mut() {
+                            o.remove("status");
+                        }
+                    }
+                }
+                obj
+            }
             Some("approval") => {
                 // Only the conditions change (CertificateSigningRequests).
                 let mut obj = candidate;

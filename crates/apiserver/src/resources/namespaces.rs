@@ -1,4 +1,5 @@
-//! Namespaces: cluster-scoped, DNS-label names, the kubernetes finalizer.
+//! Namespaces: cluster-scoped, DNS-label names, the kubernetes finalizer
+//! (in spec.finalizers, changed only through the `finalize` subresource).
 
 use k8s_openapi::api::core::v1::Namespace;
 use serde_json::Value;
@@ -17,7 +18,7 @@ pub static KIND: KindDef = KindDef {
         false,
         &["ns"],
         NONE,
-        &["status"],
+        &["finalize", "status"],
     )),
     selectable_fields: &["status.phase"],
     strategy: &NamespaceStrategy,
@@ -34,4 +35,27 @@ impl Strategy for NamespaceStrategy {
     fn name_errors(&self, name: &str) -> Vec<String> {
         skiff_api::validation::names::dns1123_label(name)
     }
+    /// spec.finalizers changes only through `finalize`; status only
+    /// through `status` (upstream's namespaceStrategy).
+    fn prepare_for_update(&self, old: &Value, new: &mut Value) {
+        keep(old, new, "status");
+        let finalizers = old.pointer("/spec/finalizers").cloned();
+        if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
+            match finalizers {
+                Some(f) => spec.insert("finalizers".into(), f),
+                None => spec.remove("finalizers"),
+            };
+        }
+    }
+}
+
+/// Sets `field` of `new` to `old`'s (or removes it).
+pub(crate) fn keep(old: &Value, new: &mut Value, field: &str) {
+    let Some(obj) = new.as_object_mut() else {
+        return;
+    };
+    match old.get(field) {
+        Some(v) => obj.insert(field.into(), v.clone()),
+        None => obj.remove(field),
+    };
 }

@@ -15,6 +15,15 @@ pub const KUBECTL_DIR: &str = "/usr/lib/google-cloud-sdk/bin";
 #[allow(unused_imports)] // the tests that use it are in some binaries only
 pub use skiff_testkit::apiserver::VIEWER_TOKEN;
 
+/// Controllers started for a test; stopped when dropped.
+pub struct Controllers(tokio_util::sync::CancellationToken);
+
+impl Drop for Controllers {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
 /// The shared in-process server (`dir`, `kubeconfig`, `url`, `store`,
 /// `loopback`), with kubectl helpers.
 pub struct TestServer {
@@ -47,6 +56,23 @@ impl TestServer {
         TestServer {
             server: TestApiServer::start(configure, Options { loopback }).await,
         }
+    }
+
+    /// Runs the namespace controller against this server until the guard
+    /// is dropped: deleting a namespace only marks it, the controller
+    /// deletes its content and finalizes it (as with upstream's
+    /// kube-controller-manager), so tests that wait for a namespace to go
+    /// need it.
+    pub async fn namespace_controller(&self) -> Controllers {
+        let stop = tokio_util::sync::CancellationToken::new();
+        let config = skiff_controllers::Config {
+            leader_election: None,
+            controllers: vec!["namespace".into()],
+            ..skiff_controllers::Config::default()
+        };
+        let client = self.client().await;
+        tokio::spawn(skiff_controllers::ControllerManager::new(config).run(client, stop.clone()));
+        Controllers(stop)
     }
 
     /// A kubeconfig that trusts the server but carries no credentials.

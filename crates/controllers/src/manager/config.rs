@@ -8,6 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::jiff::Timestamp;
 use skiff_client::clock::{Clock, SystemClock};
 use skiff_client::leader::LeaderElectionConfig;
 
@@ -59,6 +60,51 @@ pub struct Config {
     /// The clock the controllers' own timers read (grace periods,
     /// tolerationSeconds); tests give a fake one.
     pub clock: Arc<dyn Clock>,
+    /// The most endpoints in one EndpointSlice
+    /// (`--max-endpoints-per-slice`, 100).
+    pub max_endpoints_per_slice: usize,
+    /// How often the garbage collector discovers the served resources
+    /// again (upstream: 30 s), picking up custom resources.
+    pub gc_rediscovery: Duration,
+    /// Terminated pods kept before pod GC deletes the oldest
+    /// (`--terminated-pod-gc-threshold`, 12,500); 0 or less keeps all.
+    pub terminated_pod_gc_threshold: i32,
+    /// How often pod GC looks (upstream: 20 s).
+    pub pod_gc_period: Duration,
+    /// How long a node pods are bound to must stay missing before pod GC
+    /// deletes them (upstream: 40 s).
+    pub pod_gc_quarantine: Duration,
+    /// Wall-clock time as the time-driven controllers (Job deadlines,
+    /// CronJob schedules, TTL after finished) read it; tests drive it.
+    pub wall_clock: WallClock,
+}
+
+/// "What time is it" for controllers that act on wall-clock times.
+#[derive(Clone)]
+pub struct WallClock(Arc<dyn Fn() -> Timestamp + Send + Sync>);
+
+impl WallClock {
+    /// A clock that asks `now`.
+    pub fn from_fn(now: impl Fn() -> Timestamp + Send + Sync + 'static) -> Self {
+        Self(Arc::new(now))
+    }
+
+    /// The current time.
+    pub fn now(&self) -> Timestamp {
+        (self.0)()
+    }
+}
+
+impl Default for WallClock {
+    fn default() -> Self {
+        Self::from_fn(Timestamp::now)
+    }
+}
+
+impl std::fmt::Debug for WallClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WallClock")
+    }
 }
 
 /// The defaults: chosen by measurement (see the controllers benchmark):
@@ -91,6 +137,12 @@ impl Default for Config {
             unhealthy_zone_threshold: 0.55,
             large_cluster_size_threshold: 50,
             clock: Arc::new(SystemClock),
+            max_endpoints_per_slice: 100,
+            gc_rediscovery: Duration::from_secs(30),
+            terminated_pod_gc_threshold: 12_500,
+            pod_gc_period: Duration::from_secs(20),
+            pod_gc_quarantine: Duration::from_secs(40),
+            wall_clock: WallClock::default(),
         }
     }
 }

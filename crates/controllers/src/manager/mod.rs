@@ -18,7 +18,7 @@ use futures::FutureExt as _;
 use skiff_client::leader::{Held, LeaderElector, LeaderError};
 use tokio_util::sync::CancellationToken;
 
-pub use config::{Config, DEFAULT_BURST, DEFAULT_QPS};
+pub use config::{Config, WallClock, DEFAULT_BURST, DEFAULT_QPS};
 
 use crate::context::Context;
 
@@ -127,6 +127,46 @@ pub const CONTROLLERS: &[Entry] = &[
         name: "root-ca-cert-publisher",
         on_by_default: true,
         start: crate::rootcacert::start,
+    },
+    Entry {
+        name: "endpoint",
+        on_by_default: true,
+        start: crate::endpoints::start,
+    },
+    Entry {
+        name: "endpointslice",
+        on_by_default: true,
+        start: crate::endpointslice::start,
+    },
+    Entry {
+        name: "garbagecollector",
+        on_by_default: true,
+        start: crate::garbagecollector::start,
+    },
+    Entry {
+        name: "podgc",
+        on_by_default: true,
+        start: crate::podgc::start,
+    },
+    Entry {
+        name: "namespace",
+        on_by_default: true,
+        start: crate::namespace::start,
+    },
+    Entry {
+        name: "job",
+        on_by_default: true,
+        start: crate::job::start,
+    },
+    Entry {
+        name: "cronjob",
+        on_by_default: true,
+        start: crate::cronjob::start,
+    },
+    Entry {
+        name: "ttl-after-finished",
+        on_by_default: true,
+        start: crate::ttlafterfinished::start,
     },
 ];
 
