@@ -12,6 +12,12 @@
 //!   per-object back-off of error policies;
 //! - [`nodeipam`]: gives each Node a podCIDR from the cluster CIDR
 //!   (upstream's range allocator);
+//! - [`nodelifecycle`]: marks nodes whose heartbeat stopped Unknown,
+//!   taints nodes by their conditions (NoSchedule, and NoExecute
+//!   `not-ready`/`unreachable` at a per-zone rate) and marks their pods
+//!   not ready;
+//! - [`tainteviction`]: deletes pods from nodes with NoExecute taints they
+//!   do not tolerate, at once or when their tolerationSeconds run out;
 //! - [`persistentvolume`]: binds PersistentVolumeClaims to
 //!   PersistentVolumes, provisions volumes for the built-in local-path
 //!   provisioner (`skiff.dev/local-path`) and reclaims released ones
@@ -69,6 +75,7 @@ pub mod job;
 pub mod manager;
 pub mod namespace;
 pub mod nodeipam;
+pub mod nodelifecycle;
 mod nswatch;
 pub mod persistentvolume;
 pub mod podgc;
@@ -78,6 +85,7 @@ pub mod rootcacert;
 mod runner;
 pub mod serviceaccounts;
 pub mod statefulset;
+pub mod tainteviction;
 pub mod testing;
 pub mod ttlafterfinished;
 pub mod workload;

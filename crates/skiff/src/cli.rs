@@ -244,6 +244,34 @@ pub struct ControllersArgs {
     #[arg(long, value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
 
+    /// How long a node's Lease and status may stand still before the node
+    /// is marked Unknown and tainted unreachable.
+    #[arg(long, default_value = "50s", value_parser = parse_duration)]
+    pub node_monitor_grace_period: std::time::Duration,
+
+    /// The same for a node that never posted its status.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub node_startup_grace_period: std::time::Duration,
+
+    /// Nodes a second whose pods may be evicted (tainted NoExecute) in a
+    /// healthy zone.
+    #[arg(long, default_value_t = 0.1)]
+    pub node_eviction_rate: f32,
+
+    /// The same in a partly disrupted zone larger than
+    /// --large-cluster-size-threshold.
+    #[arg(long, default_value_t = 0.01)]
+    pub secondary_node_eviction_rate: f32,
+
+    /// The share of not-Ready nodes (of more than 2) that makes a zone
+    /// partly disrupted.
+    #[arg(long, default_value_t = 0.55)]
+    pub unhealthy_zone_threshold: f32,
+
+    /// Partly disrupted zones up to this many nodes stop evictions.
+    #[arg(long, default_value_t = 50)]
+    pub large_cluster_size_threshold: u32,
+
     /// The most endpoints the EndpointSlice controller puts in one slice.
     #[arg(long, default_value_t = 100)]
     pub max_endpoints_per_slice: usize,
@@ -261,6 +289,12 @@ impl ControllersArgs {
             burst: self.kube_api_burst,
             controllers: self.controllers.clone(),
             cluster_cidr: Some(cluster_cidr.to_string()).filter(|c| !c.is_empty()),
+            node_monitor_grace_period: self.node_monitor_grace_period,
+            node_startup_grace_period: self.node_startup_grace_period,
+            node_eviction_rate: self.node_eviction_rate,
+            secondary_node_eviction_rate: self.secondary_node_eviction_rate,
+            unhealthy_zone_threshold: self.unhealthy_zone_threshold,
+            large_cluster_size_threshold: self.large_cluster_size_threshold,
             max_endpoints_per_slice: self.max_endpoints_per_slice,
             terminated_pod_gc_threshold: self.terminated_pod_gc_threshold,
             ..skiff_controllers::Config::default()

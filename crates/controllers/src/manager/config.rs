@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
-
+use skiff_client::clock::{Clock, SystemClock};
 use skiff_client::leader::LeaderElectionConfig;
 
 /// The controller manager's settings.
@@ -36,6 +36,30 @@ pub struct Config {
     pub root_ca: Option<String>,
     /// The period of the controllers' full resyncs.
     pub resync: Duration,
+    /// How long a node's Lease and status may stand still before the node
+    /// lifecycle controller marks it Unknown
+    /// (`--node-monitor-grace-period`, 50 s).
+    pub node_monitor_grace_period: Duration,
+    /// The same for a node that never posted its status
+    /// (`--node-startup-grace-period`, 60 s).
+    pub node_startup_grace_period: Duration,
+    /// Nodes a second whose pods may be evicted (tainted NoExecute) per
+    /// healthy zone (`--node-eviction-rate`, 0.1).
+    pub node_eviction_rate: f32,
+    /// The same for a partly disrupted zone larger than
+    /// [`Config::large_cluster_size_threshold`]
+    /// (`--secondary-node-eviction-rate`, 0.01).
+    pub secondary_node_eviction_rate: f32,
+    /// The share of not-Ready nodes (of at least 3) that makes a zone
+    /// partly disrupted (`--unhealthy-zone-threshold`, 0.55).
+    pub unhealthy_zone_threshold: f32,
+    /// Zones with more nodes than this keep evicting at the secondary rate
+    /// when partly disrupted; smaller ones stop
+    /// (`--large-cluster-size-threshold`, 50).
+    pub large_cluster_size_threshold: u32,
+    /// The clock the controllers' own timers read (grace periods,
+    /// tolerationSeconds); tests give a fake one.
+    pub clock: Arc<dyn Clock>,
     /// The most endpoints in one EndpointSlice
     /// (`--max-endpoints-per-slice`, 100).
     pub max_endpoints_per_slice: usize,
@@ -106,6 +130,13 @@ impl Default for Config {
             node_cidr_mask_size: 24,
             root_ca: None,
             resync: Duration::from_secs(30),
+            node_monitor_grace_period: Duration::from_secs(50),
+            node_startup_grace_period: Duration::from_secs(60),
+            node_eviction_rate: 0.1,
+            secondary_node_eviction_rate: 0.01,
+            unhealthy_zone_threshold: 0.55,
+            large_cluster_size_threshold: 50,
+            clock: Arc::new(SystemClock),
             max_endpoints_per_slice: 100,
             gc_rediscovery: Duration::from_secs(30),
             terminated_pod_gc_threshold: 12_500,

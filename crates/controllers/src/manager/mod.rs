@@ -109,6 +109,16 @@ pub const CONTROLLERS: &[Entry] = &[
         start: crate::daemonset::start,
     },
     Entry {
+        name: "nodelifecycle",
+        on_by_default: true,
+        start: crate::nodelifecycle::start,
+    },
+    Entry {
+        name: "taint-eviction-controller",
+        on_by_default: true,
+        start: crate::tainteviction::start,
+    },
+    Entry {
         name: "serviceaccount",
         on_by_default: true,
         start: crate::serviceaccounts::start,
