@@ -51,7 +51,7 @@ def main():
 
     def rolled(d):
         s = d.status
-        return (s.observed_generation == d.metadata.generation and s.updated_replicas == 2
+        return s is not None and (s.observed_generation == d.metadata.generation and s.updated_replicas == 2
                 and s.replicas == 2 and s.available_replicas == 2)
 
     d = wait(apps.list_namespaced_deployment, "py-web", ns, rolled, "became available")
@@ -76,7 +76,8 @@ def main():
         },
     })
     wait(apps.list_namespaced_daemon_set, "py-agent", ns,
-         lambda ds: ds.status.desired_number_scheduled == 1 and ds.status.number_ready == 1,
+         lambda ds: ds.status is not None and ds.status.desired_number_scheduled == 1
+         and ds.status.number_ready == 1,
          "had its pod ready")
 
     batch.create_namespaced_job(ns, {
@@ -87,7 +88,8 @@ def main():
     })
 
     def complete(j):
-        return any(c.type == "Complete" and c.status == "True" for c in (j.status.conditions or []))
+        conditions = (j.status.conditions if j.status else None) or []
+        return any(c.type == "Complete" and c.status == "True" for c in conditions)
 
     j = wait(batch.list_namespaced_job, "py-job", ns, complete, "completed")
     assert j.status.succeeded == 2, j.status
