@@ -1,0 +1,238 @@
+//! The kinds a quota counts, read from the manager's shared informers:
+//! each kind's informer is started the first time a quota names it (so
+//! with no quota, or none counting Roles, nothing more is watched than
+//! the other controllers watch already), and from then on every change
+//! of one of its objects sends the quotas of that namespace which count
+//! the kind to the controller (its `watches_stream`).
+//!
+//! This module owns the table of counted kinds (upstream's evaluators'
+//! `count/<resource>.<group>` over the built-in namespaced kinds), the
+//! per-kind forwarders and the usage sums over the stores. It never
+//! writes, and it reads nothing but informer stores.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use futures::channel::mpsc::UnboundedSender;
+use futures::future::BoxFuture;
+use futures::StreamExt as _;
+use k8s_openapi::api::{apps, autoscaling, batch, coordination, core, discovery, networking};
+use k8s_openapi::api::{policy, rbac};
+use kube::runtime::reflector::Store;
+use kube::ResourceExt;
+use skiff_api::quota::{self, counted_kind, Usage};
+use skiff_client::informer::{Change, Informer, Informers, Watched};
+use tokio_util::sync::CancellationToken;
+
+use k8s_openapi::api::core::v1::ResourceQuota;
+
+/// A counted kind's store, type-erased.
+pub(crate) trait Kind: Send + Sync {
+    /// Waits for the informer's first list.
+    fn ready(&self) -> BoxFuture<'static, ()>;
+    /// What the kind's objects of `namespace` charge.
+    fn usage(&self, namespace: &str) -> Usage;
+}
+
+struct Typed<K: Watched> {
+    informer: Informer<K>,
+    group: &'static str,
+    plural: &'static str,
+}
+
+impl<K: Watched + serde::Serialize> Kind for Typed<K> {
+    fn ready(&self) -> BoxFuture<'static, ()> {
+        let informer = self.informer.clone();
+        Box::pin(async move { informer.ready().await })
+    }
+
+    fn usage(&self, namespace: &str) -> Usage {
+        let mut usage = Usage::new();
+        for obj in self.informer.store().state() {
+            if obj.namespace().as_deref() != Some(namespace) {
+                continue;
+            }
+            let Ok(v) = serde_json::to_value(&*obj) else {
+                continue;
+            };
+            usage = quota::add(&usage, &quota::object_usage(self.group, self.plural, &v));
+        }
+        usage
+    }
+}
+
+/// Whether `q` counts objects of `group`/`plural`.
+pub(crate) fn counts(q: &ResourceQuota, group: &str, plural: &str) -> bool {
+    q.spec
+        .as_ref()
+        .and_then(|s| s.hard.as_ref())
+        .into_iter()
+        .flat_map(|h| h.keys())
+        .filter_map(|k| counted_kind(k))
+        .any(|(g, p)| g == group && p == plural)
+}
+
+/// The counted kinds started so far.
+pub(crate) struct Counted {
+    informers: Informers,
+    quotas: Store<ResourceQuota>,
+    triggers: UnboundedSender<ResourceQuota>,
+    shutdown: CancellationToken,
+    started: Mutex<HashMap<(String, String), Arc<dyn Kind>>>,
+}
+
+impl Counted {
+    pub(crate) fn new(
+        informers: Informers,
+        quotas: Store<ResourceQuota>,
+        triggers: UnboundedSender<ResourceQuota>,
+        shutdown: CancellationToken,
+    ) -> Self {
+        Self {
+            informers,
+            quotas,
+            triggers,
+            shutdown,
+            started: Mutex::default(),
+        }
+    }
+
+    /// The store of `group`/`plural`, its informer and forwarder started
+    /// now if they were not; `None` for a kind not in the table.
+    pub(crate) fn get(&self, group: &str, plural: &str) -> Option<Arc<dyn Kind>> {
+        let mut started = self.started.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (group.to_string(), plural.to_string());
+        if let Some(kind) = started.get(&key) {
+            return Some(kind.clone());
+        }
+        let kind = self.start(group, plural)?;
+        started.insert(key, kind.clone());
+        Some(kind)
+    }
+
+    fn start(&self, group: &str, plural: &str) -> Option<Arc<dyn Kind>> {
+        macro_rules! table {
+            ($(($g:literal, $p:literal, $t:ty)),* $(,)?) => {
+                match (group, plural) {
+                    $(($g, $p) => Some(self.typed::<$t>($g, $p)),)*
+                    _ => None,
+                }
+            };
+        }
+        table![
+            ("", "pods", core::v1::Pod),
+            ("", "services", core::v1::Service),
+            ("", "configmaps", core::v1::ConfigMap),
+            ("", "secrets", core::v1::Secret),
+            (
+                "",
+                "persistentvolumeclaims",
+                core::v1::PersistentVolumeClaim
+            ),
+            (
+                "",
+                "replicationcontrollers",
+                core::v1::ReplicationController
+            ),
+            ("", "resourcequotas", core::v1::ResourceQuota),
+            ("", "serviceaccounts", core::v1::ServiceAccount),
+            ("", "endpoints", core::v1::Endpoints),
+            ("", "limitranges", core::v1::LimitRange),
+            ("", "podtemplates", core::v1::PodTemplate),
+            ("apps", "deployments", apps::v1::Deployment),
+            ("apps", "replicasets", apps::v1::ReplicaSet),
+            ("apps", "statefulsets", apps::v1::StatefulSet),
+            ("apps", "daemonsets", apps::v1::DaemonSet),
+            ("apps", "controllerrevisions", apps::v1::ControllerRevision),
+            ("batch", "jobs", batch::v1::Job),
+            ("batch", "cronjobs", batch::v1::CronJob),
+            (
+                "policy",
+                "poddisruptionbudgets",
+                policy::v1::PodDisruptionBudget
+            ),
+            ("networking.k8s.io", "ingresses", networking::v1::Ingress),
+            (
+                "networking.k8s.io",
+                "networkpolicies",
+                networking::v1::NetworkPolicy
+            ),
+            (
+                "autoscaling",
+                "horizontalpodautoscalers",
+                autoscaling::v2::HorizontalPodAutoscaler
+            ),
+            ("rbac.authorization.k8s.io", "roles", rbac::v1::Role),
+            (
+                "rbac.authorization.k8s.io",
+                "rolebindings",
+                rbac::v1::RoleBinding
+            ),
+            ("coordination.k8s.io", "leases", coordination::v1::Lease),
+            (
+                "discovery.k8s.io",
+                "endpointslices",
+                discovery::v1::EndpointSlice
+            ),
+        ]
+    }
+
+    fn typed<K: Watched + serde::Serialize>(
+        &self,
+        group: &'static str,
+        plural: &'static str,
+    ) -> Arc<dyn Kind> {
+        let informer = self.informers.get::<K>();
+        forward(
+            &informer,
+            self.quotas.clone(),
+            self.triggers.clone(),
+            self.shutdown.clone(),
+            group,
+            plural,
+        );
+        Arc::new(Typed {
+            informer,
+            group,
+            plural,
+        })
+    }
+}
+
+/// Sends, for every change of `informer`'s objects, the quotas of the
+/// object's namespace that count the kind (all such quotas after a
+/// resync), until `shutdown`.
+fn forward<K: Watched>(
+    informer: &Informer<K>,
+    quotas: Store<ResourceQuota>,
+    triggers: UnboundedSender<ResourceQuota>,
+    shutdown: CancellationToken,
+    group: &'static str,
+    plural: &'static str,
+) {
+    let mut changes = informer.changes().boxed();
+    tokio::spawn(async move {
+        loop {
+            let change = tokio::select! {
+                _ = shutdown.cancelled() => return,
+                change = changes.next() => match change {
+                    Some(change) => change,
+                    None => return,
+                },
+            };
+            let namespace = match &change {
+                Change::Applied(o) | Change::Deleted(o) => Some(o.namespace().unwrap_or_default()),
+                Change::Resync => None,
+            };
+            for q in quotas.state() {
+                let here = namespace.is_none() || q.namespace() == namespace;
+                if here
+                    && counts(&q, group, plural)
+                    && triggers.unbounded_send((*q).clone()).is_err()
+                {
+                    return;
+                }
+            }
+        }
+    });
+}
