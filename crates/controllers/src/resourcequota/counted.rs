@@ -17,7 +17,7 @@ use futures::channel::mpsc::UnboundedSender;
 use futures::future::BoxFuture;
 use futures::StreamExt as _;
 use k8s_openapi::api::{apps, autoscaling, batch, coordination, core, discovery, networking};
-use k8s_openapi::api::{policy, rbac};
+use k8s_openapi::api::{policy, rbac, storage};
 use kube::runtime::reflector::Store;
 use kube::ResourceExt;
 use skiff_api::quota::{self, counted_kind, Usage};
@@ -111,70 +111,7 @@ impl Counted {
     }
 
     fn start(&self, group: &str, plural: &str) -> Option<Arc<dyn Kind>> {
-        macro_rules! table {
-            ($(($g:literal, $p:literal, $t:ty)),* $(,)?) => {
-                match (group, plural) {
-                    $(($g, $p) => Some(self.typed::<$t>($g, $p)),)*
-                    _ => None,
-                }
-            };
-        }
-        table![
-            ("", "pods", core::v1::Pod),
-            ("", "services", core::v1::Service),
-            ("", "configmaps", core::v1::ConfigMap),
-            ("", "secrets", core::v1::Secret),
-            (
-                "",
-                "persistentvolumeclaims",
-                core::v1::PersistentVolumeClaim
-            ),
-            (
-                "",
-                "replicationcontrollers",
-                core::v1::ReplicationController
-            ),
-            ("", "resourcequotas", core::v1::ResourceQuota),
-            ("", "serviceaccounts", core::v1::ServiceAccount),
-            ("", "endpoints", core::v1::Endpoints),
-            ("", "limitranges", core::v1::LimitRange),
-            ("", "podtemplates", core::v1::PodTemplate),
-            ("apps", "deployments", apps::v1::Deployment),
-            ("apps", "replicasets", apps::v1::ReplicaSet),
-            ("apps", "statefulsets", apps::v1::StatefulSet),
-            ("apps", "daemonsets", apps::v1::DaemonSet),
-            ("apps", "controllerrevisions", apps::v1::ControllerRevision),
-            ("batch", "jobs", batch::v1::Job),
-            ("batch", "cronjobs", batch::v1::CronJob),
-            (
-                "policy",
-                "poddisruptionbudgets",
-                policy::v1::PodDisruptionBudget
-            ),
-            ("networking.k8s.io", "ingresses", networking::v1::Ingress),
-            (
-                "networking.k8s.io",
-                "networkpolicies",
-                networking::v1::NetworkPolicy
-            ),
-            (
-                "autoscaling",
-                "horizontalpodautoscalers",
-                autoscaling::v2::HorizontalPodAutoscaler
-            ),
-            ("rbac.authorization.k8s.io", "roles", rbac::v1::Role),
-            (
-                "rbac.authorization.k8s.io",
-                "rolebindings",
-                rbac::v1::RoleBinding
-            ),
-            ("coordination.k8s.io", "leases", coordination::v1::Lease),
-            (
-                "discovery.k8s.io",
-                "endpointslices",
-                discovery::v1::EndpointSlice
-            ),
-        ]
+        start_kind(self, group, plural)
     }
 
     fn typed<K: Watched + serde::Serialize>(
@@ -198,6 +135,88 @@ impl Counted {
         })
     }
 }
+
+/// The table: the counted kinds by (group, plural), and their types.
+macro_rules! counted_kinds {
+    ($(($g:literal, $p:literal, $t:ty)),* $(,)?) => {
+        fn start_kind(counted: &Counted, group: &str, plural: &str) -> Option<Arc<dyn Kind>> {
+            match (group, plural) {
+                $(($g, $p) => Some(counted.typed::<$t>($g, $p)),)*
+                _ => None,
+            }
+        }
+
+        /// Each entry's (group, plural) and its type's.
+        #[cfg(test)]
+        fn table() -> Vec<((&'static str, &'static str), (String, String))> {
+            use kube::Resource as _;
+            vec![$((($g, $p), (<$t>::group(&()).to_string(), <$t>::plural(&()).to_string()))),*]
+        }
+    };
+}
+
+counted_kinds![
+    ("", "pods", core::v1::Pod),
+    ("", "services", core::v1::Service),
+    ("", "configmaps", core::v1::ConfigMap),
+    ("", "secrets", core::v1::Secret),
+    (
+        "",
+        "persistentvolumeclaims",
+        core::v1::PersistentVolumeClaim
+    ),
+    (
+        "",
+        "replicationcontrollers",
+        core::v1::ReplicationController
+    ),
+    ("", "resourcequotas", core::v1::ResourceQuota),
+    ("", "serviceaccounts", core::v1::ServiceAccount),
+    ("", "endpoints", core::v1::Endpoints),
+    ("", "limitranges", core::v1::LimitRange),
+    ("", "podtemplates", core::v1::PodTemplate),
+    ("", "events", core::v1::Event),
+    ("apps", "deployments", apps::v1::Deployment),
+    ("apps", "replicasets", apps::v1::ReplicaSet),
+    ("apps", "statefulsets", apps::v1::StatefulSet),
+    ("apps", "daemonsets", apps::v1::DaemonSet),
+    ("apps", "controllerrevisions", apps::v1::ControllerRevision),
+    ("batch", "jobs", batch::v1::Job),
+    ("batch", "cronjobs", batch::v1::CronJob),
+    (
+        "policy",
+        "poddisruptionbudgets",
+        policy::v1::PodDisruptionBudget
+    ),
+    ("networking.k8s.io", "ingresses", networking::v1::Ingress),
+    (
+        "networking.k8s.io",
+        "networkpolicies",
+        networking::v1::NetworkPolicy
+    ),
+    (
+        "autoscaling",
+        "horizontalpodautoscalers",
+        autoscaling::v2::HorizontalPodAutoscaler
+    ),
+    ("rbac.authorization.k8s.io", "roles", rbac::v1::Role),
+    (
+        "rbac.authorization.k8s.io",
+        "rolebindings",
+        rbac::v1::RoleBinding
+    ),
+    ("coordination.k8s.io", "leases", coordination::v1::Lease),
+    (
+        "discovery.k8s.io",
+        "endpointslices",
+        discovery::v1::EndpointSlice
+    ),
+    (
+        "storage.k8s.io",
+        "csistoragecapacities",
+        storage::v1::CSIStorageCapacity
+    ),
+];
 
 /// Sends, for every change of `informer`'s objects, the quotas of the
 /// object's namespace that count the kind (all such quotas after a
@@ -235,4 +254,31 @@ fn forward<K: Watched>(
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_counted_kind_is_its_types_group_and_plural() {
+        let table = table();
+        assert!(table.len() > 20);
+        for (entry, of_type) in table {
+            assert_eq!((entry.0.to_string(), entry.1.to_string()), of_type);
+        }
+    }
+
+    #[test]
+    fn a_quota_counts_the_kinds_its_names_charge() {
+        let q: ResourceQuota = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "q"},
+            "spec": {"hard": {"requests.cpu": "1", "count/deployments.apps": "2"}},
+        }))
+        .unwrap();
+        assert!(counts(&q, "", "pods"));
+        assert!(counts(&q, "apps", "deployments"));
+        assert!(!counts(&q, "", "services"));
+        assert!(!counts(&q, "", "deployments"));
+    }
 }
