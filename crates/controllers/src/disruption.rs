@@ -15,8 +15,8 @@
 //! first time a budget needs one. It writes only budget status.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
@@ -114,19 +114,15 @@ pub(crate) fn start(
     Box::pin(async move {
         let budgets = ctx.informers.get::<PodDisruptionBudget>();
         let pods = ctx.informers.get::<Pod>();
-        let budget_store = budgets.store();
+        let matched = Matched {
+            budgets: budgets.store(),
+            pods: pods.store(),
+            last: Arc::default(),
+        };
         let controller = Controller::for_stream(budgets.objects(), budgets.store())
-            // A pod's change reaches the budgets whose selector matches it.
-            .watches_stream(pods.objects(), move |pod: Pod| {
-                let labels = pod.labels().clone();
-                let ns = pod.namespace();
-                budget_store
-                    .state()
-                    .into_iter()
-                    .filter(|b| b.namespace() == ns && selects(b, &labels))
-                    .map(|b| ObjectRef::from_obj(&*b))
-                    .collect::<Vec<_>>()
-            });
+            // A pod's change reaches the budgets that select it, and those
+            // that selected it before (upstream `updatePod` enqueues both).
+            .watches_stream(pods.objects(), move |pod: Pod| matched.budgets_of(&pod));
         let state = Arc::new(State {
             pods: pods.store(),
             context: ctx,
@@ -145,6 +141,47 @@ pub(crate) fn start(
         )
         .await;
     })
+}
+
+/// Budgets by reference.
+type Budgets = Vec<ObjectRef<PodDisruptionBudget>>;
+
+/// Which budgets a pod's change reaches.
+struct Matched {
+    budgets: Store<PodDisruptionBudget>,
+    pods: Store<Pod>,
+    /// The budgets each pod matched at its last change (only pods some
+    /// budget matched; a pod leaves once it is gone from the store).
+    last: Arc<Mutex<HashMap<ObjectRef<Pod>, Budgets>>>,
+}
+
+impl Matched {
+    fn budgets_of(&self, pod: &Pod) -> Budgets {
+        let labels = pod.labels();
+        let ns = pod.namespace();
+        let now: Vec<_> = self
+            .budgets
+            .state()
+            .into_iter()
+            .filter(|b| b.namespace() == ns && selects(b, labels))
+            .map(|b| ObjectRef::from_obj(&*b))
+            .collect();
+        let key = ObjectRef::from_obj(pod);
+        let present = self.pods.get(&key).is_some();
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        let before = if present && !now.is_empty() {
+            last.insert(key, now.clone())
+        } else {
+            last.remove(&key)
+        };
+        let mut all = now;
+        for b in before.unwrap_or_default() {
+            if !all.contains(&b) {
+                all.push(b);
+            }
+        }
+        all
+    }
 }
 
 /// The budget's selector (none selects nothing, as upstream's policy/v1).

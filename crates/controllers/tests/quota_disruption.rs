@@ -424,12 +424,33 @@ async fn a_budget_follows_readiness_and_its_controllers_scale() {
     })
     .await;
 
-    // A pod the budget selects that no controller owns: fail safe.
     set_ready(&pods, "a", true).await;
     budget_where(&budgets, "allowed one again", |p| {
         p["status"]["disruptionsAllowed"] == 1
     })
     .await;
+    // A pod relabelled out of the budget's selector reaches it too.
+    let relabel = json!({"metadata": {"labels": {"app": "other"}}});
+    pods.patch("c", &PatchParams::default(), &Patch::Merge(&relabel))
+        .await
+        .unwrap();
+    budget_where(&budgets, "let the relabelled pod go", |p| {
+        p["status"]["currentHealthy"] == 2 && p["status"]["disruptionsAllowed"] == 0
+    })
+    .await;
+    pods.patch(
+        "c",
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"metadata": {"labels": {"app": "a"}}})),
+    )
+    .await
+    .unwrap();
+    budget_where(&budgets, "took the pod back", |p| {
+        p["status"]["currentHealthy"] == 3 && p["status"]["disruptionsAllowed"] == 1
+    })
+    .await;
+
+    // A pod the budget selects that no controller owns: fail safe.
     pods.create(&PostParams::default(), &pod("orphan"))
         .await
         .unwrap();
