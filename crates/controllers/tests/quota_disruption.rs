@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ResourceQuota, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ResourceQuota, Secret, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{DeleteParams, EvictParams, Patch, PatchParams, PostParams};
 use kube::runtime::wait::await_condition;
@@ -140,12 +140,13 @@ async fn usage_is_given_back_through_the_pod_watches_alone() {
     let merge = kube::api::Patch::Merge(&succeeded);
     let pp = kube::api::PatchParams::default();
     pods.patch_status("a", &pp, &merge).await.unwrap();
-    quota_where(&quotas, "gave back through its namespace's watch", |q| {
+    quota_where(&quotas, "gave back through the pod informer", |q| {
         q["status"]["used"]["pods"] == "1"
     })
     .await;
 
-    // 17 more namespaces with a quota: past the per-namespace watches.
+    // 17 more namespaces with a quota: a pod's change still reaches the
+    // quota of its own namespace.
     let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
     for i in 0..17 {
         let name = format!("q{i}");
@@ -162,7 +163,7 @@ async fn usage_is_given_back_through_the_pod_watches_alone() {
     let last: Api<ResourceQuota> = Api::namespaced(client.clone(), "q16");
     quota_where(&last, "synced", |q| q["status"]["used"]["pods"] == "0").await;
     pods.patch_status("b", &pp, &merge).await.unwrap();
-    quota_where(&quotas, "gave back through the cluster-wide watch", |q| {
+    quota_where(&quotas, "gave back among 18 quotas", |q| {
         q["status"]["used"]["pods"] == "0"
     })
     .await;
@@ -324,10 +325,21 @@ async fn the_controller_counts_what_the_write_path_does_not() {
     }))
     .unwrap();
     services.create(&PostParams::default(), &svc).await.unwrap();
+    // Counted from a metadata-only informer.
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "s"}, "stringData": {"k": "v"},
+    }))
+    .unwrap();
+    Api::<Secret>::namespaced(client.clone(), "rq")
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
     let quotas: Api<ResourceQuota> = Api::namespaced(client.clone(), "rq");
     let q: ResourceQuota = serde_json::from_value(json!({
         "metadata": {"name": "q"},
         "spec": {"hard": {
+            "secrets": "3",
+            "count/secrets": "3",
             "services.nodeports": "4",
             "count/deployments.apps": "3",
             "count/widgets.example.com": "4",
@@ -338,6 +350,8 @@ async fn the_controller_counts_what_the_write_path_does_not() {
     quota_where(&quotas, "counted what was there", |q| {
         q["status"]["used"]["services.nodeports"] == "2"
             && q["status"]["used"]["count/deployments.apps"] == "2"
+            && q["status"]["used"]["secrets"] == "1"
+            && q["status"]["used"]["count/secrets"] == "1"
             // A kind it cannot count is left as admission charged it.
             && q["status"]["used"]["count/widgets.example.com"] == "0"
     })

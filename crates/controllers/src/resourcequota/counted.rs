@@ -18,6 +18,7 @@ use futures::future::BoxFuture;
 use futures::StreamExt as _;
 use k8s_openapi::api::{apps, autoscaling, batch, coordination, core, discovery, networking};
 use k8s_openapi::api::{policy, rbac, storage};
+use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::Store;
 use kube::ResourceExt;
 use skiff_api::quota::{self, counted_kind, Usage};
@@ -136,7 +137,15 @@ impl Counted {
     }
 }
 
-/// The table: the counted kinds by (group, plural), and their types.
+/// Only the metadata of a kind: enough to count its objects.
+type Meta<K> = PartialObjectMeta<K>;
+
+/// The table: the counted kinds by (group, plural), and their types: the
+/// whole object where the usage reads its spec (pods, services, claims)
+/// or another controller of the manager follows the kind anyway (its
+/// informer is shared), only the metadata ([`Meta`]) of the kinds that
+/// are only counted and that nothing else watches, so that a quota
+/// counting Secrets does not keep every Secret's data in memory.
 macro_rules! counted_kinds {
     ($(($g:literal, $p:literal, $t:ty)),* $(,)?) => {
         fn start_kind(counted: &Counted, group: &str, plural: &str) -> Option<Arc<dyn Kind>> {
@@ -159,7 +168,7 @@ counted_kinds![
     ("", "pods", core::v1::Pod),
     ("", "services", core::v1::Service),
     ("", "configmaps", core::v1::ConfigMap),
-    ("", "secrets", core::v1::Secret),
+    ("", "secrets", Meta<core::v1::Secret>),
     (
         "",
         "persistentvolumeclaims",
@@ -173,9 +182,9 @@ counted_kinds![
     ("", "resourcequotas", core::v1::ResourceQuota),
     ("", "serviceaccounts", core::v1::ServiceAccount),
     ("", "endpoints", core::v1::Endpoints),
-    ("", "limitranges", core::v1::LimitRange),
-    ("", "podtemplates", core::v1::PodTemplate),
-    ("", "events", core::v1::Event),
+    ("", "limitranges", Meta<core::v1::LimitRange>),
+    ("", "podtemplates", Meta<core::v1::PodTemplate>),
+    ("", "events", Meta<core::v1::Event>),
     ("apps", "deployments", apps::v1::Deployment),
     ("apps", "replicasets", apps::v1::ReplicaSet),
     ("apps", "statefulsets", apps::v1::StatefulSet),
@@ -188,22 +197,22 @@ counted_kinds![
         "poddisruptionbudgets",
         policy::v1::PodDisruptionBudget
     ),
-    ("networking.k8s.io", "ingresses", networking::v1::Ingress),
+    ("networking.k8s.io", "ingresses", Meta<networking::v1::Ingress>),
     (
         "networking.k8s.io",
         "networkpolicies",
-        networking::v1::NetworkPolicy
+        Meta<networking::v1::NetworkPolicy>
     ),
     (
         "autoscaling",
         "horizontalpodautoscalers",
-        autoscaling::v2::HorizontalPodAutoscaler
+        Meta<autoscaling::v2::HorizontalPodAutoscaler>
     ),
-    ("rbac.authorization.k8s.io", "roles", rbac::v1::Role),
+    ("rbac.authorization.k8s.io", "roles", Meta<rbac::v1::Role>),
     (
         "rbac.authorization.k8s.io",
         "rolebindings",
-        rbac::v1::RoleBinding
+        Meta<rbac::v1::RoleBinding>
     ),
     ("coordination.k8s.io", "leases", coordination::v1::Lease),
     (
@@ -214,7 +223,7 @@ counted_kinds![
     (
         "storage.k8s.io",
         "csistoragecapacities",
-        storage::v1::CSIStorageCapacity
+        Meta<storage::v1::CSIStorageCapacity>
     ),
 ];
 
