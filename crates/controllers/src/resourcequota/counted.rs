@@ -19,7 +19,7 @@ use futures::StreamExt as _;
 use k8s_openapi::api::{apps, autoscaling, batch, coordination, core, discovery, networking};
 use k8s_openapi::api::{policy, rbac, storage};
 use kube::core::PartialObjectMeta;
-use kube::runtime::reflector::Store;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::ResourceExt;
 use skiff_api::quota::{self, counted_kind, Usage};
 use skiff_client::informer::{Change, Informer, Informers, Watched};
@@ -227,10 +227,12 @@ counted_kinds![
     ),
 ];
 
-/// Sends, for every change of `informer`'s objects, the quotas of the
-/// object's namespace that count the kind (all such quotas after a
-/// resync), until `shutdown`.
-fn forward<K: Watched>(
+/// Sends, for every change of `informer`'s objects that changes what the
+/// object charges (a create, a delete, a pod ending, a Service changing
+/// type: upstream's replenishment filters updates likewise), the quotas
+/// of the object's namespace that count the kind (all such quotas after
+/// a resync), until `shutdown`.
+fn forward<K: Watched + serde::Serialize>(
     informer: &Informer<K>,
     quotas: Store<ResourceQuota>,
     triggers: UnboundedSender<ResourceQuota>,
@@ -240,6 +242,7 @@ fn forward<K: Watched>(
 ) {
     let mut changes = informer.changes().boxed();
     tokio::spawn(async move {
+        let mut charges = Charges::default();
         loop {
             let change = tokio::select! {
                 _ = shutdown.cancelled() => return,
@@ -248,21 +251,71 @@ fn forward<K: Watched>(
                     None => return,
                 },
             };
-            let namespace = match &change {
-                Change::Applied(o) | Change::Deleted(o) => Some(o.namespace().unwrap_or_default()),
-                Change::Resync => None,
+            let counting = |ns: Option<&str>| -> Vec<ResourceQuota> {
+                quotas
+                    .state()
+                    .iter()
+                    .filter(|q| ns.is_none_or(|ns| q.namespace().as_deref() == Some(ns)))
+                    .filter(|q| counts(q, group, plural))
+                    .map(|q| (**q).clone())
+                    .collect()
             };
-            for q in quotas.state() {
-                let here = namespace.is_none() || q.namespace() == namespace;
-                if here
-                    && counts(&q, group, plural)
-                    && triggers.unbounded_send((*q).clone()).is_err()
-                {
+            let wanted = match &change {
+                Change::Applied(o) => {
+                    let wanted = counting(Some(&o.namespace().unwrap_or_default()));
+                    let usage = serde_json::to_value(&**o)
+                        .map(|v| quota::object_usage(group, plural, &v))
+                        .unwrap_or_default();
+                    // Nothing to tell when no quota counts it here, or
+                    // when it charges what it charged before.
+                    if !charges.changed(&**o, usage, !wanted.is_empty()) {
+                        continue;
+                    }
+                    wanted
+                }
+                Change::Deleted(o) => {
+                    charges.forget(&**o);
+                    counting(Some(&o.namespace().unwrap_or_default()))
+                }
+                Change::Resync => {
+                    // Changes may have been missed: start remembering anew.
+                    charges = Charges::default();
+                    counting(None)
+                }
+            };
+            for q in wanted {
+                if triggers.unbounded_send(q).is_err() {
                     return;
                 }
             }
         }
     });
+}
+
+/// What each object counted by some quota charged at its last change.
+struct Charges<K: Watched>(HashMap<ObjectRef<K>, Usage>);
+
+impl<K: Watched> Default for Charges<K> {
+    fn default() -> Self {
+        Self(HashMap::new())
+    }
+}
+
+impl<K: Watched> Charges<K> {
+    /// Whether `obj`, now charging `usage`, changes a quota's usage;
+    /// remembered only while a quota `counted` it.
+    fn changed(&mut self, obj: &K, usage: Usage, counted: bool) -> bool {
+        let key = ObjectRef::from_obj(obj);
+        if !counted {
+            self.0.remove(&key);
+            return false;
+        }
+        self.0.insert(key, usage.clone()) != Some(usage)
+    }
+
+    fn forget(&mut self, obj: &K) {
+        self.0.remove(&ObjectRef::from_obj(obj));
+    }
 }
 
 #[cfg(test)]
@@ -276,6 +329,30 @@ mod tests {
         for (entry, of_type) in table {
             assert_eq!((entry.0.to_string(), entry.1.to_string()), of_type);
         }
+    }
+
+    #[test]
+    fn only_changes_of_what_an_object_charges_reach_the_quotas() {
+        use k8s_openapi::api::core::v1::Pod;
+        let pod = |phase: &str| -> (Pod, Usage) {
+            let v = serde_json::json!({
+                "metadata": {"name": "p", "namespace": "n"},
+                "spec": {"containers": [{"name": "c", "image": "i"}]},
+                "status": {"phase": phase},
+            });
+            let usage = quota::object_usage("", "pods", &v);
+            (serde_json::from_value(v).unwrap(), usage)
+        };
+        let mut charges = Charges::default();
+        let (pending, charge) = pod("Pending");
+        assert!(charges.changed(&pending, charge.clone(), true));
+        let (running, same) = pod("Running");
+        assert!(!charges.changed(&running, same, true));
+        let (done, nothing) = pod("Succeeded");
+        assert!(charges.changed(&done, nothing, true));
+        // Not counted: not remembered, so a quota made later hears of it.
+        assert!(!charges.changed(&pending, charge.clone(), false));
+        assert!(charges.changed(&pending, charge, true));
     }
 
     #[test]

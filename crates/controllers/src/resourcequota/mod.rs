@@ -3,8 +3,9 @@
 //! spec.hard and status.used equal to what the namespace's objects use
 //! (skiff-api's `quota` evaluators), so deletions give usage back. One
 //! ResourceQuota is reconciled at a time, from the manager's shared
-//! informers only: on its own changes, on changes of the kinds it counts
-//! in its namespace ([`counted`]), and every resync period. Usage it
+//! informers only: on its own changes, on changes of what an object of
+//! a kind it counts in its namespace charges ([`counted`]), and every
+//! resync period. Usage it
 //! cannot count (`count/` of kinds outside [`counted`]'s table, or whose
 //! informer has not listed) is left as the ResourceQuota admission plugin
 //! charged it. It writes only quota status.
