@@ -6,8 +6,10 @@
 //! recently evicted), disruptionsAllowed, observedGeneration, the
 //! disruptedPods the eviction subresource recorded (dropped once the pod
 //! is gone or two minutes passed) and the DisruptionAllowed condition.
-//! Pods without a controller where one is needed make the budget fail
-//! safe (no disruptions, `SyncFailed`). One budget is reconciled at a
+//! Pods without a controller where one is needed are left out of the
+//! expected pods with an `UnmanagedPods` warning, and a controller that
+//! is not found makes the budget fail safe (no disruptions,
+//! `SyncFailed`), as upstream. One budget is reconciled at a
 //! time, from the manager's shared informers only: on its own changes,
 //! on changes of the pods its selector matches, when its oldest eviction
 //! record expires, and every resync period. The scale of the pods'
@@ -30,6 +32,7 @@ use kube::{Api, Client, ResourceExt};
 use serde_json::{json, Value};
 use skiff_api::selectors::LabelSelector;
 use skiff_client::informer::Watched;
+use skiff_client::recorder::{reference_to, EventType, Recorder};
 use tokio_util::sync::CancellationToken;
 
 use crate::context::Context;
@@ -102,6 +105,7 @@ impl DisruptionController {
 
 struct State {
     context: Context,
+    recorder: Recorder,
     pods: Store<Pod>,
     failures: Failures,
 }
@@ -124,6 +128,7 @@ pub(crate) fn start(
             // that selected it before (upstream `updatePod` enqueues both).
             .watches_stream(pods.objects(), move |pod: Pod| matched.budgets_of(&pod));
         let state = Arc::new(State {
+            recorder: ctx.recorder("disruption-controller"),
             pods: pods.store(),
             context: ctx,
             failures: Failures::default(),
@@ -257,10 +262,12 @@ where
 
 /// The scale of the controllers of `pods` (upstream `getExpectedScale`):
 /// ReplicaSets (their Deployment's when they have one), StatefulSets and
-/// ReplicationControllers, read from informers; an error names a pod
-/// without one.
-async fn expected_scale(ctx: &Context, ns: &str, pods: &[Value]) -> Result<i64, String> {
+/// ReplicationControllers, read from informers, and whether some pod has
+/// no controller (left out, as upstream); an error names a pod whose
+/// controller is not found.
+async fn expected_scale(ctx: &Context, ns: &str, pods: &[Value]) -> Result<(i64, bool), String> {
     let mut seen: BTreeMap<String, i64> = BTreeMap::new();
+    let mut unmanaged = false;
     for pod in pods {
         let none = || {
             format!(
@@ -273,8 +280,11 @@ async fn expected_scale(ctx: &Context, ns: &str, pods: &[Value]) -> Result<i64, 
         let owner = pod
             .pointer("/metadata/ownerReferences")
             .and_then(Value::as_array)
-            .and_then(|refs| refs.iter().find(|r| r["controller"] == true))
-            .ok_or_else(none)?;
+            .and_then(|refs| refs.iter().find(|r| r["controller"] == true));
+        let Some(owner) = owner else {
+            unmanaged = true;
+            continue;
+        };
         let kind = owner["kind"].as_str().unwrap_or("");
         let name = owner["name"].as_str().unwrap_or("");
         let uid = owner["uid"].as_str().unwrap_or("");
@@ -302,7 +312,7 @@ async fn expected_scale(ctx: &Context, ns: &str, pods: &[Value]) -> Result<i64, 
         let (target, replicas) = found.ok_or_else(none)?;
         seen.insert(target, replicas);
     }
-    Ok(seen.values().sum())
+    Ok((seen.values().sum(), unmanaged))
 }
 
 fn set_condition(status: &mut Value, allowed: bool, reason: &str, message: &str, observed: i64) {
@@ -333,8 +343,11 @@ fn set_condition(status: &mut Value, allowed: bool, reason: &str, message: &str,
     }));
 }
 
-/// The status a budget should have, given the namespace's pods.
-async fn compute(ctx: &Context, ns: &str, pdb: &Value, pods: &[Value]) -> Value {
+/// The status a budget should have, given the namespace's pods, and
+/// whether it selects pods without a controller that its expected pods
+/// leave out.
+async fn compute(ctx: &Context, ns: &str, pdb: &Value, pods: &[Value]) -> (Value, bool) {
+    let mut unmanaged = false;
     let generation = pdb
         .pointer("/metadata/generation")
         .and_then(Value::as_i64)
@@ -360,17 +373,20 @@ async fn compute(ctx: &Context, ns: &str, pdb: &Value, pods: &[Value]) -> Value 
     let needs_scale = max.is_some() || min.is_some_and(Value::is_string);
     let (expected, desired) = if needs_scale {
         match expected_scale(ctx, ns, &matched).await {
-            Ok(scale) => match (max, min) {
-                (Some(m), _) => (scale, (scale - scaled(m, scale).unwrap_or(0)).max(0)),
-                (None, Some(m)) => (scale, scaled(m, scale).unwrap_or(0)),
-                _ => (scale, 0),
-            },
+            Ok((scale, without)) => {
+                unmanaged = without;
+                match (max, min) {
+                    (Some(m), _) => (scale, (scale - scaled(m, scale).unwrap_or(0)).max(0)),
+                    (None, Some(m)) => (scale, scaled(m, scale).unwrap_or(0)),
+                    _ => (scale, 0),
+                }
+            }
             Err(message) => {
                 // Fail safe: nothing may be disrupted.
                 status["disruptionsAllowed"] = json!(0);
                 status["observedGeneration"] = json!(generation);
                 set_condition(&mut status, false, "SyncFailed", &message, generation);
-                return status;
+                return (status, false);
             }
         }
     } else {
@@ -428,10 +444,10 @@ async fn compute(ctx: &Context, ns: &str, pdb: &Value, pods: &[Value]) -> Value 
         "InsufficientPods"
     };
     set_condition(&mut status, allowed > 0, reason, "", generation);
-    status
+    (status, unmanaged)
 }
 
-/// Recomputes the status of one budget from the pods of its namespace.
+/// Recomputes the status of one budget from the pods it selects.
 async fn reconcile(pdb: Arc<PodDisruptionBudget>, state: Arc<State>) -> Result<Action> {
     let ns = pdb.namespace().unwrap_or_default();
     let name = pdb.name_any();
@@ -440,10 +456,21 @@ async fn reconcile(pdb: Arc<PodDisruptionBudget>, state: Arc<State>) -> Result<A
         .state()
         .iter()
         .filter(|p| p.namespace().as_deref() == Some(ns.as_str()))
+        // Only the pods it selects (compute selects them again).
+        .filter(|p| selects(&pdb, p.labels()))
         .filter_map(|p| serde_json::to_value(&**p).ok())
         .collect();
     let mut v = serde_json::to_value(&*pdb).map_err(|_| Error::Convert(name.clone()))?;
-    let status = compute(&state.context, &ns, &v, &pods).await;
+    let (status, unmanaged) = compute(&state.context, &ns, &v, &pods).await;
+    if unmanaged {
+        state.recorder.record_for(
+            &reference_to(&*pdb),
+            EventType::Warning,
+            "UnmanagedPods",
+            "",
+            &unmanaged_message(&pdb),
+        );
+    }
     let recheck = recheck_after(&status, jiff::Timestamp::now());
     if v.get("status") != Some(&status) {
         v["status"] = status;
@@ -470,6 +497,39 @@ async fn reconcile(pdb: Arc<PodDisruptionBudget>, state: Arc<State>) -> Result<A
     state.failures.forget(&key(&pdb));
     let resync = state.context.config.resync;
     Ok(Action::requeue(recheck.map_or(resync, |r| r.min(resync))))
+}
+
+/// Upstream's UnmanagedPods warning, with the selector as Go prints it.
+fn unmanaged_message(pdb: &PodDisruptionBudget) -> String {
+    let selector = pdb.spec.as_ref().and_then(|s| s.selector.as_ref());
+    let labels: String = selector
+        .and_then(|s| s.match_labels.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}: {v},"))
+        .collect();
+    let expressions: String = selector
+        .and_then(|s| s.match_expressions.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            let values = e.values.as_deref().unwrap_or_default().join(" ");
+            format!(
+                "LabelSelectorRequirement{{Key:{},Operator:{},Values:[{values}],}},",
+                e.key, e.operator
+            )
+        })
+        .collect();
+    let printed = if selector.is_some() {
+        format!(
+            "&LabelSelector{{MatchLabels:map[string]string{{{labels}}},MatchExpressions:[]LabelSelectorRequirement{{{expressions}}},}}"
+        )
+    } else {
+        "nil".to_string()
+    };
+    format!(
+        "Pods selected by this PodDisruptionBudget (selector: {printed}) were found to be unmanaged. As a result, the status of the PDB cannot be calculated correctly, which may result in undefined behavior. To account for these pods please set \".spec.minAvailable\" field of the PDB to an integer value."
+    )
 }
 
 /// When the oldest eviction record of `status` expires (upstream requeues
@@ -519,6 +579,22 @@ mod tests {
             &labels
         ));
         assert!(!selects(&pdb(Value::Null), &labels));
+    }
+
+    #[test]
+    fn the_unmanaged_pods_warning_prints_the_selector_as_go() {
+        let pdb: PodDisruptionBudget = serde_json::from_value(json!({
+            "metadata": {"name": "b"},
+            "spec": {"selector": {
+                "matchLabels": {"app": "a", "tier": "web"},
+                "matchExpressions": [{"key": "env", "operator": "In", "values": ["x", "y"]}],
+            }},
+        }))
+        .unwrap();
+        assert_eq!(
+            unmanaged_message(&pdb),
+            "Pods selected by this PodDisruptionBudget (selector: &LabelSelector{MatchLabels:map[string]string{app: a,tier: web,},MatchExpressions:[]LabelSelectorRequirement{LabelSelectorRequirement{Key:env,Operator:In,Values:[x y],},},}) were found to be unmanaged. As a result, the status of the PDB cannot be calculated correctly, which may result in undefined behavior. To account for these pods please set \".spec.minAvailable\" field of the PDB to an integer value."
+        );
     }
 
     #[test]

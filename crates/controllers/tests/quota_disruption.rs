@@ -10,7 +10,9 @@
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ResourceQuota, Secret, Service};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Event, Namespace, Pod, ResourceQuota, Secret, Service,
+};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{DeleteParams, EvictParams, Patch, PatchParams, PostParams};
 use kube::runtime::wait::await_condition;
@@ -464,10 +466,50 @@ async fn a_budget_follows_readiness_and_its_controllers_scale() {
     })
     .await;
 
-    // A pod the budget selects that no controller owns: fail safe.
+    // A pod the budget selects that no controller owns is left out of the
+    // expected pods, with a warning (upstream since 1.27).
     pods.create(&PostParams::default(), &pod("orphan"))
         .await
         .unwrap();
+    set_ready(&pods, "orphan", true).await;
+    budget_where(&budgets, "counted the orphan healthy", |p| {
+        p["status"]["currentHealthy"] == 4
+    })
+    .await;
+    let status = budgets.get("b").await.unwrap();
+    let status = status.status.unwrap();
+    assert_eq!(status.expected_pods, 3);
+    assert_eq!(status.disruptions_allowed, 2);
+    let events: Api<Event> = Api::namespaced(client.clone(), "pdb");
+    let warned = tokio::time::timeout(WAIT, async {
+        loop {
+            let list = events.list(&Default::default()).await.unwrap();
+            if let Some(e) = list
+                .items
+                .into_iter()
+                .find(|e| e.reason.as_deref() == Some("UnmanagedPods"))
+            {
+                return e;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("no UnmanagedPods event");
+    assert_eq!(warned.type_.as_deref(), Some("Warning"));
+    assert!(warned
+        .message
+        .unwrap()
+        .contains("were found to be unmanaged"));
+
+    // A controller that is not there makes the budget fail safe.
+    let mut p = pod("lost");
+    p.metadata.owner_references = Some(vec![serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "gone",
+        "uid": "00000000-0000-0000-0000-000000000000", "controller": true,
+    }))
+    .unwrap()]);
+    pods.create(&PostParams::default(), &p).await.unwrap();
     let status = budget_where(&budgets, "failed safe", |p| {
         p["status"]["conditions"][0]["reason"] == "SyncFailed"
     })
@@ -475,7 +517,7 @@ async fn a_budget_follows_readiness_and_its_controllers_scale() {
     assert_eq!(status["status"]["disruptionsAllowed"], 0);
     assert_eq!(
         status["status"]["conditions"][0]["message"],
-        "found no controllers for pod \"orphan\""
+        "found no controllers for pod \"lost\""
     );
     stop.cancel();
 }
