@@ -76,7 +76,6 @@ pub mod manager;
 pub mod namespace;
 pub mod nodeipam;
 pub mod nodelifecycle;
-mod nswatch;
 pub mod persistentvolume;
 pub mod podgc;
 pub mod replicaset;
