@@ -4,11 +4,15 @@
 //! their pod and removed ones lose it, and a rolling update replaces the
 //! pods within maxUnavailable, with the history in ControllerRevisions.
 
+mod support;
+
+use support::namespace;
+
 use std::collections::BTreeSet;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
-use k8s_openapi::api::core::v1::{Event, Namespace, Node, Pod};
+use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::json;
@@ -29,14 +33,6 @@ async fn start() -> (TestApiServer, Client, CancellationToken) {
     });
     tokio::spawn(manager.run(client.clone(), stop.clone()));
     (server, client, stop)
-}
-
-async fn namespace(client: &Client, name: &str) {
-    let ns = serde_json::from_value::<Namespace>(json!({"metadata": {"name": name}})).unwrap();
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &ns)
-        .await
-        .unwrap();
 }
 
 /// Polls `f` until it returns `Some`, failing after [`WAIT`].

@@ -8,12 +8,16 @@
 //! controllers wait for the same informers at start, so every waiter on
 //! an informer's first list must be woken.
 
+mod support;
+
+use support::namespace;
+
 use std::future::Future;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Endpoints, Namespace, Node, Pod, Service};
+use k8s_openapi::api::core::v1::{Endpoints, Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::{json, Value};
 use skiff_controllers::{Config, ControllerManager};
@@ -42,20 +46,6 @@ async fn start() -> (TestApiServer, Client, CancellationToken) {
     };
     tokio::spawn(ControllerManager::new(config).run(client.clone(), stop.clone()));
     (server, client, stop)
-}
-
-async fn namespace(client: &Client, name: &str) {
-    let ns = Namespace {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &ns)
-        .await
-        .unwrap();
 }
 
 /// Polls `check` until it gives a value, failing after [`WAIT`] with

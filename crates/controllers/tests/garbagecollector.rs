@@ -7,16 +7,20 @@
 //! (with upstream's OwnerRefInvalidNamespace warning); a custom resource (its CRD created by the test, so
 //! found by rediscovery) owns a ConfigMap.
 
+mod support;
+
+use support::namespace;
+
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace};
+use k8s_openapi::api::core::v1::{ConfigMap, Event};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{
     ApiResource, DeleteParams, DynamicObject, ObjectMeta, PostParams, PropagationPolicy,
 };
 use kube::core::GroupVersionKind;
-use kube::{Api, Client};
+use kube::Api;
 use serde_json::json;
 use skiff_controllers::{Config, ControllerManager};
 use skiff_testkit::apiserver::{Options, TestApiServer};
@@ -31,20 +35,6 @@ fn config() -> Config {
         gc_rediscovery: Duration::from_millis(500),
         ..Config::default()
     }
-}
-
-async fn namespace(client: &Client, name: &str) {
-    let ns = Namespace {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &ns)
-        .await
-        .unwrap();
 }
 
 /// Polls `check` until it holds; panics after [`WAIT`].

@@ -3,11 +3,15 @@
 //! their status (phase, container exit codes) as a kubelet would. Each
 //! test runs its scenarios in namespaces of their own on one server.
 
+mod support;
+
+use support::namespace;
+
 use std::collections::BTreeSet;
 use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Event, Namespace, Pod};
+use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::{json, Value};
@@ -28,14 +32,6 @@ async fn start() -> (TestApiServer, Client, CancellationToken) {
     });
     tokio::spawn(manager.run(client.clone(), stop.clone()));
     (server, client, stop)
-}
-
-async fn namespace(client: &Client, name: &str) {
-    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &ns)
-        .await
-        .unwrap();
 }
 
 async fn create_job(client: &Client, ns: &str, name: &str, spec: Value) -> Api<Job> {

@@ -4,13 +4,17 @@
 //! `kube-root-ca.crt` ConfigMap, and both come back when deleted or
 //! edited.
 
+mod support;
+
+use support::namespace;
+
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
-use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
+use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::runtime::wait::await_condition;
-use kube::{Api, Client};
+use kube::Api;
 use serde_json::json;
 use skiff_controllers::{Config, ControllerManager};
 use skiff_testkit::apiserver::{Options, TestApiServer};
@@ -50,20 +54,6 @@ async fn wait_for<K>(
 {
     let found = tokio::time::timeout(WAIT, await_condition(api.clone(), name, cond)).await;
     assert!(found.is_ok(), "{name} never {what}");
-}
-
-async fn namespace(client: &Client, name: &str) {
-    let ns = Namespace {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &ns)
-        .await
-        .unwrap();
 }
 
 #[tokio::test]

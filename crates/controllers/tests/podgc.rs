@@ -3,9 +3,13 @@
 //! deleted go after the quarantine; a terminating pod never scheduled is
 //! marked Failed and force-deleted.
 
+mod support;
+
+use support::namespace;
+
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::json;
@@ -25,20 +29,6 @@ where
         assert!(tokio::time::Instant::now() < deadline, "{what}: timed out");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-}
-
-async fn namespace(client: &Client, name: &str) {
-    let ns = Namespace {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    Api::<Namespace>::all(client.clone())
-        .create(&PostParams::default(), &ns)
-        .await
-        .unwrap();
 }
 
 async fn pod(api: &Api<Pod>, name: &str, node: Option<&str>, finalizer: bool) {
