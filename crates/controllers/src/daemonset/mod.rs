@@ -38,7 +38,8 @@ use crate::context::Context;
 use crate::runner::{self, Failures};
 use crate::workload::expectations::Expectations;
 use crate::workload::history;
-use crate::workload::{ownership, pods as podutil};
+use crate::workload::ownership::{self, conflict, not_found};
+use crate::workload::pods as podutil;
 use revisions::{cleanup_history, construct_history};
 
 /// The component name events are reported under.
@@ -94,7 +95,9 @@ pub(crate) fn start(
         let for_pods = sets.store();
         let for_nodes = sets.store();
         let controller = Controller::for_stream(sets.objects(), sets.store())
-            .watches_stream(pods.objects(), move |pod: Pod| owners_of(&for_pods, &pod))
+            .watches_stream(pods.objects(), move |pod: Pod| {
+                ownership::owners_of(&for_pods, &pod.metadata, |d| selector(d).ok())
+            })
             .watches_stream(nodes.objects(), move |_: Node| {
                 for_nodes
                     .state()
@@ -130,28 +133,6 @@ pub(crate) fn start(
     })
 }
 
-/// The sets a pod's change concerns: its controller, or for an orphan
-/// every set of its namespace whose selector matches.
-fn owners_of(sets: &Store<DaemonSet>, pod: &Pod) -> Vec<ObjectRef<DaemonSet>> {
-    let ns = pod.metadata.namespace.clone().unwrap_or_default();
-    if let Some(owner) = ownership::controller_of(&pod.metadata) {
-        return if owner.kind == "DaemonSet" {
-            vec![ObjectRef::new(&owner.name).within(&ns)]
-        } else {
-            Vec::new()
-        };
-    }
-    sets.state()
-        .iter()
-        .filter(|s| s.metadata.namespace.as_deref() == Some(ns.as_str()))
-        .filter(|s| {
-            selector(s)
-                .is_ok_and(|sel| !sel.is_empty() && sel.matches(pod.metadata.labels.as_ref()))
-        })
-        .map(|s| ObjectRef::from_obj(s.as_ref()))
-        .collect()
-}
-
 fn selector(ds: &DaemonSet) -> Result<Selector, Error> {
     Selector::from_label_selector(ds.spec.as_ref().map(|s| &s.selector)).map_err(Error::Selector)
 }
@@ -162,14 +143,6 @@ fn key(ds: &DaemonSet) -> String {
         ds.metadata.namespace.as_deref().unwrap_or_default(),
         ds.metadata.name.as_deref().unwrap_or_default()
     )
-}
-
-fn not_found(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 404)
-}
-
-fn conflict(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 409)
 }
 
 /// The hash of the template with the collision count (our stand-in for

@@ -28,7 +28,7 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::Store;
 use kube::Api;
 use serde_json::json;
 use skiff_client::recorder::Recorder;
@@ -38,7 +38,8 @@ use tokio_util::sync::CancellationToken;
 use crate::context::Context;
 use crate::runner::{self, Failures};
 use crate::workload::expectations::Expectations;
-use crate::workload::{history, ownership};
+use crate::workload::history;
+use crate::workload::ownership::{self, conflict, not_found};
 use control::{claims_ok, claims_stale, Writer};
 use plan::{At, Input, Step};
 
@@ -92,7 +93,9 @@ pub(crate) fn start(
         let revisions = context.informers.get::<ControllerRevision>();
         let set_store = sets.store();
         let controller = Controller::for_stream(sets.objects(), sets.store())
-            .watches_stream(pods.objects(), move |pod: Pod| owners_of(&set_store, &pod))
+            .watches_stream(pods.objects(), move |pod: Pod| {
+                ownership::owners_of(&set_store, &pod.metadata, |s| selector(s).ok())
+            })
             .owns_stream(revisions.objects());
         let state = Arc::new(State {
             recorder: context.recorder(COMPONENT),
@@ -120,28 +123,6 @@ pub(crate) fn start(
     })
 }
 
-/// The sets a pod's change concerns: its controller, or for an orphan
-/// every set of its namespace whose selector matches (to adopt it).
-fn owners_of(sets: &Store<StatefulSet>, pod: &Pod) -> Vec<ObjectRef<StatefulSet>> {
-    let ns = pod.metadata.namespace.clone().unwrap_or_default();
-    if let Some(owner) = ownership::controller_of(&pod.metadata) {
-        return if owner.kind == "StatefulSet" {
-            vec![ObjectRef::new(&owner.name).within(&ns)]
-        } else {
-            Vec::new()
-        };
-    }
-    sets.state()
-        .iter()
-        .filter(|s| s.metadata.namespace.as_deref() == Some(ns.as_str()))
-        .filter(|s| {
-            selector(s)
-                .is_ok_and(|sel| !sel.is_empty() && sel.matches(pod.metadata.labels.as_ref()))
-        })
-        .map(|s| ObjectRef::from_obj(s.as_ref()))
-        .collect()
-}
-
 fn selector(set: &StatefulSet) -> Result<Selector, Error> {
     Selector::from_label_selector(set.spec.as_ref().map(|s| &s.selector)).map_err(Error::Selector)
 }
@@ -152,14 +133,6 @@ fn key(set: &StatefulSet) -> String {
         set.metadata.namespace.as_deref().unwrap_or_default(),
         set.metadata.name.as_deref().unwrap_or_default()
     )
-}
-
-fn not_found(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 404)
-}
-
-fn conflict(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 409)
 }
 
 async fn reconcile(set: Arc<StatefulSet>, state: Arc<State>) -> Result<Action, Error> {

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Patch, PatchParams};
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
 use serde_json::json;
@@ -28,6 +29,48 @@ pub fn controller_of(meta: &ObjectMeta) -> Option<&OwnerReference> {
 /// Whether `meta` is controlled by the object with `uid`.
 pub fn is_controlled_by(meta: &ObjectMeta, uid: &str) -> bool {
     controller_of(meta).is_some_and(|r| r.uid == uid)
+}
+
+/// The owners of kind `K` a change of the object with `meta` concerns:
+/// its controller when that is a `K`; for an orphan, every `K` of its
+/// namespace whose selector (`selector`: none when invalid) is not empty
+/// and matches it, since that owner may adopt it.
+pub fn owners_of<K>(
+    owners: &Store<K>,
+    meta: &ObjectMeta,
+    selector: impl Fn(&K) -> Option<Selector>,
+) -> Vec<ObjectRef<K>>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    let ns = meta.namespace.as_deref().unwrap_or_default();
+    if let Some(owner) = controller_of(meta) {
+        return if owner.kind == K::kind(&()) {
+            vec![ObjectRef::new(&owner.name).within(ns)]
+        } else {
+            Vec::new()
+        };
+    }
+    owners
+        .state()
+        .iter()
+        .filter(|o| o.meta().namespace.as_deref() == Some(ns))
+        .filter(|o| {
+            selector(o).is_some_and(|sel| !sel.is_empty() && sel.matches(meta.labels.as_ref()))
+        })
+        .map(|o| ObjectRef::from_obj(o.as_ref()))
+        .collect()
+}
+
+/// Whether a write failed because its object is gone (404).
+pub fn not_found(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 404)
+}
+
+/// Whether a write failed on a conflict (409: changed meanwhile, or
+/// already there).
+pub fn conflict(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 409)
 }
 
 /// A controller reference to `owner` (`controller` and
