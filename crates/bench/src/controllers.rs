@@ -45,6 +45,16 @@ pub struct Args {
     /// A previous build's `skiff`, for the idle RSS beside it.
     #[arg(long)]
     base: Option<PathBuf>,
+    /// The controller manager's client limit (`--kube-api-qps`) for the
+    /// timed server; its default when not given.
+    #[arg(long)]
+    qps: Option<f32>,
+    /// Its burst (`--kube-api-burst`).
+    #[arg(long)]
+    burst: Option<u32>,
+    /// Skip the idle RSS part.
+    #[arg(long)]
+    no_idle: bool,
     /// How long the idle server settles before its RSS is read.
     #[arg(long, default_value_t = 10)]
     idle_seconds: u64,
@@ -154,8 +164,19 @@ fn floor(writes: u64, qps: f64, burst: u64) -> Duration {
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
     let timeout = Duration::from_secs(args.timeout);
-    let (server, client) =
-        cluster::start_server(&["--disable-agent", "--cluster-cidr", CLUSTER_CIDR]).await?;
+    let mut flags = vec![
+        "--disable-agent".to_string(),
+        "--cluster-cidr".into(),
+        CLUSTER_CIDR.into(),
+    ];
+    if let Some(qps) = args.qps {
+        flags.extend(["--kube-api-qps".into(), qps.to_string()]);
+    }
+    if let Some(burst) = args.burst {
+        flags.extend(["--kube-api-burst".into(), burst.to_string()]);
+    }
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let (server, client) = cluster::start_server(&flags).await?;
     let server_pid = server.child.id();
     cluster::create_namespace(&client, NAMESPACE).await?;
 
@@ -316,8 +337,16 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let roll_floor = floor(roll.controller_writes(), 20.0, 30);
     let s = |d: Duration| format!("{:.1} s", d.as_secs_f64());
     let per = |w: u64| format!("{:.2}", w as f64 / n);
+    let limit = match (args.qps, args.burst) {
+        (None, None) => "default client limit".to_string(),
+        (q, b) => format!(
+            "client limit {} QPS / burst {}",
+            q.map_or("default".into(), |q| q.to_string()),
+            b.map_or("default".into(), |b| b.to_string())
+        ),
+    };
     let title = format!(
-        "skiff-bench controllers: a Deployment of {} replicas on {} simulated nodes (server and sim on this machine)",
+        "skiff-bench controllers: a Deployment of {} replicas on {} simulated nodes, {limit} (server and sim on this machine)",
         args.replicas, args.nodes
     );
     print_grid(
@@ -379,6 +408,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         ],
     );
 
+    if args.no_idle {
+        return Ok(());
+    }
     // Idle RSS, this build beside the base.
     let mut rows = Vec::new();
     let this = idle_rss(&skiff, args.idle_seconds).await?;
