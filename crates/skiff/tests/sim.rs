@@ -6,7 +6,9 @@
 //! at a time (the admin endpoint) no longer renew their Leases while the
 //! others do (those register with podCIDRs of their own,
 //! `--pod-cidr-range`); and on SIGTERM the sim deletes its Nodes and
-//! Leases only when told to (`--cleanup`).
+//! Leases only when told to (`--cleanup`). The controller manager over
+//! them: a Deployment scaled to 1,000 replicas and back, and a lost node
+//! marked, tainted and its pod evicted.
 
 mod cluster;
 
@@ -310,4 +312,157 @@ fn lost_nodes_stop_renewing_their_leases_and_cleanup_is_asked_for() {
     let mut lost = lost;
     assert!(lost.terminate(), "skiff sim exited with an error");
     assert_eq!(names("nodes", &[]), "lost-0 lost-1 lost-2");
+}
+
+/// Lines of `kubectl get ARGS -o name` (the objects that exist).
+fn count(c: &Cluster, args: &[&str]) -> usize {
+    let mut all = vec!["get"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["-o", "name"]);
+    c.kubectl(&all).lines().count()
+}
+
+/// The controller manager inside `skiff server` over simulated nodes: a
+/// Deployment scaled to 1,000 replicas and back to 10 (never more pods
+/// than asked), and, meanwhile, a node lost with a short
+/// `--node-monitor-grace-period` marked Unknown and tainted unreachable,
+/// its pod made not Ready and evicted when its toleration runs out.
+#[test]
+fn a_thousand_replicas_scale_up_and_down_while_a_lost_node_is_handled() {
+    let c = Cluster::start(Options {
+        disable_agent: true,
+        extra: ["--node-monitor-grace-period", "20s"]
+            .map(String::from)
+            .to_vec(),
+        ..Options::default()
+    });
+    let _many = Sim::start(&c, "many", &["--nodes", "20", "--name-prefix", "sim-"]);
+    let lost = Sim::start(
+        &c,
+        "lost",
+        &[
+            "--nodes",
+            "1",
+            "--name-prefix",
+            "lost-",
+            "--admin-listen",
+            "127.0.0.1:0",
+            "--pod-cidr-range",
+            "10.250.0.0/16",
+        ],
+    );
+    wait_for("21 simulated nodes Ready", Duration::from_secs(120), || {
+        (ready_nodes(&c, "type=skiff-sim") == 21).then_some(())
+    });
+    // The Deployment's pods stay off the node that is about to be lost.
+    c.kubectl(&["cordon", "lost-0"]);
+    c.apply(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: stranded}\nspec:\n  nodeName: lost-0\n  \
+         terminationGracePeriodSeconds: 1\n  containers: [{name: c, image: busybox}]\n  \
+         tolerations:\n  - {key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 3}\n",
+    );
+    c.apply(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: many}\nspec:\n  replicas: 1000\n  \
+         selector: {matchLabels: {app: many}}\n  template:\n    metadata: {labels: {app: many}}\n    \
+         spec:\n      terminationGracePeriodSeconds: 1\n      containers: [{name: c, image: busybox}]\n",
+    );
+
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            wait_for("the stranded pod Running", Duration::from_secs(60), || {
+                (c.pod_field("stranded", "{.status.phase}") == "Running").then_some(())
+            });
+            let (code, body) = http(&lost.admin_address(), "POST", "/nodes/lost-0/stop");
+            assert_eq!(code, 200, "{body}");
+            let path = "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}|\
+                        {.status.conditions[?(@.type==\"Ready\")].message}|{.spec.taints[*].key}";
+            let node = wait_for("lost-0 marked Unknown", Duration::from_secs(90), || {
+                let out = c.kubectl(&["get", "node", "lost-0", "-o", path]);
+                out.starts_with("Unknown|").then_some(out)
+            });
+            assert!(
+                node.contains("|Kubelet stopped posting node status.|"),
+                "{node}"
+            );
+            // Its pod is marked not Ready (before its toleration runs out).
+            wait_for(
+                "the stranded pod not Ready",
+                Duration::from_secs(30),
+                || {
+                    let ready = c.pod_field(
+                        "stranded",
+                        "{.status.conditions[?(@.type==\"Ready\")].status}",
+                    );
+                    (ready == "False").then_some(())
+                },
+            );
+            wait_for(
+                "lost-0 tainted unreachable",
+                Duration::from_secs(30),
+                || {
+                    let out = c.kubectl(&["get", "node", "lost-0", "-o", path]);
+                    out.contains("node.kubernetes.io/unreachable").then_some(())
+                },
+            );
+            // Evicted 3 s later, with upstream's events. (The simulated
+            // node still runs its pods' workers, so it may finish the
+            // deletion.)
+            wait_for("the stranded pod evicted", Duration::from_secs(60), || {
+                let out = c.kubectl_output(&[
+                    "get",
+                    "pod",
+                    "stranded",
+                    "-o",
+                    "jsonpath={.metadata.deletionTimestamp}",
+                ]);
+                (!out.status.success() || !out.stdout.is_empty()).then_some(())
+            });
+            let events = c.kubectl(&[
+                "get",
+                "events",
+                "--field-selector",
+                "involvedObject.name=stranded",
+                "-o",
+                "jsonpath={range .items[*]}{.reason}: {.message}{\"\\n\"}{end}",
+            ]);
+            assert!(
+                events.contains("NodeNotReady: Node is not ready")
+                    && events.contains(
+                        "TaintManagerEviction: Marking for deletion Pod default/stranded"
+                    ),
+                "{events}"
+            );
+        });
+
+        let status = |c: &Cluster| {
+            c.kubectl(&[
+                "get",
+                "deployment",
+                "many",
+                "-o",
+                "jsonpath={.status.replicas} {.status.readyReplicas} {.status.availableReplicas}",
+            ])
+        };
+        wait_for("1,000 replicas available", Duration::from_secs(600), || {
+            (status(&c) == "1000 1000 1000").then_some(())
+        });
+        assert_eq!(count(&c, &["pods", "-l", "app=many"]), 1000);
+        let unscheduled = c.kubectl(&[
+            "get",
+            "pods",
+            "-l",
+            "app=many",
+            "--field-selector",
+            "spec.nodeName=lost-0",
+            "-o",
+            "name",
+        ]);
+        assert_eq!(unscheduled, "", "a pod went to the cordoned node");
+
+        c.kubectl(&["scale", "deployment", "many", "--replicas=10"]);
+        wait_for("scaled down to 10", Duration::from_secs(300), || {
+            (status(&c) == "10 10 10" && count(&c, &["pods", "-l", "app=many"]) == 10).then_some(())
+        });
+        assert_eq!(count(&c, &["replicasets", "-l", "app=many"]), 1);
+    });
 }
