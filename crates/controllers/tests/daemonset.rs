@@ -6,7 +6,7 @@
 
 mod support;
 
-use support::namespace;
+use support::{eventually, namespace};
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -14,45 +14,8 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet};
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::{Api, Client};
+use kube::Api;
 use serde_json::json;
-use skiff_controllers::{Config, ControllerManager};
-use skiff_testkit::apiserver::{Options, TestApiServer};
-use tokio_util::sync::CancellationToken;
-
-const WAIT: Duration = Duration::from_secs(60);
-
-async fn start() -> (TestApiServer, Client, CancellationToken) {
-    let server = TestApiServer::start(|c| c, Options::default()).await;
-    let client = server.client().await;
-    let stop = CancellationToken::new();
-    let manager = ControllerManager::new(Config {
-        leader_election: None,
-        controllers: vec!["daemonset".into()],
-        ..Config::default()
-    });
-    tokio::spawn(manager.run(client.clone(), stop.clone()));
-    (server, client, stop)
-}
-
-/// Polls `f` until it returns `Some`, failing after [`WAIT`].
-async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting until {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 /// A Ready node, optionally tainted.
 async fn node(nodes: &Api<Node>, name: &str, taints: serde_json::Value) {
@@ -130,7 +93,7 @@ async fn pods_on(pods: &Api<Pod>, app: &str, want: usize) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_pod_per_eligible_node_over_fifty_nodes() {
-    let (_server, client, stop) = start().await;
+    let (_server, client, stop) = support::start(&["daemonset"]).await;
     namespace(&client, "fifty").await;
     let nodes: Api<Node> = Api::all(client.clone());
     for i in 0..49 {
@@ -297,7 +260,7 @@ async fn one_pod_per_eligible_node_over_fifty_nodes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rolling_update_replaces_pods_within_max_unavailable() {
-    let (server, client, stop) = start().await;
+    let (server, client, stop) = support::start(&["daemonset"]).await;
     namespace(&client, "rolling").await;
     let nodes: Api<Node> = Api::all(client.clone());
     for i in 0..4 {

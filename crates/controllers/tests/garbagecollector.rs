@@ -9,7 +9,7 @@
 
 mod support;
 
-use support::namespace;
+use support::{namespace, until};
 
 use std::time::Duration;
 
@@ -34,19 +34,6 @@ fn config() -> Config {
         controllers: vec!["garbagecollector".into()],
         gc_rediscovery: Duration::from_millis(500),
         ..Config::default()
-    }
-}
-
-/// Polls `check` until it holds; panics after [`WAIT`].
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !check().await {
-        assert!(tokio::time::Instant::now() < deadline, "{what}: timed out");
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
@@ -119,8 +106,8 @@ async fn background_foreground_and_orphan_deletion() {
     cms.delete("owner", &with_policy(PropagationPolicy::Background))
         .await
         .unwrap();
-    eventually("the dependent is collected", || gone(&cms, "dep")).await;
-    eventually(
+    until("the dependent is collected", || gone(&cms, "dep")).await;
+    until(
         "the shared dependent loses the dangling reference",
         || async {
             let cm = cms.get("shared").await.unwrap();
@@ -137,7 +124,7 @@ async fn background_foreground_and_orphan_deletion() {
         vec![reference("v1", "ConfigMap", "other", "not-the-uid", false)],
     )
     .await;
-    eventually("a dependent of a uid that is not the owner's goes", || {
+    until("a dependent of a uid that is not the owner's goes", || {
         gone(&cms, "stale")
     })
     .await;
@@ -161,12 +148,12 @@ async fn background_foreground_and_orphan_deletion() {
         )],
     )
     .await;
-    eventually("a dependent of an owner in another namespace goes", || {
+    until("a dependent of an owner in another namespace goes", || {
         gone(&cms, "misplaced")
     })
     .await;
     let events: Api<Event> = Api::namespaced(client.clone(), "bg");
-    eventually("the OwnerRefInvalidNamespace warning is recorded", || async {
+    until("the OwnerRefInvalidNamespace warning is recorded", || async {
         events
             .list(&Default::default())
             .await
@@ -212,7 +199,7 @@ async fn background_foreground_and_orphan_deletion() {
     cms.delete("owner", &with_policy(PropagationPolicy::Foreground))
         .await
         .unwrap();
-    eventually("the dependent is being deleted", || async {
+    until("the dependent is being deleted", || async {
         cms.get("dep")
             .await
             .unwrap()
@@ -234,8 +221,8 @@ async fn background_foreground_and_orphan_deletion() {
     )
     .await
     .unwrap();
-    eventually("the dependent goes", || gone(&cms, "dep")).await;
-    eventually("then the owner", || gone(&cms, "owner")).await;
+    until("the dependent goes", || gone(&cms, "dep")).await;
+    until("then the owner", || gone(&cms, "owner")).await;
 
     // Orphan: the dependent stays, the reference removed; the owner goes.
     namespace(&client, "orphan").await;
@@ -250,7 +237,7 @@ async fn background_foreground_and_orphan_deletion() {
     cms.delete("owner", &with_policy(PropagationPolicy::Orphan))
         .await
         .unwrap();
-    eventually("the owner goes", || gone(&cms, "owner")).await;
+    until("the owner goes", || gone(&cms, "owner")).await;
     let dep = cms.get("dep").await.unwrap();
     assert_eq!(
         dep.metadata.owner_references, None,
@@ -328,12 +315,12 @@ async fn a_custom_resource_owns_a_configmap() {
         )],
     )
     .await;
-    eventually("the dangling dependent is collected", || {
+    until("the dangling dependent is collected", || {
         gone(&cms, "dangling")
     })
     .await;
     assert!(!gone(&cms, "dep").await, "kept while the widget lives");
     widgets.delete("w", &DeleteParams::default()).await.unwrap();
-    eventually("the widget's ConfigMap is collected", || gone(&cms, "dep")).await;
+    until("the widget's ConfigMap is collected", || gone(&cms, "dep")).await;
     stop.cancel();
 }

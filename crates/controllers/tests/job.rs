@@ -15,24 +15,8 @@ use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::{json, Value};
-use skiff_controllers::{Config, ControllerManager};
-use skiff_testkit::apiserver::{Options, TestApiServer};
-use tokio_util::sync::CancellationToken;
 
 const WAIT: Duration = Duration::from_secs(30);
-
-async fn start() -> (TestApiServer, Client, CancellationToken) {
-    let server = TestApiServer::start(|c| c, Options::default()).await;
-    let client = server.client().await;
-    let stop = CancellationToken::new();
-    let manager = ControllerManager::new(Config {
-        leader_election: None,
-        controllers: vec!["job".into(), "ttl-after-finished".into()],
-        ..Config::default()
-    });
-    tokio::spawn(manager.run(client.clone(), stop.clone()));
-    (server, client, stop)
-}
 
 async fn create_job(client: &Client, ns: &str, name: &str, spec: Value) -> Api<Job> {
     let mut spec = spec;
@@ -160,7 +144,7 @@ async fn event_reasons(client: &Client, ns: &str, job: &str) -> BTreeSet<String>
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_run_to_completion() {
-    let (_server, client, stop) = start().await;
+    let (_server, client, stop) = support::start(&["job", "ttl-after-finished"]).await;
 
     // NonIndexed: three completions, two at a time.
     namespace(&client, "plain").await;
@@ -398,7 +382,7 @@ async fn jobs_run_to_completion() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_fail() {
-    let (_server, client, stop) = start().await;
+    let (_server, client, stop) = support::start(&["job", "ttl-after-finished"]).await;
 
     // backoffLimit 1: the second failure fails the Job.
     namespace(&client, "backoff").await;
@@ -558,7 +542,7 @@ async fn jobs_fail() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_suspend_and_resume() {
-    let (_server, client, stop) = start().await;
+    let (_server, client, stop) = support::start(&["job", "ttl-after-finished"]).await;
     namespace(&client, "suspend").await;
     let jobs = create_job(
         &client,

@@ -5,7 +5,9 @@
 //! with a finalizer kept — the namespace's conditions say what remains,
 //! and once the last object goes the namespace is finalized and gone.
 
-use std::time::Duration;
+mod support;
+
+use support::until;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, NamespaceCondition, Pod};
 use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
@@ -14,20 +16,6 @@ use serde_json::json;
 use skiff_controllers::{Config, ControllerManager};
 use skiff_testkit::apiserver::{Options, TestApiServer};
 use tokio_util::sync::CancellationToken;
-
-const WAIT: Duration = Duration::from_secs(30);
-
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !check().await {
-        assert!(tokio::time::Instant::now() < deadline, "{what}: timed out");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 fn condition(ns: &Namespace, type_: &str) -> Option<NamespaceCondition> {
     ns.status
@@ -92,7 +80,7 @@ async fn deleting_a_namespace_deletes_its_content_then_the_namespace() {
         .delete("doomed", &DeleteParams::default())
         .await
         .unwrap();
-    eventually("the unbound pod and the plain ConfigMap go", || async {
+    until("the unbound pod and the plain ConfigMap go", || async {
         pods.get_opt("unbound").await.unwrap().is_none()
             && cms.get_opt("plain").await.unwrap().is_none()
     })
@@ -102,7 +90,7 @@ async fn deleting_a_namespace_deletes_its_content_then_the_namespace() {
         bound.metadata.deletion_timestamp.is_some(),
         "deleted gracefully"
     );
-    eventually("the conditions say what remains", || async {
+    until("the conditions say what remains", || async {
         let ns = namespaces.get("doomed").await.unwrap();
         let (Some(remaining), Some(finalizers)) = (
             condition(&ns, "NamespaceContentRemaining"),
@@ -143,7 +131,7 @@ async fn deleting_a_namespace_deletes_its_content_then_the_namespace() {
     )
     .await
     .unwrap();
-    eventually("the namespace goes", || async {
+    until("the namespace goes", || async {
         namespaces.get_opt("doomed").await.unwrap().is_none()
     })
     .await;

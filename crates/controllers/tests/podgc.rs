@@ -5,7 +5,7 @@
 
 mod support;
 
-use support::namespace;
+use support::{namespace, until};
 
 use std::time::Duration;
 
@@ -16,20 +16,6 @@ use serde_json::json;
 use skiff_controllers::{Config, ControllerManager};
 use skiff_testkit::apiserver::{Options, TestApiServer};
 use tokio_util::sync::CancellationToken;
-
-const WAIT: Duration = Duration::from_secs(30);
-
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !check().await {
-        assert!(tokio::time::Instant::now() < deadline, "{what}: timed out");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 async fn pod(api: &Api<Pod>, name: &str, node: Option<&str>, finalizer: bool) {
     let pod: Pod = serde_json::from_value(json!({
@@ -98,7 +84,7 @@ async fn terminated_orphaned_and_unscheduled_terminating_pods() {
     }
     pod(&pods, "running", None, false).await;
     tokio::spawn(ControllerManager::new(config).run(client.clone(), stop.clone()));
-    eventually("the two oldest terminated pods go", || async {
+    until("the two oldest terminated pods go", || async {
         !exists(&pods, "p1").await && !exists(&pods, "p2").await
     })
     .await;
@@ -120,7 +106,7 @@ async fn terminated_orphaned_and_unscheduled_terminating_pods() {
         .delete("doomed", &DeleteParams::default())
         .await
         .unwrap();
-    eventually("the pod of the deleted node goes", || async {
+    until("the pod of the deleted node goes", || async {
         !exists(&pods, "on-doomed").await
     })
     .await;
@@ -132,7 +118,7 @@ async fn terminated_orphaned_and_unscheduled_terminating_pods() {
     let pods: Api<Pod> = Api::namespaced(client.clone(), "unscheduled");
     pod(&pods, "held", None, true).await;
     pods.delete("held", &DeleteParams::default()).await.unwrap();
-    eventually(
+    until(
         "the unscheduled terminating pod is marked Failed",
         || async {
             pods.get("held")
@@ -152,7 +138,7 @@ async fn terminated_orphaned_and_unscheduled_terminating_pods() {
     )
     .await
     .unwrap();
-    eventually("gone once its finalizer is", || async {
+    until("gone once its finalizer is", || async {
         !exists(&pods, "held").await
     })
     .await;

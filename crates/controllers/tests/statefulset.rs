@@ -5,6 +5,10 @@
 //! and a rolling update with a partition stops at it, with the history
 //! in ControllerRevisions that `kubectl rollout` reads.
 
+mod support;
+
+use support::eventually;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -16,24 +20,9 @@ use kube::api::{
 };
 use kube::{Api, Client};
 use serde_json::json;
-use skiff_controllers::{Config, ControllerManager};
-use skiff_testkit::apiserver::{Options, TestApiServer};
 use tokio_util::sync::CancellationToken;
 
 const WAIT: Duration = Duration::from_secs(60);
-
-async fn start() -> (TestApiServer, Client, CancellationToken) {
-    let server = TestApiServer::start(|c| c, Options::default()).await;
-    let client = server.client().await;
-    let stop = CancellationToken::new();
-    let manager = ControllerManager::new(Config {
-        leader_election: None,
-        controllers: vec!["statefulset".into()],
-        ..Config::default()
-    });
-    tokio::spawn(manager.run(client.clone(), stop.clone()));
-    (server, client, stop)
-}
 
 async fn namespace(client: &Client, name: &str) {
     let ns = serde_json::from_value::<Namespace>(json!({"metadata": {"name": name}})).unwrap();
@@ -41,25 +30,6 @@ async fn namespace(client: &Client, name: &str) {
         .create(&PostParams::default(), &ns)
         .await
         .unwrap();
-}
-
-/// Polls `f` until it returns `Some`, failing after [`WAIT`].
-async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting until {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// Marks a pod Running and Ready, as its kubelet would.
@@ -136,7 +106,7 @@ fn label<'a>(pod: &'a Pod, key: &str) -> &'a str {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ordered_pods_keep_their_names_and_claims() {
-    let (_server, client, stop) = start().await;
+    let (_server, client, stop) = support::start(&["statefulset"]).await;
     namespace(&client, "ordered").await;
     let sets: Api<StatefulSet> = Api::namespaced(client.clone(), "ordered");
     let pods: Api<Pod> = Api::namespaced(client.clone(), "ordered");
@@ -309,7 +279,7 @@ async fn ordered_pods_keep_their_names_and_claims() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rolling_update_stops_at_the_partition_and_kubectl_reads_the_history() {
-    let (server, client, stop) = start().await;
+    let (server, client, stop) = support::start(&["statefulset"]).await;
     namespace(&client, "rolling").await;
     let sets: Api<StatefulSet> = Api::namespaced(client.clone(), "rolling");
     let pods: Api<Pod> = Api::namespaced(client.clone(), "rolling");
@@ -452,7 +422,7 @@ async fn rolling_update_stops_at_the_partition_and_kubectl_reads_the_history() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claims_are_owned_as_the_retention_policy_says() {
-    let (_server, client, stop) = start().await;
+    let (_server, client, stop) = support::start(&["statefulset"]).await;
     namespace(&client, "retention").await;
     let sets: Api<StatefulSet> = Api::namespaced(client.clone(), "retention");
     let pods: Api<Pod> = Api::namespaced(client.clone(), "retention");
