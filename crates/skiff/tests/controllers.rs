@@ -76,6 +76,15 @@ fn workloads_on_one_cluster() {
     );
 }
 
+/// `kubectl -n NS get WHAT -o jsonpath=PATH`.
+fn field(c: &Cluster, ns: &str, what: &[&str], path: &str) -> String {
+    let jsonpath = format!("jsonpath={path}");
+    let mut args = vec!["-n", ns, "get"];
+    args.extend_from_slice(what);
+    args.extend_from_slice(&["-o", &jsonpath]);
+    c.kubectl(&args)
+}
+
 fn namespace(c: &Cluster, ns: &str) {
     c.kubectl(&["create", "namespace", ns]);
 }
@@ -303,14 +312,12 @@ spec:
         String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "rollout status succeeded: {text}");
     assert!(text.contains("exceeded its progress deadline"), "{text}");
-    let reason = c.kubectl(&[
-        "-n",
+    let reason = field(
+        c,
         ns,
-        "get",
-        "deployment/broken",
-        "-o",
-        "jsonpath={.status.conditions[?(@.type==\"Progressing\")].reason}",
-    ]);
+        &["deployment/broken"],
+        "{.status.conditions[?(@.type==\"Progressing\")].reason}",
+    );
     assert_eq!(reason, "ProgressDeadlineExceeded");
 }
 
@@ -371,15 +378,7 @@ spec:
         "-c",
         "echo kept > /data/file",
     ]);
-    let uid = c.kubectl(&[
-        "-n",
-        ns,
-        "get",
-        "pod",
-        "db-0",
-        "-o",
-        "jsonpath={.metadata.uid}",
-    ]);
+    let uid = field(c, ns, &["pod", "db-0"], "{.metadata.uid}");
     c.kubectl(&["-n", ns, "delete", "pod", "db-0"]);
     wait_for("db-0 to come back", Duration::from_secs(120), || {
         let out = c.kubectl_output(&[
@@ -404,15 +403,7 @@ spec:
     ]);
     let data = c.kubectl(&["-n", ns, "exec", "db-0", "--", "cat", "/data/file"]);
     assert_eq!(data.trim(), "kept");
-    let claim = c.kubectl(&[
-        "-n",
-        ns,
-        "get",
-        "pvc",
-        "data-db-0",
-        "-o",
-        "jsonpath={.status.phase}",
-    ]);
+    let claim = field(c, ns, &["pvc", "data-db-0"], "{.status.phase}");
     assert_eq!(claim, "Bound");
 }
 
@@ -442,25 +433,19 @@ spec:
         "daemonset/agent",
         "--timeout=180s",
     ]);
-    let nodes = c.kubectl(&[
-        "-n",
+    let nodes = field(
+        c,
         ns,
-        "get",
-        "pods",
-        "-l",
-        "app=agent",
-        "-o",
-        "jsonpath={.items[*].spec.nodeName}",
-    ]);
+        &["pods", "-l", "app=agent"],
+        "{.items[*].spec.nodeName}",
+    );
     assert_eq!(nodes.split_whitespace().collect::<Vec<_>>(), [c.node()]);
-    let status = c.kubectl(&[
-        "-n",
+    let status = field(
+        c,
         ns,
-        "get",
-        "daemonset/agent",
-        "-o",
-        "jsonpath={.status.desiredNumberScheduled}/{.status.numberReady}",
-    ]);
+        &["daemonset/agent"],
+        "{.status.desiredNumberScheduled}/{.status.numberReady}",
+    );
     assert_eq!(status, "1/1");
 }
 
@@ -581,14 +566,7 @@ spec:
         job_condition(c, ns, "flaky", "Failed"),
         "BackoffLimitExceeded"
     );
-    let failed = c.kubectl(&[
-        "-n",
-        ns,
-        "get",
-        "job/flaky",
-        "-o",
-        "jsonpath={.status.failed}",
-    ]);
+    let failed = field(c, ns, &["job/flaky"], "{.status.failed}");
     assert_eq!(failed, "2");
 }
 
@@ -622,14 +600,7 @@ spec:
     ]);
     // The next minute's run (at most a minute away).
     let job = wait_for("the cronjob to fire", Duration::from_secs(150), || {
-        let names = c.kubectl(&[
-            "-n",
-            ns,
-            "get",
-            "jobs",
-            "-o",
-            "jsonpath={.items[*].metadata.name}",
-        ]);
+        let names = field(c, ns, &["jobs"], "{.items[*].metadata.name}");
         names
             .split_whitespace()
             .find(|n| n.starts_with("tick-"))
@@ -643,24 +614,10 @@ spec:
         &format!("job/{job}"),
         "--timeout=180s",
     ]);
-    let last = c.kubectl(&[
-        "-n",
-        ns,
-        "get",
-        "cronjob/tick",
-        "-o",
-        "jsonpath={.status.lastScheduleTime}",
-    ]);
+    let last = field(c, ns, &["cronjob/tick"], "{.status.lastScheduleTime}");
     assert!(!last.is_empty(), "no lastScheduleTime");
     wait_for("lastSuccessfulTime", Duration::from_secs(60), || {
-        let t = c.kubectl(&[
-            "-n",
-            ns,
-            "get",
-            "cronjob/tick",
-            "-o",
-            "jsonpath={.status.lastSuccessfulTime}",
-        ]);
+        let t = field(c, ns, &["cronjob/tick"], "{.status.lastSuccessfulTime}");
         (!t.is_empty()).then_some(())
     });
 }
@@ -716,16 +673,12 @@ spec:
             .then_some(())
     });
     assert_eq!(get("{.subsets[0].ports[0].port}"), "8080");
-    let pods = c.kubectl(&[
-        "-n",
+    let pods = field(
+        c,
         ns,
-        "get",
-        "pods",
-        "-l",
-        "app=web",
-        "-o",
-        "jsonpath={.items[*].metadata.name}",
-    ]);
+        &["pods", "-l", "app=web"],
+        "{.items[*].metadata.name}",
+    );
     let first = pods.split_whitespace().next().unwrap().to_string();
     let ip = c.kubectl(&[
         "-n",
@@ -815,16 +768,12 @@ spec:
     ]);
     assert_eq!(count("rs", "kept"), 1);
     assert_eq!(count("pods", "kept"), 2);
-    let owners = c.kubectl(&[
-        "-n",
+    let owners = field(
+        c,
         ns,
-        "get",
-        "rs",
-        "-l",
-        "app=kept",
-        "-o",
-        "jsonpath={.items[0].metadata.ownerReferences}",
-    ]);
+        &["rs", "-l", "app=kept"],
+        "{.items[0].metadata.ownerReferences}",
+    );
     assert!(
         owners.is_empty(),
         "orphaned ReplicaSet still owned: {owners}"
