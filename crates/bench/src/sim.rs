@@ -51,6 +51,11 @@ pub struct Args {
     /// Give up on a phase after this many seconds.
     #[arg(long, default_value_t = 600)]
     timeout: u64,
+    /// More flags for the server (repeat it), e.g.
+    /// `--server-arg=--disable-controller-manager` to see what the
+    /// controllers cost.
+    #[arg(long = "server-arg", allow_hyphen_values = true)]
+    server_args: Vec<String>,
 }
 
 /// What a watch has seen: objects present, how many meet the phase's
@@ -413,8 +418,9 @@ fn secs(d: Option<Duration>, reached: &str) -> String {
 pub async fn run(args: Args) -> anyhow::Result<()> {
     let timeout = Duration::from_secs(args.timeout);
     let speed_before = crate::stats::host_speed();
-    let (server, client) =
-        cluster::start_server(&["--disable-agent", "--cluster-cidr", CLUSTER_CIDR]).await?;
+    let mut flags = vec!["--disable-agent", "--cluster-cidr", CLUSTER_CIDR];
+    flags.extend(args.server_args.iter().map(String::as_str));
+    let (server, client) = cluster::start_server(&flags).await?;
     let server_pid = server.child.id();
     let epoch = Instant::now();
     cluster::create_namespace(&client, NAMESPACE).await?;
