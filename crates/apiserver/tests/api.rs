@@ -382,6 +382,48 @@ async fn graceful_deletion_binding_and_status() {
         edited.status.as_ref().and_then(|s| s.phase.as_deref()),
         Some("Terminating")
     );
+    // finalize checks the names it is given, as upstream's
+    // ValidateNamespaceFinalizeUpdate, and a refused one changes nothing.
+    for (bad, why) in [
+        (
+            "plain",
+            "name is neither a standard finalizer name nor is it fully qualified",
+        ),
+        ("", "name part must be non-empty"),
+        ("a/b/c", "a qualified name must consist of"),
+    ] {
+        let mut refused = edited.clone();
+        refused.spec.as_mut().unwrap().finalizers = Some(vec![bad.to_string()]);
+        let e = api_error(
+            namespaces
+                .replace_subresource("finalize", "team", &PostParams::default(), &refused)
+                .await
+                .unwrap_err(),
+        );
+        assert_eq!(e.code, 422, "{bad}: {}", e.message);
+        assert!(
+            e.message.contains("spec.finalizers[0]") && e.message.contains(why),
+            "{bad}: {}",
+            e.message
+        );
+    }
+    let kept = namespaces.get("team").await.unwrap();
+    assert_eq!(
+        kept.spec.as_ref().and_then(|s| s.finalizers.clone()),
+        Some(vec!["kubernetes".to_string()])
+    );
+    // So does create.
+    let plain: Namespace = serde_json::from_value(
+        json!({"metadata": {"name": "plain"}, "spec": {"finalizers": ["plain"]}}),
+    )
+    .unwrap();
+    let e = api_error(
+        namespaces
+            .create(&PostParams::default(), &plain)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(e.code, 422, "{}", e.message);
     // The namespace controller's part: the content, then finalize.
     team.delete("p", &DeleteParams::default()).await.unwrap();
     let mut finalized = edited;

@@ -38,20 +38,7 @@ pub fn object_meta(meta: Option<&Value>, path: &str) -> Vec<FieldError> {
         }
     }
     if let Some(finalizers) = meta.get("finalizers").and_then(Value::as_array) {
-        for (i, f) in finalizers.iter().enumerate() {
-            let name = f.as_str().unwrap_or_default();
-            let at = format!("{path}.finalizers[{i}]");
-            let errs = names::qualified_name(name);
-            if !errs.is_empty() {
-                errors.extend(errs.iter().map(|m| invalid(at.clone(), f, m)));
-            } else if !name.contains('/') && !STANDARD_FINALIZERS.contains(&name) {
-                errors.push(invalid(
-                    at,
-                    f,
-                    "name is neither a standard finalizer name nor is it fully qualified",
-                ));
-            }
-        }
+        errors.extend(finalizer_names(finalizers, &format!("{path}.finalizers")));
     }
     if let Some(owners) = meta.get("ownerReferences").and_then(Value::as_array) {
         let at = format!("{path}.ownerReferences");
@@ -85,6 +72,28 @@ pub fn object_meta(meta: Option<&Value>, path: &str) -> Vec<FieldError> {
                 message: "Invalid value: \"\": Only one reference can have Controller set to true"
                     .into(),
             });
+        }
+    }
+    errors
+}
+
+/// Finalizer names at `path` (metadata.finalizers, a Namespace's
+/// spec.finalizers): qualified names, and one without a `/` must be a
+/// standard one (upstream's `validateFinalizerName`).
+pub fn finalizer_names(finalizers: &[Value], path: &str) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    for (i, f) in finalizers.iter().enumerate() {
+        let name = f.as_str().unwrap_or_default();
+        let at = format!("{path}[{i}]");
+        let errs = names::qualified_name(name);
+        if !errs.is_empty() {
+            errors.extend(errs.iter().map(|m| invalid(at.clone(), f, m)));
+        } else if !name.contains('/') && !STANDARD_FINALIZERS.contains(&name) {
+            errors.push(invalid(
+                at,
+                f,
+                "name is neither a standard finalizer name nor is it fully qualified",
+            ));
         }
     }
     errors

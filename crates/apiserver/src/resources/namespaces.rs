@@ -35,6 +35,24 @@ impl Strategy for NamespaceStrategy {
     fn name_errors(&self, name: &str) -> Vec<String> {
         skiff_api::validation::names::dns1123_label(name)
     }
+    /// spec.finalizers' names (upstream's ValidateNamespace and, through
+    /// `finalize`, ValidateNamespaceFinalizeUpdate).
+    fn validate(&self, obj: &Value) -> Vec<skiff_api::validation::FieldError> {
+        match obj.pointer("/spec/finalizers").and_then(Value::as_array) {
+            Some(f) => skiff_api::validation::meta::finalizer_names(f, "spec.finalizers"),
+            None => Vec::new(),
+        }
+    }
+    /// A status write does not check spec.finalizers again (upstream's
+    /// ValidateNamespaceStatusUpdate), so one stored before these checks
+    /// cannot block the namespace controller's conditions.
+    fn validate_status_update(
+        &self,
+        _old: &Value,
+        _new: &Value,
+    ) -> Vec<skiff_api::validation::FieldError> {
+        Vec::new()
+    }
     /// spec.finalizers changes only through `finalize`; status only
     /// through `status` (upstream's namespaceStrategy).
     fn prepare_for_update(&self, old: &Value, new: &mut Value) {
