@@ -191,7 +191,7 @@ impl Recorder {
 
     /// Queues an event about `pod` (or a repeat of one) for the sink.
     pub fn record(&self, pod: &Pod, type_: EventType, reason: &str, action: &str, message: &str) {
-        self.record_for(&reference(pod), type_, reason, action, message);
+        self.record_for(&reference_to(pod), type_, reason, action, message);
     }
 
     /// Queues an event about the object `about` refers to (a Deployment,
@@ -310,19 +310,6 @@ impl Recorder {
             count: Some(1),
             ..Default::default()
         }
-    }
-}
-
-/// A reference to `pod` for its events.
-fn reference(pod: &Pod) -> ObjectReference {
-    ObjectReference {
-        api_version: Some("v1".into()),
-        kind: Some("Pod".into()),
-        namespace: pod.metadata.namespace.clone(),
-        name: pod.metadata.name.clone(),
-        uid: pod.metadata.uid.clone(),
-        resource_version: pod.metadata.resource_version.clone(),
-        field_path: None,
     }
 }
 

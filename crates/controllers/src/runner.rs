@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use kube::runtime::controller::{self, Action, Controller};
-use skiff_client::informer::{Informer, Watched};
+use skiff_client::informer::{Change, Informer, Watched};
 use tokio_util::sync::CancellationToken;
 
 /// Runs `controller` (made over `informer`) with `workers` concurrent
@@ -60,6 +60,22 @@ pub async fn run<K, E, Fut, Ctx>(
         })
         .await;
     tracing::info!(controller = name, "stopped");
+}
+
+/// Calls `forget` with each object `changes` reports deleted, until
+/// `shutdown`: for what a controller keeps per object beside the
+/// informer's store (health, planned deletions, trackers).
+pub async fn on_deleted<K>(
+    changes: impl futures::Stream<Item = Change<K>>,
+    shutdown: CancellationToken,
+    mut forget: impl FnMut(&K),
+) {
+    let mut changes = std::pin::pin!(changes.take_until(shutdown.cancelled_owned()));
+    while let Some(change) = changes.next().await {
+        if let Change::Deleted(obj) = change {
+            forget(&obj);
+        }
+    }
 }
 
 /// The retry delay after the `failures`-th failure in a row: 5 ms doubling,

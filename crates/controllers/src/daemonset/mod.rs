@@ -38,9 +38,10 @@ use crate::context::Context;
 use crate::runner::{self, Failures};
 use crate::workload::expectations::Expectations;
 use crate::workload::history;
-use crate::workload::ownership::{self, conflict, not_found};
+use crate::workload::ownership;
 use crate::workload::pods as podutil;
 use revisions::{cleanup_history, construct_history};
+use skiff_client::{is_conflict as conflict, is_not_found as not_found};
 
 /// The component name events are reported under.
 pub const COMPONENT: &str = "daemonset-controller";

@@ -20,14 +20,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{DeleteParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::Api;
-use skiff_client::informer::Change;
 use skiff_client::recorder::{EventType, Recorder};
 use tokio_util::sync::CancellationToken;
 
@@ -191,7 +189,12 @@ pub(crate) fn start(
             nodes.ready(),
             slices.ready()
         );
-        let forget = forget_deleted(state.clone(), services.changes());
+        let forget = {
+            let state = state.clone();
+            runner::on_deleted(services.changes(), shutdown.clone(), move |svc| {
+                forget_deleted(&state, svc)
+            })
+        };
         tokio::join!(
             runner::run(
                 "endpointslice",
@@ -201,30 +204,20 @@ pub(crate) fn start(
                 reconcile,
                 error_policy,
                 state,
-                shutdown.clone(),
+                shutdown,
             ),
-            async move {
-                tokio::select! {
-                    () = forget => {}
-                    () = shutdown.cancelled() => {}
-                }
-            }
+            forget
         );
     })
 }
 
-/// Drops what is kept about deleted Services (their slices go with the
+/// Drops what is kept about a deleted Service (its slices go with the
 /// garbage collector).
-async fn forget_deleted(state: Arc<State>, changes: impl futures::Stream<Item = Change<Service>>) {
-    let mut changes = std::pin::pin!(changes);
-    while let Some(change) = changes.next().await {
-        if let Change::Deleted(svc) = change {
-            let ns = svc.metadata.namespace.clone().unwrap_or_default();
-            let name = svc.metadata.name.clone().unwrap_or_default();
-            state.triggers.forget(&ns, &name);
-            state.tracker.forget(&format!("{ns}/{name}"));
-        }
-    }
+fn forget_deleted(state: &State, svc: &Service) {
+    let ns = svc.metadata.namespace.clone().unwrap_or_default();
+    let name = svc.metadata.name.clone().unwrap_or_default();
+    state.triggers.forget(&ns, &name);
+    state.tracker.forget(&format!("{ns}/{name}"));
 }
 
 async fn reconcile(svc: Arc<Service>, state: Arc<State>) -> Result<Action, Error> {

@@ -27,7 +27,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt as _;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -37,7 +36,6 @@ use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::Api;
 use skiff_client::clock::Clock;
-use skiff_client::informer::Change;
 use skiff_client::recorder::{reference_to, EventType, Recorder};
 use tokio_util::sync::CancellationToken;
 
@@ -136,7 +134,12 @@ pub(crate) fn start(
         leases.ready().await;
         pods.ready().await;
         nodes.ready().await;
-        let removals = forget_removed(nodes.changes(), state.clone(), shutdown.clone());
+        let removals = {
+            let state = state.clone();
+            runner::on_deleted(nodes.changes(), shutdown.clone(), move |n| {
+                forget_removed(&state, n)
+            })
+        };
         let run = runner::run(
             "nodelifecycle",
             &nodes,
@@ -151,26 +154,16 @@ pub(crate) fn start(
     })
 }
 
-/// Forgets deleted nodes (upstream's RemovingNode event).
-async fn forget_removed(
-    changes: impl futures::Stream<Item = Change<Node>>,
-    state: Arc<State>,
-    shutdown: CancellationToken,
-) {
-    let mut changes = std::pin::pin!(changes.take_until(shutdown.cancelled_owned()));
-    while let Some(change) = changes.next().await {
-        let Change::Deleted(node) = change else {
-            continue;
-        };
-        let name = node.metadata.name.clone().unwrap_or_default();
-        if lock(&state.health).remove(&name).is_some() {
-            node_event(
-                &state.recorder,
-                &node,
-                "RemovingNode",
-                &format!("Node {name} event: Removing Node {name} from Controller"),
-            );
-        }
+/// Forgets a deleted node (upstream's RemovingNode event).
+fn forget_removed(state: &State, node: &Node) {
+    let name = node.metadata.name.clone().unwrap_or_default();
+    if lock(&state.health).remove(&name).is_some() {
+        node_event(
+            &state.recorder,
+            node,
+            "RemovingNode",
+            &format!("Node {name} event: Removing Node {name} from Controller"),
+        );
     }
 }
 

@@ -16,7 +16,6 @@ pub mod schedule;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -25,7 +24,6 @@ use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::Api;
 use skiff_client::clock::Clock;
-use skiff_client::informer::Change;
 use skiff_client::recorder::{reference_to, EventType, Recorder};
 use tokio_util::sync::CancellationToken;
 
@@ -132,7 +130,12 @@ pub(crate) fn start(
         });
         nodes.ready().await;
         pods.ready().await;
-        let deletions = forget_deleted(pods.changes(), state.clone(), shutdown.clone());
+        let deletions = {
+            let state = state.clone();
+            runner::on_deleted(pods.changes(), shutdown.clone(), move |p| {
+                forget_deleted(&state, p)
+            })
+        };
         let run = runner::run(
             "taint-eviction-controller",
             &pods,
@@ -148,18 +151,9 @@ pub(crate) fn start(
 }
 
 /// A deleted pod's planned deletion is cancelled (with upstream's event).
-async fn forget_deleted(
-    changes: impl futures::Stream<Item = Change<Pod>>,
-    state: Arc<State>,
-    shutdown: CancellationToken,
-) {
-    let mut changes = std::pin::pin!(changes.take_until(shutdown.cancelled_owned()));
-    while let Some(change) = changes.next().await {
-        if let Change::Deleted(pod) = change {
-            if lock(&state.planned).remove(&key_of(&pod)).is_some() {
-                cancelled(&state.recorder, &pod);
-            }
-        }
+fn forget_deleted(state: &State, pod: &Pod) {
+    if lock(&state.planned).remove(&key_of(pod)).is_some() {
+        cancelled(&state.recorder, pod);
     }
 }
 

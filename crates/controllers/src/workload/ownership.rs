@@ -62,17 +62,6 @@ where
         .collect()
 }
 
-/// Whether a write failed because its object is gone (404).
-pub fn not_found(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 404)
-}
-
-/// Whether a write failed on a conflict (409: changed meanwhile, or
-/// already there).
-pub fn conflict(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 409)
-}
-
 /// A controller reference to `owner` (`controller` and
 /// `blockOwnerDeletion` true, as every workload controller sets them).
 pub fn controller_ref<K: Resource<DynamicType = ()>>(owner: &K) -> OwnerReference {
