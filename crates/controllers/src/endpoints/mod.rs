@@ -176,42 +176,40 @@ pub(crate) fn start(
     })
 }
 
-/// Deletes the Endpoints of deleted Services; the first time through,
-/// those of Services deleted while no controller ran.
+/// Deletes the Endpoints of deleted Services; on each resync (the first
+/// listing, or changes this subscriber missed), those of every Service
+/// that is gone.
 async fn clean_up_after_services(
     state: Arc<State>,
     changes: impl futures::Stream<Item = Change<Service>> + Send,
     services: Store<Service>,
 ) {
     let mut changes = std::pin::pin!(changes);
-    let mut swept = false;
     while let Some(change) = changes.next().await {
         let gone: Vec<(String, String)> = match change {
             Change::Deleted(svc) => vec![(
                 svc.metadata.namespace.clone().unwrap_or_default(),
                 svc.metadata.name.clone().unwrap_or_default(),
             )],
-            Change::Resync if !swept => {
-                swept = true;
-                state
-                    .endpoints
-                    .state()
-                    .iter()
-                    .filter(|ep| {
-                        !ep.metadata
-                            .annotations
-                            .as_ref()
-                            .is_some_and(|a| a.contains_key(LEADER_ANNOTATION))
-                    })
-                    .map(|ep| {
-                        (
-                            ep.metadata.namespace.clone().unwrap_or_default(),
-                            ep.metadata.name.clone().unwrap_or_default(),
-                        )
-                    })
-                    .collect()
-            }
-            _ => Vec::new(),
+            // The first listing, or deletions this subscriber missed.
+            Change::Resync => state
+                .endpoints
+                .state()
+                .iter()
+                .filter(|ep| {
+                    !ep.metadata
+                        .annotations
+                        .as_ref()
+                        .is_some_and(|a| a.contains_key(LEADER_ANNOTATION))
+                })
+                .map(|ep| {
+                    (
+                        ep.metadata.namespace.clone().unwrap_or_default(),
+                        ep.metadata.name.clone().unwrap_or_default(),
+                    )
+                })
+                .collect(),
+            Change::Applied(_) => Vec::new(),
         };
         for (ns, name) in gone {
             if services.get(&ObjectRef::new(&name).within(&ns)).is_some() {

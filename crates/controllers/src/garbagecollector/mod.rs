@@ -35,6 +35,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::context::Context;
+use crate::runner::Failures;
 use discovery::{Change, Resources};
 use graph::{Graph, Work};
 use queue::Queue;
@@ -49,6 +50,10 @@ pub(crate) struct Shared {
     resources: RwLock<Resources>,
     attempt_to_delete: Queue,
     attempt_to_orphan: Queue,
+    /// Each queue's failures per uid, shared by its workers so a retry's
+    /// back-off grows whichever worker takes it.
+    delete_failures: Failures,
+    orphan_failures: Failures,
     recorder: Recorder,
     /// How long workers wait for the first listing before going on
     /// without it (upstream proceeds after its sync period too).
@@ -84,6 +89,8 @@ pub(crate) fn start(context: Context, shutdown: CancellationToken) -> BoxFuture<
             resources: RwLock::new(Resources::default()),
             attempt_to_delete: Queue::default(),
             attempt_to_orphan: Queue::default(),
+            delete_failures: Failures::default(),
+            orphan_failures: Failures::default(),
             recorder: context.recorder("garbage-collector-controller"),
             sync_timeout: context.config.gc_rediscovery,
         });

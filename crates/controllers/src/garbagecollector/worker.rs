@@ -28,7 +28,7 @@ use super::decide::{self, Decision, OwnerState, Policy};
 use super::discovery::Served;
 use super::graph::{refers_to, Facts, Identity, FOREGROUND, ORPHAN};
 use super::Shared;
-use crate::runner::{Chain, Failures};
+use crate::runner::Chain;
 
 /// Errors of one attempt (retried with back-off).
 #[derive(Debug, thiserror::Error)]
@@ -85,7 +85,7 @@ async fn wait_synced(shared: &Shared, mut synced: watch::Receiver<bool>) {
 /// Works the attempt-to-delete queue.
 pub(super) async fn deleter(shared: Arc<Shared>, synced: watch::Receiver<bool>) {
     wait_synced(&shared, synced).await;
-    let failures = Failures::default();
+    let failures = &shared.delete_failures;
     loop {
         let uid = shared.attempt_to_delete.next().await;
         match attempt_to_delete(&shared, &uid).await {
@@ -102,7 +102,7 @@ pub(super) async fn deleter(shared: Arc<Shared>, synced: watch::Receiver<bool>) 
 /// Works the attempt-to-orphan queue.
 pub(super) async fn orphaner(shared: Arc<Shared>, synced: watch::Receiver<bool>) {
     wait_synced(&shared, synced).await;
-    let failures = Failures::default();
+    let failures = &shared.orphan_failures;
     loop {
         let uid = shared.attempt_to_orphan.next().await;
         match attempt_to_orphan(&shared, &uid).await {

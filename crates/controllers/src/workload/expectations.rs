@@ -60,6 +60,9 @@ impl Expectations {
         deleted: impl IntoIterator<Item = (String, String)>,
     ) {
         let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        // An owner deleted with writes pending is never reconciled again:
+        // its entry goes once timed out, when the next one is recorded.
+        pending.retain(|_, p| p.since.elapsed() < self.timeout);
         let entry = pending.entry(owner.to_string()).or_insert_with(|| Pending {
             creates: HashSet::new(),
             deletes: HashMap::new(),
