@@ -321,8 +321,27 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         )
         .await?;
     let rolled_in = wait_deployment(&deployments, timeout, |d| rolled(d, args.replicas, 2)).await?;
-    // The last deletions of the roll land after the status says so.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The last deletions of the roll land after the status says so: wait
+    // until only the new pods are left, none of them being deleted.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
+    let settle = Instant::now();
+    loop {
+        let left = pods
+            .list(&ListParams::default().labels("app=bench"))
+            .await?;
+        let deleting = left
+            .items
+            .iter()
+            .any(|p| p.metadata.deletion_timestamp.is_some());
+        if !deleting && left.items.len() == usize::try_from(args.replicas).unwrap_or(0) {
+            break;
+        }
+        anyhow::ensure!(
+            settle.elapsed() < timeout,
+            "the old pods were not gone in {timeout:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let r2 = crate::sim::revision(&client).await?;
     let c2 = counts.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let cpu2 = cluster::cpu_seconds(&server_pid.to_string());

@@ -282,9 +282,23 @@ pub struct ControllersArgs {
 }
 
 impl ControllersArgs {
-    /// The controller manager's settings from these flags.
-    pub fn config(&self, cluster_cidr: &str) -> skiff_controllers::Config {
-        skiff_controllers::Config {
+    /// The controller manager's settings from these flags; an unknown
+    /// controller name or an unusable cluster CIDR is an error at start,
+    /// as upstream's flag checks are.
+    pub fn config(&self, cluster_cidr: &str) -> anyhow::Result<skiff_controllers::Config> {
+        let known = |name: &str| {
+            skiff_controllers::manager::CONTROLLERS
+                .iter()
+                .any(|c| c.name == name)
+        };
+        for name in &self.controllers {
+            let bare = name.strip_prefix('-').unwrap_or(name);
+            anyhow::ensure!(
+                bare == "*" || known(bare),
+                "--controllers: {name:?} is not a known controller"
+            );
+        }
+        let config = skiff_controllers::Config {
             qps: self.kube_api_qps,
             burst: self.kube_api_burst,
             controllers: self.controllers.clone(),
@@ -298,7 +312,12 @@ impl ControllersArgs {
             max_endpoints_per_slice: self.max_endpoints_per_slice,
             terminated_pod_gc_threshold: self.terminated_pod_gc_threshold,
             ..skiff_controllers::Config::default()
+        };
+        if let Some(cidr) = &config.cluster_cidr {
+            skiff_controllers::nodeipam::NodeIpam::new(cidr, config.node_cidr_mask_size)
+                .map_err(|e| anyhow::anyhow!("--cluster-cidr {cidr}: {e}"))?;
         }
+        Ok(config)
     }
 }
 

@@ -10,8 +10,8 @@ use crate::cli::ControllerManagerArgs;
 
 /// Runs until SIGINT or SIGTERM.
 pub async fn run(args: ControllerManagerArgs) -> anyhow::Result<()> {
+    let mut config = args.controllers.config(&args.cluster_cidr)?;
     let client = skiff_client::http::client(&args.kubeconfig).await?;
-    let mut config = args.controllers.config(&args.cluster_cidr);
     if !args.leader_elect {
         config.leader_election = None;
     }

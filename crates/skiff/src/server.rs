@@ -14,6 +14,8 @@ use tokio_util::sync::CancellationToken;
 use crate::cli::ServerArgs;
 
 pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
+    // Flag mistakes stop the start before anything is created.
+    let mut config = args.controllers.config(&args.cluster_cidr)?;
     let data_dir = std::path::absolute(&args.data_dir)
         .with_context(|| format!("data dir {}", args.data_dir.display()))?;
     std::fs::create_dir_all(&data_dir)
@@ -60,7 +62,6 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     // The controller manager (node IPAM, volumes, workloads, ...), a
     // client of this API server through the loopback like the scheduler.
     let controllers = (!args.disable_controller_manager).then(|| {
-        let mut config = args.controllers.config(&args.cluster_cidr);
         config.root_ca = std::fs::read_to_string(data_dir.join("pki").join("ca.crt")).ok();
         tokio::spawn(
             skiff_controllers::ControllerManager::new(config)

@@ -20,6 +20,56 @@ fn help_and_version() {
     );
 }
 
+/// A mistyped controller name or an unusable cluster CIDR stops the
+/// server (and `skiff controller-manager`) before it creates anything.
+#[test]
+fn bad_controller_flags_stop_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data = data.to_str().unwrap();
+    for (args, said) in [
+        (
+            vec![
+                "server",
+                "--data-dir",
+                &data,
+                "--controllers",
+                "*,-deploymnet",
+            ],
+            "--controllers: \"-deploymnet\" is not a known controller",
+        ),
+        (
+            vec![
+                "server",
+                "--data-dir",
+                &data,
+                "--cluster-cidr",
+                "10.0.0.0/99",
+            ],
+            "--cluster-cidr 10.0.0.0/99",
+        ),
+        (
+            vec![
+                "controller-manager",
+                "--kubeconfig",
+                "/nonexistent",
+                "--controllers",
+                "nope",
+            ],
+            "--controllers: \"nope\" is not a known controller",
+        ),
+    ] {
+        let out = Command::new(SKIFF).args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} started");
+        assert!(stderr.contains(said), "{args:?}: {stderr}");
+    }
+    assert!(
+        !std::path::Path::new(data).exists(),
+        "the data dir was created"
+    );
+}
+
 #[test]
 fn server_opens_its_store_and_stops_on_sigterm() {
     let mut server = start_server();
