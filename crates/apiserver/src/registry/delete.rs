@@ -262,9 +262,12 @@ pub async fn delete_one(
             if opts.dry_run {
                 return Ok(answer(with_revision(obj, revision), None));
             }
-            return delete_namespace(state, kind, name, obj, revision, opts)
-                .await
-                .map(|obj| answer(obj, None));
+            // A conflict (the namespace controller wrote meanwhile) reads
+            // it again, as every other delete does.
+            match delete_namespace(state, kind, name, obj, revision, opts).await? {
+                Some(obj) => return Ok(answer(obj, None)),
+                None => continue,
+            }
         }
 
         let mut fins = finalizers(&obj);
@@ -434,7 +437,8 @@ fn check_preconditions(
 /// removes `kubernetes` from spec.finalizers through `finalize`, and the
 /// update that leaves both finalizer lists empty deletes it
 /// (crate::registry::finalize). A later DELETE deletes it once both are
-/// empty, as upstream's namespace REST does.
+/// empty, as upstream's namespace REST does. `None` when the stored
+/// namespace changed since it was read (the caller reads it again).
 async fn delete_namespace(
     state: &AppState,
     kind: &Kind,
@@ -442,7 +446,7 @@ async fn delete_namespace(
     mut obj: Value,
     revision: i64,
     opts: &DeleteOptions,
-) -> ApiResult<Value> {
+) -> ApiResult<Option<Value>> {
     let r = kind.resource;
     let key = object::key(r, None, name);
     let fins = finalizers(&obj);
@@ -452,16 +456,14 @@ async fn delete_namespace(
             .and_then(Value::as_array)
             .is_some_and(|f| !f.is_empty());
         if spec_finalizers || !fins.is_empty() {
-            return Ok(with_revision(obj, revision));
+            return Ok(Some(with_revision(obj, revision)));
         }
         return match state.store.delete(&key, Some(revision)).await {
             Ok(d) => {
                 super::observe::deleted(state, kind, &obj).await;
-                Ok(with_revision(obj, d.revision))
+                Ok(Some(with_revision(obj, d.revision)))
             }
-            Err(skiff_store::Error::Conflict { .. }) => {
-                Err(ApiError::conflict(r.group, r.plural, name))
-            }
+            Err(skiff_store::Error::Conflict { .. }) => Ok(None),
             Err(skiff_store::Error::NotFound { .. }) => {
                 Err(ApiError::not_found(r.group, r.plural, name))
             }
@@ -478,10 +480,8 @@ async fn delete_namespace(
     }
     let (value, _) = crate::registry::write::encode(&obj)?;
     match state.store.update(&key, value, revision).await {
-        Ok(kv) => Ok(with_revision(obj, kv.mod_revision)),
-        Err(skiff_store::Error::Conflict { .. }) => {
-            Err(ApiError::conflict(r.group, r.plural, name))
-        }
+        Ok(kv) => Ok(Some(with_revision(obj, kv.mod_revision))),
+        Err(skiff_store::Error::Conflict { .. }) => Ok(None),
         Err(e) => Err(e.into()),
     }
 }
