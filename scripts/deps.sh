@@ -21,6 +21,9 @@ packages=(
   docker-registry     # the image-pull tests start a local registry
   skopeo              # pushes test images to the local registry
   fatrace             # scripts/test.sh: which system files the build and tests open
+  nftables            # nft: the service proxy programs its table with `nft -f` batches
+  dnsmasq-base        # the DNS tests' upstream resolver and the DNS benchmark's baseline
+  dnsperf             # the DNS benchmark's load generator
 )
 
 missing=()

@@ -129,6 +129,10 @@ pub struct Config {
     pub service_cidr: String,
     /// Where NodePorts come from (30000-32767).
     pub service_node_port_range: String,
+    /// The address the `kubernetes` Service's endpoints give (upstream's
+    /// --advertise-address); default: the bind address, or 127.0.0.1 when
+    /// bound to every address.
+    pub advertise_address: Option<std::net::IpAddr>,
 }
 
 impl Config {
@@ -140,6 +144,7 @@ impl Config {
             timeouts: serve::Timeouts::default(),
             service_cidr: allocators::DEFAULT_SERVICE_CIDR.into(),
             service_node_port_range: allocators::DEFAULT_NODE_PORT_RANGE.into(),
+            advertise_address: None,
         }
     }
 }
@@ -277,7 +282,10 @@ impl ApiServer {
                 state.store.as_ref(),
                 &config.service_cidr,
                 &config.service_node_port_range,
-                &state.advertise,
+                &match config.advertise_address {
+                    Some(ip) => std::net::SocketAddr::new(ip, local_addr.port()).to_string(),
+                    None => state.advertise.to_string(),
+                },
             )
             .await?,
         );

@@ -10,6 +10,7 @@ mod h2;
 mod node;
 mod probes;
 mod scheduler;
+mod services;
 mod sim;
 mod stats;
 mod store;
@@ -62,6 +63,12 @@ enum Command {
     /// 100 simulated nodes created and rolled, beside upstream's client
     /// limit floor and writes per pod; idle RSS beside a base build.
     Controllers(controllers::Args),
+    /// Services at scale: proxy sync into nftables at 50 and 5,000
+    /// Services, cluster DNS beside dnsmasq, their memory, and ClusterIP
+    /// beside direct pod traffic on a live `skiff server`. Needs root, nft,
+    /// ip, dnsmasq, dnsperf and taskset; the live part also containerd,
+    /// runc, the CNI plugins and kubectl (`--skip-cluster` skips it).
+    Services(services::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -82,5 +89,6 @@ fn main() -> anyhow::Result<()> {
         Command::Streaming(args) => runtime.block_on(streaming::run(args)),
         Command::Sim(args) => runtime.block_on(sim::run(args)),
         Command::Controllers(args) => runtime.block_on(controllers::run(args)),
+        Command::Services(args) => runtime.block_on(services::run(args)),
     }
 }

@@ -83,6 +83,7 @@ pub mod resourcequota;
 pub mod rootcacert;
 mod runner;
 pub mod serviceaccounts;
+pub mod servicelb;
 pub mod statefulset;
 pub mod tainteviction;
 pub mod testing;

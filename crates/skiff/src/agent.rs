@@ -10,14 +10,43 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::{AgentArgs, NodeArgs};
 
+/// The 10th address of a Service range (the cluster DNS's, as k3s).
+pub fn tenth_address(service_cidr: &str) -> anyhow::Result<std::net::Ipv4Addr> {
+    let (ip, bits) = service_cidr
+        .split_once('/')
+        .with_context(|| format!("--service-cidr {service_cidr:?} is not a CIDR"))?;
+    let ip: std::net::Ipv4Addr = ip
+        .parse()
+        .with_context(|| format!("--service-cidr {service_cidr:?} is not an IPv4 CIDR"))?;
+    let bits: u32 = bits
+        .parse()
+        .ok()
+        .filter(|b| *b <= 28)
+        .with_context(|| format!("--service-cidr {service_cidr:?}: the prefix must be at most /28"))?;
+    let mask = if bits == 0 { 0 } else { u32::MAX << (32 - bits) };
+    Ok(std::net::Ipv4Addr::from((u32::from(ip) & mask) + 10))
+}
+
 /// The agent's config from the flags `skiff server` and `skiff agent` share.
 pub fn config(
     node: &NodeArgs,
     node_name: String,
     data_dir: PathBuf,
     client_ca_pem: String,
+    service_cidr: &str,
+    cluster_cidr: &str,
 ) -> anyhow::Result<Config> {
     let mut config = Config::new(&node_name, data_dir);
+    config.cluster_dns = vec![match node.cluster_dns {
+        Some(ip) => ip,
+        None => tenth_address(service_cidr)?,
+    }];
+    config.cluster_domain = node.cluster_domain.clone();
+    config.resolv_conf = node.resolv_conf.clone();
+    config.service_proxy = !node.disable_kube_proxy;
+    config.dns_server = !node.disable_cluster_dns;
+    config.service_cidr = Some(service_cidr.to_string());
+    config.cluster_cidr = Some(cluster_cidr.to_string()).filter(|c| !c.is_empty());
     config.container_runtime_endpoint = node.container_runtime_endpoint.clone();
     config.port = node.kubelet_port;
     config.node_ip = node.node_ip;
@@ -74,7 +103,14 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
     };
     let data_dir = std::path::absolute(&args.data_dir)?;
     let node_name = args.node_name.clone().unwrap_or_else(default_node_name);
-    let config = config(&args.node, node_name, data_dir, ca)?;
+    let config = config(
+        &args.node,
+        node_name,
+        data_dir,
+        ca,
+        &args.service_cidr,
+        &args.cluster_cidr,
+    )?;
     let shutdown = CancellationToken::new();
     let task = tokio::spawn(Agent::new(config, client).run(shutdown.clone()));
     let mut task = task;

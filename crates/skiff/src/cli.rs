@@ -155,6 +155,30 @@ pub struct NodeArgs {
     /// Registries on loopback need no flag.
     #[arg(long)]
     pub insecure_registry: Vec<String>,
+
+    /// The cluster DNS Service's address, ClusterFirst pods' nameserver
+    /// (default: the 10th address of the Service range, 10.43.0.10).
+    #[arg(long)]
+    pub cluster_dns: Option<std::net::Ipv4Addr>,
+
+    /// The node's resolv.conf: Default pods get it, ClusterFirst pods its
+    /// search domains, and the DNS server forwards other names to its
+    /// nameservers.
+    #[arg(long, default_value = "/etc/resolv.conf")]
+    pub resolv_conf: PathBuf,
+
+    /// The cluster's DNS domain.
+    #[arg(long, default_value = "cluster.local")]
+    pub cluster_domain: String,
+
+    /// Do not run the service proxy (Service traffic is not routed on
+    /// this node).
+    #[arg(long)]
+    pub disable_kube_proxy: bool,
+
+    /// Do not run the built-in DNS server on this node.
+    #[arg(long)]
+    pub disable_cluster_dns: bool,
 }
 
 #[derive(Debug, Args)]
@@ -175,6 +199,16 @@ pub struct AgentArgs {
     /// the kubeconfig's CA).
     #[arg(long)]
     pub client_ca_file: Option<PathBuf>,
+
+    /// The Service range (only to find the default --cluster-dns and to
+    /// drop traffic to unallocated ClusterIPs).
+    #[arg(long, default_value = "10.43.0.0/16")]
+    pub service_cidr: String,
+
+    /// The pod network (pod traffic to Services is not masqueraded);
+    /// empty: all Service traffic from outside the node's pod range is.
+    #[arg(long, default_value = "")]
+    pub cluster_cidr: String,
 
     #[command(flatten)]
     pub node: NodeArgs,
@@ -342,6 +376,12 @@ pub struct ServerArgs {
     #[arg(long, default_value = "0.0.0.0")]
     pub bind_address: std::net::IpAddr,
 
+    /// The address the `kubernetes` Service leads to (pods reach the API
+    /// server there; default: --bind-address, or the node's IP when that
+    /// is 0.0.0.0).
+    #[arg(long)]
+    pub advertise_address: Option<std::net::IpAddr>,
+
     /// Use this etcd cluster (comma-separated client URLs) instead of the
     /// embedded SQLite store.
     #[arg(long, value_delimiter = ',')]
@@ -384,6 +424,11 @@ pub struct ServerArgs {
     /// Do not run the controller manager inside this server.
     #[arg(long)]
     pub disable_controller_manager: bool,
+
+    /// Do not give LoadBalancer Services the nodes' addresses (the
+    /// built-in service load balancer, as k3s's ServiceLB).
+    #[arg(long)]
+    pub disable_service_lb: bool,
 
     #[command(flatten)]
     pub controllers: ControllersArgs,

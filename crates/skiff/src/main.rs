@@ -2,6 +2,7 @@
 //! component crates. Wiring only; no logic of its own lives here.
 
 mod agent;
+mod cluster_dns;
 mod cli;
 mod controller_manager;
 mod default_storage_class;

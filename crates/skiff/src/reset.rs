@@ -9,7 +9,8 @@
 //! rules the CNI plugins made for the node's network, unmounts what is
 //! mounted under the data dir, deletes the CNI bridge and the CNI cache
 //! entries of the node's network, runc's state and the shims' sockets of
-//! its containers (in /run/containerd), and removes the data dir.
+//! its containers (in /run/containerd), removes the service proxy's
+//! nftables table, and removes the data dir.
 //!
 //! What belongs to this node is told by what the node recorded, never by
 //! a name pattern alone: its cgroup root (`cgroup-root` in the data dir),
@@ -91,19 +92,37 @@ pub fn run(args: ResetArgs) -> anyhow::Result<()> {
     let veths = remove_veths(&veths);
     let netns = remove_netns(&netns);
     let rules = remove_iptables_rules(&args.bridge_name);
+    let tables = remove_proxy_tables(&data_dir);
     unmount_under(&data_dir);
     skiff_node::network::remove_bridge(&args.bridge_name);
     remove_cni_cache(&args.bridge_name);
     std::fs::remove_dir_all(&data_dir)
         .with_context(|| format!("cannot remove {}", data_dir.display()))?;
     eprintln!(
-        "ended {ended} leftover pod processes; removed {netns} network namespaces, {veths} veths, {rules} iptables rules"
+        "ended {ended} leftover pod processes; removed {netns} network namespaces, {veths} veths, {rules} iptables rules, {tables} nftables tables"
     );
     eprintln!(
         "reset {}: pods, containerd state, CNI state and the data dir are gone",
         data_dir.display()
     );
     Ok(())
+}
+
+/// Removes the service proxy's nftables table the node recorded (a
+/// server's node and an agent's); how many were there.
+fn remove_proxy_tables(data_dir: &Path) -> usize {
+    use skiff_proxy::Nft as _;
+    let mut removed = 0;
+    for dir in [data_dir.join("node"), data_dir.to_path_buf()] {
+        let Some(table) = skiff_node::agent::services::recorded_table(&dir) else {
+            continue;
+        };
+        match skiff_proxy::NftCommand::default().delete_table(&table) {
+            Ok(()) => removed += 1,
+            Err(e) => eprintln!("cannot remove the nftables table {table}: {e}"),
+        }
+    }
+    removed
 }
 
 /// The node's pod cgroups, from the root the agent recorded.

@@ -16,6 +16,13 @@ use crate::cli::ServerArgs;
 pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     // Flag mistakes stop the start before anything is created.
     let mut config = args.controllers.config(&args.cluster_cidr)?;
+    if args.disable_service_lb {
+        config.controllers.push("-service-lb-controller".into());
+    }
+    let cluster_dns = match args.node.cluster_dns {
+        Some(ip) => ip,
+        None => crate::agent::tenth_address(&args.service_cidr)?,
+    };
     let data_dir = std::path::absolute(&args.data_dir)
         .with_context(|| format!("data dir {}", args.data_dir.display()))?;
     std::fs::create_dir_all(&data_dir)
@@ -42,6 +49,15 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
         ApiConfig {
             service_cidr: args.service_cidr.clone(),
             service_node_port_range: args.service_node_port_range.clone(),
+            advertise_address: args.advertise_address.or_else(|| {
+                // Bound to every address: the node's (pods cannot reach
+                // 127.0.0.1), as upstream picks the default interface's.
+                args.bind_address
+                    .is_unspecified()
+                    .then(|| args.node.node_ip.or_else(|| skiff_node::registration::machine::node_ip().ok()))
+                    .flatten()
+                    .filter(|ip| !ip.is_loopback())
+            }),
             ..ApiConfig::new(
                 data_dir.clone(),
                 std::net::SocketAddr::new(args.bind_address, args.https_listen_port),
@@ -58,6 +74,9 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     let local_agents = api.local_agents();
     let api = tokio::spawn(api.run(shutdown.clone()));
     crate::default_storage_class::ensure_logged(loopback.clone()).await;
+    if !args.node.disable_cluster_dns {
+        crate::cluster_dns::ensure_logged(loopback.clone(), cluster_dns).await;
+    }
 
     // The controller manager (node IPAM, volumes, workloads, ...), a
     // client of this API server through the loopback like the scheduler.
@@ -79,7 +98,14 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
             .node_name
             .clone()
             .unwrap_or_else(crate::agent::default_node_name);
-        let mut config = crate::agent::config(&args.node, name, data_dir.join("node"), ca)?;
+        let mut config = crate::agent::config(
+            &args.node,
+            name,
+            data_dir.join("node"),
+            ca,
+            &args.service_cidr,
+            &args.cluster_cidr,
+        )?;
         // Airgap images go in the server's data dir, as with k3s.
         config.images_dir = data_dir.join("images");
         config.labels.insert(

@@ -139,6 +139,11 @@ pub const CONTROLLERS: &[Entry] = &[
         start: crate::endpointslice::start,
     },
     Entry {
+        name: "service-lb-controller",
+        on_by_default: true,
+        start: crate::servicelb::start,
+    },
+    Entry {
         name: "garbagecollector",
         on_by_default: true,
         start: crate::garbagecollector::start,

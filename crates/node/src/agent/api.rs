@@ -76,9 +76,13 @@ fn pods_request(pod: &Pod) -> kube::core::Request {
 }
 
 /// ConfigMaps, Secrets, claims and volumes read through the API when a
-/// container starts.
+/// container starts; Services from the agent's informer (a store that
+/// follows a watch, not a list per container).
 #[derive(Clone)]
-pub(crate) struct ApiObjects(pub(crate) kube::Client);
+pub(crate) struct ApiObjects(
+    pub(crate) kube::Client,
+    pub(crate) Option<kube::runtime::reflector::Store<k8s_openapi::api::core::v1::Service>>,
+);
 
 impl std::fmt::Debug for ApiObjects {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -88,6 +92,18 @@ impl std::fmt::Debug for ApiObjects {
 
 #[async_trait]
 impl Objects for ApiObjects {
+    fn service_env(&self, namespace: &str, enable_service_links: bool) -> Vec<(String, String)> {
+        let Some(store) = &self.1 else {
+            return vec![];
+        };
+        let services = store.state();
+        crate::pod_worker::service_env::service_env(
+            namespace,
+            enable_service_links,
+            services.iter().map(|s| &**s),
+        )
+    }
+
     async fn config_map(
         &self,
         namespace: &str,

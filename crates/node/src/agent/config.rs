@@ -46,6 +46,22 @@ pub struct Config {
     pub max_pods: u32,
     /// How often the Node's status and Lease are refreshed.
     pub status_update_frequency: Duration,
+    /// The cluster DNS servers ClusterFirst pods use (kubelet's
+    /// --cluster-dns).
+    pub cluster_dns: Vec<std::net::Ipv4Addr>,
+    /// The node's resolv.conf (kubelet's --resolv-conf): what Default pods
+    /// get and where the DNS server forwards names outside the cluster.
+    pub resolv_conf: PathBuf,
+    /// The cluster's DNS domain (kubelet's --cluster-domain).
+    pub cluster_domain: String,
+    /// Run the service proxy.
+    pub service_proxy: bool,
+    /// Run the DNS server (on the pod bridge's gateway, port 53) and
+    /// publish it as this node's endpoint of the cluster DNS Service.
+    pub dns_server: bool,
+    /// The pod network and Service range the proxy needs.
+    pub cluster_cidr: Option<String>,
+    pub service_cidr: Option<String>,
     /// Told the node name and the agent's endpoint as reached in-process
     /// once it is bound (`skiff server` hands it to its API
     /// server, which then reaches this node without TCP or TLS).
@@ -84,6 +100,13 @@ impl Config {
             stop_pods_on_exit: false,
             max_pods: 110,
             status_update_frequency: Duration::from_secs(10),
+            cluster_dns: vec![],
+            cluster_domain: "cluster.local".into(),
+            resolv_conf: PathBuf::from("/etc/resolv.conf"),
+            service_proxy: false,
+            dns_server: false,
+            cluster_cidr: None,
+            service_cidr: None,
             on_local_endpoint: None,
         }
     }

@@ -18,6 +18,7 @@ pub mod config;
 pub(crate) mod dispatch;
 pub(crate) mod pod_index;
 mod relist;
+pub mod services;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
@@ -176,6 +177,20 @@ impl Agent {
             },
         );
         let mut pod_cidr = registration.pod_cidr();
+        // Services (container environments, the proxy, DNS) through one
+        // shared informer per kind.
+        let informers = skiff_client::informer::Informers::new(client.clone(), shutdown.clone());
+        let service_store = informers
+            .get::<k8s_openapi::api::core::v1::Service>()
+            .store();
+        let service_tasks = services::start(
+            &config,
+            client.clone(),
+            &informers,
+            node_ip,
+            registration.pod_cidr(),
+            &shutdown,
+        );
         let network_down = network::plugin_not_ready();
         let (health_tx, health_rx) = watch::channel(Health {
             runtime_version: None,
@@ -234,6 +249,9 @@ impl Agent {
                 _ = shutdown.cancelled() => {
                     let _ = registration_task.await;
                     let _ = server_task.await;
+                    for task in service_tasks {
+                        let _ = task.await;
+                    }
                     return Ok(());
                 }
                 _ = tokio::time::sleep(retry) => {}
@@ -340,7 +358,7 @@ impl Agent {
             node_ip: node_ip.to_string(),
             log_root: log_root.clone(),
             network_ready: network_ready.clone(),
-            objects: Arc::new(ApiObjects(client.clone())),
+            objects: Arc::new(ApiObjects(client.clone(), Some(service_store))),
             node_name: config.node_name.clone(),
             node_cpu_milli: std::thread::available_parallelism()
                 .map(|n| n.get() as i64 * 1000)
@@ -351,7 +369,9 @@ impl Agent {
                 .map(|b| b as i64)
                 .unwrap_or(0),
             volumes_root: config.data_dir.join("volumes"),
-            cluster_dns: Vec::new(),
+            cluster_dns: config.cluster_dns.iter().map(|ip| ip.to_string()).collect(),
+            resolv_conf: config.resolv_conf.clone(),
+            cluster_domain: config.cluster_domain.clone(),
             cgroups: pod_cgroups(&config),
         });
         let cleaner = tokio::spawn(
@@ -373,6 +393,9 @@ impl Agent {
         let _ = server_task.await;
 
         let _ = network_task.await;
+        for task in service_tasks {
+            let _ = task.await;
+        }
         if let Ok(Err(e)) = registration_task.await {
             tracing::warn!(error = %e, "node registration stopped with an error");
         }

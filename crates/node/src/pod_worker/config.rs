@@ -105,14 +105,19 @@ fn protocol(p: Option<&str>) -> i32 {
 }
 
 /// The sandbox config for `pod`'s sandbox number `attempt`.
-pub fn sandbox_config(pod: &Pod, attempt: u32, log_root: &Path) -> api::PodSandboxConfig {
+pub fn sandbox_config(
+    pod: &Pod,
+    attempt: u32,
+    log_root: &Path,
+    cluster_domain: &str,
+) -> api::PodSandboxConfig {
     let (ns, name, uid) = meta(pod);
     let spec = pod.spec.as_ref();
     let hostname = if host_network(pod) {
         // runc refuses a hostname without a private UTS namespace.
         String::new()
     } else {
-        super::dns::sandbox_hostname(pod)
+        super::dns::sandbox_hostname(pod, cluster_domain)
     };
     let port_mappings = spec
         .map(|s| s.containers.as_slice())
@@ -380,7 +385,7 @@ mod tests {
 
     #[test]
     fn sandbox_carries_identity_hostname_and_ports() {
-        let s = sandbox_config(&pod(), 2, Path::new("/logs"));
+        let s = sandbox_config(&pod(), 2, Path::new("/logs"), "cluster.local");
         let m = s.metadata.unwrap();
         assert_eq!(
             (

@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use crate::runtime::api;
 
-/// The cluster's DNS domain.
+/// The default cluster DNS domain (kubelet's --cluster-domain).
 pub const CLUSTER_DOMAIN: &str = "cluster.local";
 
 /// At most this many nameservers take effect (glibc's MAXNS).
@@ -73,7 +73,7 @@ pub struct Dns {
 /// The DNS config for `pod`, from the node's resolv.conf and the cluster's
 /// DNS servers (none until cluster DNS exists: ClusterFirst then falls
 /// back to Default with upstream's MissingClusterDNS warning).
-pub fn dns(pod: &Pod, node_resolv_conf: &str, cluster_dns: &[String]) -> Dns {
+pub fn dns(pod: &Pod, node_resolv_conf: &str, cluster_dns: &[String], domain: &str) -> Dns {
     let spec = pod.spec.as_ref();
     let policy = spec
         .and_then(|s| s.dns_policy.as_deref())
@@ -92,9 +92,9 @@ pub fn dns(pod: &Pod, node_resolv_conf: &str, cluster_dns: &[String]) -> Dns {
             let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
             let host = parse_resolv_conf(node_resolv_conf);
             let mut searches = vec![
-                format!("{ns}.svc.{CLUSTER_DOMAIN}"),
-                format!("svc.{CLUSTER_DOMAIN}"),
-                CLUSTER_DOMAIN.to_string(),
+                format!("{ns}.svc.{domain}"),
+                format!("svc.{domain}"),
+                domain.to_string(),
             ];
             searches.extend(host.searches);
             api::DnsConfig {
@@ -171,7 +171,7 @@ pub fn dns(pod: &Pod, node_resolv_conf: &str, cluster_dns: &[String]) -> Dns {
 /// The pod's hostname and domain (upstream's GeneratePodHostNameAndDomain):
 /// `spec.hostname` or the pod's name, cut to 63 bytes; the domain is
 /// `SUBDOMAIN.NAMESPACE.svc.cluster.local` when a subdomain is set.
-pub fn hostname_and_domain(pod: &Pod) -> (String, Option<String>) {
+pub fn hostname_and_domain(pod: &Pod, cluster_domain: &str) -> (String, Option<String>) {
     let spec = pod.spec.as_ref();
     let name = pod.metadata.name.as_deref().unwrap_or_default();
     let hostname = spec
@@ -183,13 +183,13 @@ pub fn hostname_and_domain(pod: &Pod) -> (String, Option<String>) {
     let domain = spec
         .and_then(|s| s.subdomain.clone())
         .filter(|d| !d.is_empty())
-        .map(|d| format!("{d}.{ns}.svc.{CLUSTER_DOMAIN}"));
+        .map(|d| format!("{d}.{ns}.svc.{cluster_domain}"));
     (hostname, domain)
 }
 
 /// The sandbox's hostname: the FQDN under setHostnameAsFQDN, else the short name.
-pub fn sandbox_hostname(pod: &Pod) -> String {
-    let (hostname, domain) = hostname_and_domain(pod);
+pub fn sandbox_hostname(pod: &Pod, cluster_domain: &str) -> String {
+    let (hostname, domain) = hostname_and_domain(pod, cluster_domain);
     let fqdn = pod
         .spec
         .as_ref()
@@ -234,7 +234,7 @@ fn host_aliases(pod: &Pod) -> String {
 /// The pod's /etc/hosts: for a pod on its own network, the kubelet's
 /// managed file with the pod IP under the pod's names; on the host's
 /// network, the node's file. hostAliases come last in both.
-pub fn hosts_file(pod: &Pod, pod_ip: &str, node_hosts: &str) -> String {
+pub fn hosts_file(pod: &Pod, pod_ip: &str, node_hosts: &str, cluster_domain: &str) -> String {
     let host_network = pod
         .spec
         .as_ref()
@@ -247,7 +247,7 @@ pub fn hosts_file(pod: &Pod, pod_ip: &str, node_hosts: &str) -> String {
         }
         s
     } else {
-        let (hostname, domain) = hostname_and_domain(pod);
+        let (hostname, domain) = hostname_and_domain(pod, cluster_domain);
         let mut s = String::from(
             "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\nfe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n",
         );
@@ -279,7 +279,7 @@ mod tests {
 
     #[test]
     fn default_reads_the_nodes_resolv_conf() {
-        let d = dns(&pod(serde_json::json!({"dnsPolicy": "Default"})), NODE, &[]);
+        let d = dns(&pod(serde_json::json!({"dnsPolicy": "Default"})), NODE, &[], CLUSTER_DOMAIN);
         assert_eq!(d.config.servers, ["10.0.0.53", "10.0.0.54"]);
         assert_eq!(d.config.searches, ["corp.example"]);
         assert_eq!(d.config.options, ["ndots:1", "timeout:2"]);
@@ -288,7 +288,7 @@ mod tests {
 
     #[test]
     fn cluster_first_without_cluster_dns_falls_back_with_upstreams_warning() {
-        let d = dns(&pod(serde_json::json!({})), NODE, &[]);
+        let d = dns(&pod(serde_json::json!({})), NODE, &[], CLUSTER_DOMAIN);
         assert_eq!(d.config.servers, ["10.0.0.53", "10.0.0.54"]);
         assert_eq!(d.warnings.len(), 1);
         assert_eq!(d.warnings[0].0, "MissingClusterDNS");
@@ -297,13 +297,13 @@ mod tests {
             "pod: \"web-0_shop(u1)\". kubelet does not have ClusterDNS IP configured and cannot create Pod using \"ClusterFirst\" policy. Falling back to \"Default\" policy."
         );
         // On the host's network ClusterFirst is Default: no warning.
-        let d = dns(&pod(serde_json::json!({"hostNetwork": true})), NODE, &[]);
+        let d = dns(&pod(serde_json::json!({"hostNetwork": true})), NODE, &[], CLUSTER_DOMAIN);
         assert!(d.warnings.is_empty());
     }
 
     #[test]
     fn cluster_first_with_cluster_dns_searches_the_namespace() {
-        let d = dns(&pod(serde_json::json!({})), NODE, &["10.43.0.10".into()]);
+        let d = dns(&pod(serde_json::json!({})), NODE, &["10.43.0.10".into()], CLUSTER_DOMAIN);
         assert_eq!(d.config.servers, ["10.43.0.10"]);
         assert_eq!(
             d.config.searches,
@@ -326,6 +326,7 @@ mod tests {
             }})),
             NODE,
             &[],
+            CLUSTER_DOMAIN,
         );
         assert_eq!(d.config.servers, ["1.1.1.1"]);
         assert_eq!(d.config.searches, ["a.example"]);
@@ -336,6 +337,7 @@ mod tests {
             }})),
             NODE,
             &[],
+            CLUSTER_DOMAIN,
         );
         assert_eq!(d.config.servers, ["10.0.0.53", "10.0.0.54", "9.9.9.9"]);
         assert_eq!(d.config.options, ["ndots:3", "timeout:2"]);
@@ -349,17 +351,18 @@ mod tests {
             "hostname": "db", "subdomain": "backend",
             "hostAliases": [{"ip": "127.0.0.1", "hostnames": ["foo.local", "bar.local"]}]
         }));
-        let text = hosts_file(&p, "10.42.0.7", "");
+        let text = hosts_file(&p, "10.42.0.7", "", CLUSTER_DOMAIN);
         assert!(text.starts_with("# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n"));
         assert!(text.contains("\n10.42.0.7\tdb.backend.shop.svc.cluster.local\tdb\n"));
         assert!(text
             .ends_with("\n\n# Entries added by HostAliases.\n127.0.0.1\tfoo.local\tbar.local\n"));
-        let plain = hosts_file(&pod(serde_json::json!({})), "10.42.0.8", "");
+        let plain = hosts_file(&pod(serde_json::json!({})), "10.42.0.8", "", CLUSTER_DOMAIN);
         assert!(plain.ends_with("fe00::2\tip6-allrouters\n10.42.0.8\tweb-0\n"));
         let host = hosts_file(
             &pod(serde_json::json!({"hostNetwork": true})),
             "10.0.0.1",
             "127.0.0.1 localhost",
+        CLUSTER_DOMAIN,
         );
         assert_eq!(host, "127.0.0.1 localhost\n");
     }
@@ -367,8 +370,8 @@ mod tests {
     #[test]
     fn hostnames_as_upstream() {
         let p = pod(serde_json::json!({"subdomain": "s", "setHostnameAsFQDN": true}));
-        assert_eq!(sandbox_hostname(&p), "web-0.s.shop.svc.cluster.local");
-        assert_eq!(sandbox_hostname(&pod(serde_json::json!({}))), "web-0");
+        assert_eq!(sandbox_hostname(&p, CLUSTER_DOMAIN), "web-0.s.shop.svc.cluster.local");
+        assert_eq!(sandbox_hostname(&pod(serde_json::json!({})), CLUSTER_DOMAIN), "web-0");
         let name = format!("{}-{}", "a".repeat(62), "b".repeat(10));
         assert_eq!(truncate_hostname(&name), "a".repeat(62));
     }

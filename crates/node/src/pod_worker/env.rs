@@ -33,6 +33,12 @@ pub trait Objects: Send + Sync + std::fmt::Debug {
         namespace: &str,
         name: &str,
     ) -> Result<Option<BTreeMap<String, Vec<u8>>>, ApiError>;
+    /// The Service environment variables of a pod in `namespace`
+    /// (see [`super::service_env`]); none by default (no Services known).
+    fn service_env(&self, namespace: &str, enable_service_links: bool) -> Vec<(String, String)> {
+        let _ = (namespace, enable_service_links);
+        vec![]
+    }
     /// A PersistentVolumeClaim, `None` when it does not exist (the
     /// default: no claims).
     async fn claim(
@@ -231,6 +237,21 @@ pub async fn resolve(
     facts: &Facts<'_>,
 ) -> Result<Resolved, String> {
     let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+    // The Services' variables: a fallback for `$(VAR)` and appended
+    // after the container's own, which win (upstream's
+    // makeEnvironmentVariables).
+    let links = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.enable_service_links)
+        .unwrap_or(true);
+    let service_env = objects.service_env(ns, links);
+    let service_var = |name: &str| {
+        service_env
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
     let mut env: Vec<(String, String)> = Vec::new();
     let mut invalid = Vec::new();
     for from in c.env_from.iter().flatten() {
@@ -293,6 +314,7 @@ pub async fn resolve(
                         .iter()
                         .find(|(k, _)| k == name)
                         .map(|(_, v)| v.clone())
+                        .or_else(|| service_var(name))
                 })
             }
             (_, Some(from)) => {
@@ -347,6 +369,11 @@ pub async fn resolve(
             _ => String::new(),
         };
         set(&mut env, &var.name, value);
+    }
+    for (k, v) in &service_env {
+        if !env.iter().any(|(name, _)| name == k) {
+            env.push((k.clone(), v.clone()));
+        }
     }
     let lookup = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
     let command = c

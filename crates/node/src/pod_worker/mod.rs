@@ -13,6 +13,7 @@ pub mod env;
 pub mod hooks;
 pub mod images;
 pub mod qos;
+pub mod service_env;
 pub mod sync;
 pub mod volume_files;
 pub mod volume_sources;

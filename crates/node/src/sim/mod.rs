@@ -230,13 +230,15 @@ pub async fn run(
             node_ip: node_ip(i).to_string(),
             log_root: config.data_dir.join("logs").join(&name),
             network_ready: Arc::new(std::sync::atomic::AtomicBool::new(true)),
-            objects: Arc::new(ApiObjects(client.clone())),
+            objects: Arc::new(ApiObjects(client.clone(), None)),
             node_name: name.clone(),
             node_cpu_milli: i64::from(config.cpu) * 1000,
             node_memory: config.memory_bytes as i64,
             volumes_root: config.data_dir.join("volumes").join(&name),
             cgroups: None,
             cluster_dns: config.cluster_dns.clone(),
+            resolv_conf: crate::pod_worker::sync::NODE_RESOLV_CONF.into(),
+            cluster_domain: crate::pod_worker::dns::CLUSTER_DOMAIN.into(),
         });
         let (tx, rx) = mpsc::unbounded_channel::<Box<PodEvent>>();
         let events: PodEvents =

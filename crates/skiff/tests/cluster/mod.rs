@@ -60,8 +60,20 @@ impl CidrLease {
         );
     }
 
+    /// The pod network: the lower half of the /16.
     pub fn cidr(&self) -> String {
-        format!("10.{}.0.0/16", self.octet)
+        format!("10.{}.0.0/17", self.octet)
+    }
+
+    /// The Service range: the upper half, so that clusters running at
+    /// once never share a ClusterIP (nor the cluster DNS address).
+    pub fn service_cidr(&self) -> String {
+        format!("10.{}.128.0/17", self.octet)
+    }
+
+    /// The cluster DNS address (the Service range's 10th).
+    pub fn cluster_dns(&self) -> String {
+        format!("10.{}.128.10", self.octet)
     }
 }
 
@@ -84,6 +96,11 @@ pub struct Options {
     /// (containerd, the shims) inherit; the test can then stop it as
     /// `systemctl stop` does with `KillMode=control-group`.
     pub cgroup: Option<PathBuf>,
+    /// The node's IP (default 127.0.0.1; node ports do not answer on
+    /// loopback).
+    pub node_ip: Option<String>,
+    /// The API server's --bind-address (default 127.0.0.1).
+    pub bind_address: Option<String>,
 }
 
 /// A running cluster.
@@ -135,9 +152,14 @@ pub fn wait_for_explained<T>(
 
 impl Cluster {
     pub fn start(options: Options) -> Self {
+        Self::start_with(options, CidrLease::take())
+    }
+
+    /// [`Cluster::start`] on a range the caller took (to set up the
+    /// host around it first).
+    pub fn start_with(options: Options, cidr: CidrLease) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let data_dir = dir.path().join("data");
-        let cidr = CidrLease::take();
         let bridge = format!("sk{}", cidr.octet);
         let kubelet_port = free_port();
         let mut c = Self {
@@ -172,14 +194,15 @@ impl Cluster {
             "--https-listen-port",
             "0",
             "--bind-address",
-            "127.0.0.1",
+            self.options.bind_address.as_deref().unwrap_or("127.0.0.1"),
         ])
         .arg("--data-dir")
         .arg(&self.data_dir)
         .args(["--cluster-cidr", &self.cidr.cidr()])
+        .args(["--service-cidr", &self.cidr.service_cidr()])
         .args(["--bridge-name", &self.bridge])
         .args(["--kubelet-port", &self.kubelet_port.to_string()])
-        .args(["--node-ip", "127.0.0.1"])
+        .args(["--node-ip", self.options.node_ip.as_deref().unwrap_or("127.0.0.1")])
         .args(["--node-name", &self.node()])
         .args(&self.options.extra)
         .env("SKIFF_LOG", "info,kube=warn,tower=warn,hyper=warn,h2=warn")

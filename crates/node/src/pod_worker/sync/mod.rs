@@ -82,6 +82,11 @@ pub struct Context {
     /// clusterDNS); none: they fall back to Default with upstream's
     /// MissingClusterDNS warning.
     pub cluster_dns: Vec<String>,
+    /// The node's resolv.conf (kubelet's --resolv-conf): Default pods'
+    /// servers and every pod's extra search domains.
+    pub resolv_conf: PathBuf,
+    /// The cluster's DNS domain (kubelet's --cluster-domain).
+    pub cluster_domain: String,
 }
 
 /// How a sync ended.
@@ -113,7 +118,7 @@ pub struct PodWorker {
 
 /// The node's resolver config, the base of pods' resolv.conf (the
 /// kubelet's `--resolv-conf` default).
-const NODE_RESOLV_CONF: &str = "/etc/resolv.conf";
+pub(crate) const NODE_RESOLV_CONF: &str = "/etc/resolv.conf";
 /// The node's hosts file, which hostNetwork pods see.
 const NODE_HOSTS: &str = "/etc/hosts";
 
@@ -736,6 +741,8 @@ mod tests {
             volumes_root: tmp.path().join("volumes"),
             cgroups: None,
             cluster_dns: Vec::new(),
+            resolv_conf: NODE_RESOLV_CONF.into(),
+            cluster_domain: crate::pod_worker::dns::CLUSTER_DOMAIN.into(),
         });
         let worker = PodWorker::new(ctx, "u1".into());
         (runtime, events, api, worker, tmp)

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Container, Pod};
 
 use super::{
-    earliest, instant_of, PodWorker, CONFIG_RETRY, MIN_GRACE_SECONDS, NODE_HOSTS, NODE_RESOLV_CONF,
+    earliest, instant_of, PodWorker, CONFIG_RETRY, MIN_GRACE_SECONDS, NODE_HOSTS,
     SYNC_ERROR_RETRY,
 };
 use crate::backoff::go_duration;
@@ -175,7 +175,12 @@ impl PodWorker {
     /// Step 3a: the CRI config of the pod's sandbox, in the pod's cgroup
     /// when the agent manages cgroups.
     fn sandbox_config(&self, pod: &Pod, actions: &Actions) -> api::PodSandboxConfig {
-        let mut sandbox_cfg = sandbox_config(pod, actions.sandbox_attempt, &self.ctx.log_root);
+        let mut sandbox_cfg = sandbox_config(
+            pod,
+            actions.sandbox_attempt,
+            &self.ctx.log_root,
+            &self.ctx.cluster_domain,
+        );
         if let (Some(cg), Some(linux)) = (&self.ctx.cgroups, sandbox_cfg.linux.as_mut()) {
             linux.cgroup_parent = cg.parent(pod);
         }
@@ -259,8 +264,13 @@ impl PodWorker {
     /// and dnsConfig applied; containerd writes it from this config), with
     /// upstream's warnings as events.
     fn sandbox_dns(&self, pod: &Pod) -> api::DnsConfig {
-        let node_resolv = std::fs::read_to_string(NODE_RESOLV_CONF).unwrap_or_default();
-        let dns = dns::dns(pod, &node_resolv, &self.ctx.cluster_dns);
+        let node_resolv = std::fs::read_to_string(&self.ctx.resolv_conf).unwrap_or_default();
+        let dns = dns::dns(
+            pod,
+            &node_resolv,
+            &self.ctx.cluster_dns,
+            &self.ctx.cluster_domain,
+        );
         for (reason, msg) in &dns.warnings {
             self.ctx.events.event(pod, EventType::Warning, reason, msg);
         }
@@ -291,7 +301,12 @@ impl PodWorker {
         let hosts_file = volume_files::pod_dir(&self.ctx.volumes_root, &self.uid).join("etc-hosts");
         if starting {
             let node_hosts = std::fs::read_to_string(NODE_HOSTS).unwrap_or_default();
-            let text = dns::hosts_file(pod, pod_ip.unwrap_or_default(), &node_hosts);
+            let text = dns::hosts_file(
+                pod,
+                pod_ip.unwrap_or_default(),
+                &node_hosts,
+                &self.ctx.cluster_domain,
+            );
             if let Some(dir) = hosts_file.parent() {
                 let _ = std::fs::create_dir_all(dir);
             }

@@ -1,0 +1,503 @@
+//! The nftables ruleset, in nft's own syntax, laid out as upstream's
+//! nftables proxier lays out its `kube-proxy` table: a fixed skeleton of
+//! base chains and verdict maps ([`base`]), and per service port a
+//! service chain, one chain per endpoint, an external chain when the port
+//! answers outside the cluster, and the map elements that lead there
+//! ([`render`]). A packet's lookup is one map lookup whatever the number
+//! of Services; per-service chains are only entered from the map.
+//!
+//! Pure: text in, text out. It must not run nft (see [`crate::nft`]) nor
+//! decide what changed (see [`crate::sync`]).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::net::Ipv4Addr;
+
+use crate::model::{Endpoint, ServicePort};
+
+/// The mark bit that asks the postrouting chain to masquerade (upstream's
+/// 0x4000).
+pub const MASQUERADE_MARK: &str = "0x4000";
+
+/// The maps and sets the per-service parts add elements to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Map {
+    /// `clusterIP . proto . port : verdict` (and external IPs).
+    ServiceIps,
+    /// `proto . nodePort : verdict`.
+    ServiceNodeports,
+    /// Ports without usable endpoints: reject or drop.
+    NoEndpointServices,
+    NoEndpointNodeports,
+    /// Every ClusterIP (a set): other ports on them are rejected.
+    ClusterIps,
+}
+
+impl Map {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::ServiceIps => "service-ips",
+            Self::ServiceNodeports => "service-nodeports",
+            Self::NoEndpointServices => "no-endpoint-services",
+            Self::NoEndpointNodeports => "no-endpoint-nodeports",
+            Self::ClusterIps => "cluster-ips",
+        }
+    }
+
+    /// A set holds keys only.
+    pub fn is_set(self) -> bool {
+        self == Self::ClusterIps
+    }
+}
+
+/// What one Service contributes to the table.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rendered {
+    /// Chain name → its rules.
+    pub chains: BTreeMap<String, Vec<String>>,
+    /// Affinity set name → its declaration body.
+    pub sets: BTreeMap<String, String>,
+    /// (map, key) → value (empty for a set).
+    pub elements: BTreeMap<(Map, String), String>,
+}
+
+impl Rendered {
+    fn element(&mut self, map: Map, key: String, value: String) {
+        self.elements.insert((map, key), value);
+    }
+}
+
+/// The settings the skeleton depends on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skeleton {
+    pub table: String,
+    /// The node addresses node ports and load balancer IPs answer on.
+    pub node_ips: Vec<Ipv4Addr>,
+    /// Pod traffic (from this range) to a ClusterIP is not masqueraded.
+    pub cluster_cidr: Option<String>,
+    /// Unallocated ClusterIPs are dropped instead of routed out.
+    pub service_cidr: Option<String>,
+}
+
+/// A short, stable hash of `s` (FNV-1a, base32), so that chain names stay
+/// unique even when cut.
+pub fn hash(s: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    const ALPHABET: &[u8; 32] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    (0..8)
+        .map(|i| ALPHABET[((h >> (i * 5)) & 31) as usize] as char)
+        .collect()
+}
+
+/// The skeleton: maps, sets, helper chains and base chains on the hooks,
+/// as one `table` block (for the full sync).
+pub fn base(s: &Skeleton) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "table ip {} {{", s.table);
+    let _ = writeln!(out, "\tcomment \"skiff service proxy\"");
+    let _ = writeln!(out, "\tset cluster-ips {{ type ipv4_addr; }}");
+    if s.node_ips.is_empty() {
+        let _ = writeln!(out, "\tset nodeport-ips {{ type ipv4_addr; }}");
+    } else {
+        let ips: Vec<String> = s.node_ips.iter().map(|ip| ip.to_string()).collect();
+        let _ = writeln!(
+            out,
+            "\tset nodeport-ips {{ type ipv4_addr; elements = {{ {} }}; }}",
+            ips.join(", ")
+        );
+    }
+    for map in ["service-ips", "no-endpoint-services"] {
+        let _ = writeln!(
+            out,
+            "\tmap {map} {{ type ipv4_addr . inet_proto . inet_service : verdict; }}"
+        );
+    }
+    for map in ["service-nodeports", "no-endpoint-nodeports"] {
+        let _ = writeln!(
+            out,
+            "\tmap {map} {{ type inet_proto . inet_service : verdict; }}"
+        );
+    }
+    let m = MASQUERADE_MARK;
+    let mut chain = |name: &str, rules: &[String]| {
+        let _ = writeln!(out, "\tchain {name} {{");
+        for r in rules {
+            let _ = writeln!(out, "\t\t{r}");
+        }
+        let _ = writeln!(out, "\t}}");
+    };
+    chain("mark-for-masquerade", &[format!("meta mark set meta mark | {m}")]);
+    chain(
+        "masquerading",
+        &[
+            format!("meta mark & {m} == 0 return"),
+            format!("meta mark set meta mark ^ {m}"),
+            "masquerade fully-random".into(),
+        ],
+    );
+    chain("reject-chain", &["reject".into()]);
+    chain(
+        "services",
+        &[
+            "ip daddr . meta l4proto . th dport vmap @service-ips".into(),
+            "fib daddr type local ip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports".into(),
+        ],
+    );
+    chain(
+        "service-endpoints-check",
+        &["ip daddr . meta l4proto . th dport vmap @no-endpoint-services".into()],
+    );
+    chain(
+        "nodeport-endpoints-check",
+        &["ip daddr @nodeport-ips meta l4proto . th dport vmap @no-endpoint-nodeports".into()],
+    );
+    let mut check = vec!["ip daddr @cluster-ips reject".to_string()];
+    if let Some(cidr) = &s.service_cidr {
+        check.push(format!("ip daddr {cidr} drop"));
+    }
+    chain("cluster-ips-check", &check);
+    let hooked = |kind: &str, hook: &str, prio: i32| {
+        format!("type {kind} hook {hook} priority {prio}; policy accept;")
+    };
+    chain(
+        "filter-input",
+        &[
+            hooked("filter", "input", -110),
+            "ct state new jump nodeport-endpoints-check".into(),
+            "ct state new jump service-endpoints-check".into(),
+        ],
+    );
+    chain(
+        "filter-forward",
+        &[
+            hooked("filter", "forward", -110),
+            "ct state new jump service-endpoints-check".into(),
+            "ct state new jump cluster-ips-check".into(),
+        ],
+    );
+    chain(
+        "filter-output",
+        &[
+            hooked("filter", "output", -110),
+            "ct state new jump service-endpoints-check".into(),
+        ],
+    );
+    chain(
+        "filter-output-post-dnat",
+        &[
+            hooked("filter", "output", -90),
+            "ct state new jump cluster-ips-check".into(),
+        ],
+    );
+    chain(
+        "nat-prerouting",
+        &[hooked("nat", "prerouting", -100), "jump services".into()],
+    );
+    chain(
+        "nat-output",
+        &[hooked("nat", "output", -100), "jump services".into()],
+    );
+    chain(
+        "nat-postrouting",
+        &[hooked("nat", "postrouting", 100), "jump masquerading".into()],
+    );
+    out.push_str("}\n");
+    out
+}
+
+fn endpoint_suffix(sp_id: &str, ep: &Endpoint) -> String {
+    let full = format!("{sp_id}__{}/{}", ep.ip, ep.port);
+    format!("{}-{full}", hash(&full))
+}
+
+/// The chain of an endpoint.
+pub fn endpoint_chain(sp_id: &str, ep: &Endpoint) -> String {
+    format!("endpoint-{}", endpoint_suffix(sp_id, ep))
+}
+
+/// The set remembering clients of an endpoint; its name changes with the
+/// timeout, so a new timeout is a new set rather than a changed one.
+fn affinity_set(sp_id: &str, ep: &Endpoint, timeout: i32) -> String {
+    let full = format!("{sp_id}__{}/{}", ep.ip, ep.port);
+    format!("affinity-{}-{full}", hash(&format!("{full}@{timeout}")))
+}
+
+/// Rules that spread over `eps`: sticky ones first under ClientIP
+/// affinity, then a random pick (one `numgen` map, upstream's shape).
+fn spread(sp: &ServicePort, id: &str, eps: &[Endpoint]) -> Vec<String> {
+    let mut rules = vec![];
+    if let Some(timeout) = sp.affinity_seconds {
+        for ep in eps {
+            rules.push(format!(
+                "ip saddr @{} goto {}",
+                affinity_set(id, ep, timeout),
+                endpoint_chain(id, ep)
+            ));
+        }
+    }
+    match eps {
+        [] => {}
+        [one] => rules.push(format!("goto {}", endpoint_chain(id, one))),
+        many => {
+            let arms: Vec<String> = many
+                .iter()
+                .enumerate()
+                .map(|(i, ep)| format!("{i} : goto {}", endpoint_chain(id, ep)))
+                .collect();
+            rules.push(format!(
+                "numgen random mod {} vmap {{ {} }}",
+                many.len(),
+                arms.join(", ")
+            ));
+        }
+    }
+    rules
+}
+
+/// What `ports` (one Service's) add to the table.
+pub fn render(ports: &[ServicePort], skeleton: &Skeleton) -> Rendered {
+    let mut out = Rendered::default();
+    for sp in ports {
+        render_port(sp, skeleton, &mut out);
+    }
+    out
+}
+
+fn render_port(sp: &ServicePort, skeleton: &Skeleton, out: &mut Rendered) {
+    let id = sp.id();
+    let h = hash(&id);
+    let proto = sp.protocol.as_str();
+    let service_chain = format!("service-{h}-{id}");
+    let external_chain = format!("external-{h}-{id}");
+    let reject = "goto reject-chain".to_string();
+
+    // Endpoint chains for every endpoint either kind of traffic uses.
+    let mut endpoints: Vec<&Endpoint> = sp
+        .cluster_endpoints
+        .iter()
+        .chain(&sp.local_endpoints)
+        .collect();
+    endpoints.sort();
+    endpoints.dedup();
+    for ep in endpoints {
+        let mut rules = vec![format!("ip saddr {} jump mark-for-masquerade", ep.ip)];
+        if let Some(timeout) = sp.affinity_seconds {
+            let set = affinity_set(&id, ep, timeout);
+            out.sets.insert(
+                set.clone(),
+                format!(
+                    "{{ type ipv4_addr; flags dynamic,timeout; timeout {}s; }}",
+                    timeout.max(1)
+                ),
+            );
+            rules.push(format!("update @{set} {{ ip saddr }}"));
+        }
+        rules.push(format!("meta l4proto {proto} dnat to {}:{}", ep.ip, ep.port));
+        out.chains.insert(endpoint_chain(&id, ep), rules);
+    }
+
+    // Cluster traffic.
+    for ip in &sp.cluster_ips {
+        out.element(Map::ClusterIps, ip.to_string(), String::new());
+        let key = format!("{ip} . {proto} . {}", sp.port);
+        if !sp.cluster_endpoints.is_empty() {
+            out.element(Map::ServiceIps, key, format!("goto {service_chain}"));
+        } else if sp.internal_local && sp.has_any_endpoint {
+            out.element(Map::NoEndpointServices, key, "drop".into());
+        } else {
+            out.element(Map::NoEndpointServices, key, reject.clone());
+        }
+    }
+    if !sp.cluster_endpoints.is_empty() {
+        let mut rules = vec![];
+        if let Some(cidr) = &skeleton.cluster_cidr {
+            // From outside the pod network: masquerade, so that replies
+            // come back through this node.
+            rules.push(format!("ip saddr != {cidr} jump mark-for-masquerade"));
+        }
+        rules.extend(spread(sp, &id, &sp.cluster_endpoints));
+        out.chains.insert(service_chain.clone(), rules);
+    }
+
+    // External traffic: node ports, load balancer and external IPs.
+    if !sp.has_external() {
+        return;
+    }
+    let usable = if sp.external_local {
+        !sp.local_endpoints.is_empty()
+    } else {
+        !sp.cluster_endpoints.is_empty()
+    };
+    let verdict = if usable {
+        format!("goto {external_chain}")
+    } else if sp.external_local && sp.has_any_endpoint {
+        "drop".into()
+    } else {
+        reject.clone()
+    };
+    let (map, nodeport_map) = if usable {
+        (Map::ServiceIps, Map::ServiceNodeports)
+    } else {
+        (Map::NoEndpointServices, Map::NoEndpointNodeports)
+    };
+    if let Some(np) = sp.node_port {
+        out.element(nodeport_map, format!("{proto} . {np}"), verdict.clone());
+    }
+    for ip in &sp.external_ips {
+        out.element(map, format!("{ip} . {proto} . {}", sp.port), verdict.clone());
+    }
+    if !usable {
+        return;
+    }
+    let mut rules = vec![];
+    if sp.external_local {
+        // Pods and the node itself go to any endpoint, as cluster traffic
+        // (the node's own traffic masqueraded); others only to this
+        // node's endpoints, with their source address kept.
+        if !sp.cluster_endpoints.is_empty() {
+            if let Some(cidr) = &skeleton.cluster_cidr {
+                rules.push(format!("ip saddr {cidr} goto {service_chain}"));
+            }
+            rules.push("fib saddr type local jump mark-for-masquerade".into());
+            rules.push(format!("fib saddr type local goto {service_chain}"));
+        }
+        rules.extend(spread(sp, &id, &sp.local_endpoints));
+    } else {
+        rules.push("jump mark-for-masquerade".into());
+        rules.push(format!("goto {service_chain}"));
+    }
+    out.chains.insert(external_chain, rules);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Protocol, ServicePort};
+
+    fn skeleton() -> Skeleton {
+        Skeleton {
+            table: "skiff-test".into(),
+            node_ips: vec!["192.0.2.1".parse().unwrap()],
+            cluster_cidr: Some("10.42.0.0/16".into()),
+            service_cidr: Some("10.43.0.0/16".into()),
+        }
+    }
+
+    fn ep(ip: &str, local: bool) -> Endpoint {
+        Endpoint {
+            ip: ip.parse().unwrap(),
+            port: 8080,
+            local,
+        }
+    }
+
+    fn port() -> ServicePort {
+        ServicePort {
+            namespace: "shop".into(),
+            name: "web".into(),
+            port_name: "http".into(),
+            protocol: Protocol::Tcp,
+            port: 80,
+            cluster_ips: vec!["10.43.0.5".parse().unwrap()],
+            node_port: None,
+            external_ips: vec![],
+            affinity_seconds: None,
+            external_local: false,
+            internal_local: false,
+            cluster_endpoints: vec![ep("10.42.0.5", true), ep("10.42.1.6", false)],
+            local_endpoints: vec![],
+            has_any_endpoint: true,
+        }
+    }
+
+    #[test]
+    fn cluster_ip_spreads_over_endpoint_chains_from_the_map() {
+        let r = render(&[port()], &skeleton());
+        let h = hash("shop/web/tcp/http");
+        let svc = format!("service-{h}-shop/web/tcp/http");
+        assert_eq!(
+            r.elements[&(Map::ServiceIps, "10.43.0.5 . tcp . 80".into())],
+            format!("goto {svc}")
+        );
+        let rules = &r.chains[&svc];
+        assert_eq!(rules[0], "ip saddr != 10.42.0.0/16 jump mark-for-masquerade");
+        let e0 = endpoint_chain("shop/web/tcp/http", &ep("10.42.0.5", true));
+        let e1 = endpoint_chain("shop/web/tcp/http", &ep("10.42.1.6", false));
+        assert_eq!(rules[1], format!("numgen random mod 2 vmap {{ 0 : goto {e0}, 1 : goto {e1} }}"));
+        assert_eq!(
+            r.chains[&e0],
+            [
+                "ip saddr 10.42.0.5 jump mark-for-masquerade",
+                "meta l4proto tcp dnat to 10.42.0.5:8080"
+            ]
+        );
+        assert!(r.elements.contains_key(&(Map::ClusterIps, "10.43.0.5".into())));
+    }
+
+    #[test]
+    fn no_endpoints_reject_and_local_policy_without_local_ones_drops() {
+        let mut p = port();
+        p.cluster_endpoints.clear();
+        p.has_any_endpoint = false;
+        let r = render(&[p.clone()], &skeleton());
+        assert_eq!(
+            r.elements[&(Map::NoEndpointServices, "10.43.0.5 . tcp . 80".into())],
+            "goto reject-chain"
+        );
+        assert!(r.chains.is_empty());
+        p.internal_local = true;
+        p.has_any_endpoint = true;
+        let r = render(&[p], &skeleton());
+        assert_eq!(
+            r.elements[&(Map::NoEndpointServices, "10.43.0.5 . tcp . 80".into())],
+            "drop"
+        );
+    }
+
+    #[test]
+    fn node_port_local_policy_and_affinity() {
+        let mut p = port();
+        p.node_port = Some(30080);
+        p.external_local = true;
+        p.local_endpoints = vec![ep("10.42.0.5", true)];
+        p.affinity_seconds = Some(60);
+        let r = render(&[p], &skeleton());
+        let id = "shop/web/tcp/http";
+        let h = hash(id);
+        let ext = format!("external-{h}-{id}");
+        assert_eq!(
+            r.elements[&(Map::ServiceNodeports, "tcp . 30080".into())],
+            format!("goto {ext}")
+        );
+        let e0 = endpoint_chain(id, &ep("10.42.0.5", true));
+        let set = affinity_set(id, &ep("10.42.0.5", true), 60);
+        assert_eq!(
+            r.chains[&ext],
+            [
+                format!("ip saddr 10.42.0.0/16 goto service-{h}-{id}"),
+                "fib saddr type local jump mark-for-masquerade".to_string(),
+                format!("fib saddr type local goto service-{h}-{id}"),
+                format!("ip saddr @{set} goto {e0}"),
+                format!("goto {e0}"),
+            ]
+        );
+        assert!(r.chains[&e0].contains(&format!("update @{set} {{ ip saddr }}")));
+        assert_eq!(
+            r.sets[&set],
+            "{ type ipv4_addr; flags dynamic,timeout; timeout 60s; }"
+        );
+    }
+
+    #[test]
+    fn base_has_the_maps_and_hooks() {
+        let b = base(&skeleton());
+        assert!(b.starts_with("table ip skiff-test {\n"));
+        assert!(b.contains("set nodeport-ips { type ipv4_addr; elements = { 192.0.2.1 }; }"));
+        assert!(b.contains("type nat hook prerouting priority -100; policy accept;"));
+        assert!(b.contains("ip daddr 10.43.0.0/16 drop"));
+    }
+}

@@ -1,0 +1,449 @@
+//! The proxier's state: the Services and EndpointSlices it has heard of,
+//! which Services changed since the last sync, and what each Service put
+//! into the table. [`Proxier::plan`] turns the changes into one nft batch
+//! that touches only the changed Services' chains and map elements (cost
+//! in proportion to the change, as upstream's partial syncs), or rebuilds
+//! the whole table (first sync, after a failed batch, or when the
+//! skeleton changed). [`Proxier::commit`] records a batch the kernel took.
+//!
+//! Pure: it must not run nft; [`crate::run`] applies the plans.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+
+use crate::model::{self, ServiceKey};
+use crate::rules::{self, Map, Rendered, Skeleton};
+
+/// One batch to apply, and what the table holds once it is applied.
+#[derive(Debug)]
+pub struct Plan {
+    pub script: String,
+    /// The Services this batch wrote.
+    pub services: usize,
+    full: bool,
+    rendered: Vec<(ServiceKey, Rendered)>,
+}
+
+/// See the module doc.
+#[derive(Debug)]
+pub struct Proxier {
+    skeleton: Skeleton,
+    node: String,
+    services: HashMap<ServiceKey, Arc<Service>>,
+    /// Service → slice name → slice.
+    slices: HashMap<ServiceKey, BTreeMap<String, Arc<EndpointSlice>>>,
+    /// (namespace, slice name) → the Service it was filed under.
+    slice_owner: HashMap<(String, String), ServiceKey>,
+    rendered: HashMap<ServiceKey, Rendered>,
+    dirty: BTreeSet<ServiceKey>,
+    needs_full: bool,
+}
+
+impl Proxier {
+    pub fn new(skeleton: Skeleton, node: &str) -> Self {
+        Self {
+            skeleton,
+            node: node.to_string(),
+            services: HashMap::new(),
+            slices: HashMap::new(),
+            slice_owner: HashMap::new(),
+            rendered: HashMap::new(),
+            dirty: BTreeSet::new(),
+            needs_full: true,
+        }
+    }
+
+    pub fn table(&self) -> &str {
+        &self.skeleton.table
+    }
+
+    /// New node addresses (or other skeleton settings): the next sync
+    /// rebuilds the table.
+    pub fn set_skeleton(&mut self, skeleton: Skeleton) {
+        if skeleton != self.skeleton {
+            self.skeleton = skeleton;
+            self.needs_full = true;
+        }
+    }
+
+    pub fn apply_service(&mut self, svc: Arc<Service>) {
+        if let Some(key) = ServiceKey::of_service(&svc) {
+            self.dirty.insert(key.clone());
+            self.services.insert(key, svc);
+        }
+    }
+
+    pub fn delete_service(&mut self, svc: &Service) {
+        if let Some(key) = ServiceKey::of_service(svc) {
+            self.services.remove(&key);
+            self.dirty.insert(key);
+        }
+    }
+
+    fn slice_id(slice: &EndpointSlice) -> Option<(String, String)> {
+        Some((
+            slice.metadata.namespace.clone()?,
+            slice.metadata.name.clone()?,
+        ))
+    }
+
+    fn forget_slice(&mut self, id: &(String, String)) {
+        if let Some(owner) = self.slice_owner.remove(id) {
+            if let Some(of) = self.slices.get_mut(&owner) {
+                of.remove(&id.1);
+                if of.is_empty() {
+                    self.slices.remove(&owner);
+                }
+            }
+            self.dirty.insert(owner);
+        }
+    }
+
+    pub fn apply_slice(&mut self, slice: Arc<EndpointSlice>) {
+        let Some(id) = Self::slice_id(&slice) else {
+            return;
+        };
+        // Its Service label may have changed: file it anew.
+        self.forget_slice(&id);
+        if let Some(key) = ServiceKey::of_slice(&slice) {
+            self.slices
+                .entry(key.clone())
+                .or_default()
+                .insert(id.1.clone(), slice);
+            self.slice_owner.insert(id, key.clone());
+            self.dirty.insert(key);
+        }
+    }
+
+    pub fn delete_slice(&mut self, slice: &EndpointSlice) {
+        if let Some(id) = Self::slice_id(slice) {
+            self.forget_slice(&id);
+        }
+    }
+
+    /// Replaces everything known (after a relist): every Service old or
+    /// new is looked at again at the next sync.
+    pub fn replace_services(&mut self, all: impl IntoIterator<Item = Arc<Service>>) {
+        self.dirty.extend(self.services.keys().cloned());
+        self.services.clear();
+        for svc in all {
+            self.apply_service(svc);
+        }
+    }
+
+    /// As [`Proxier::replace_services`], for EndpointSlices.
+    pub fn replace_slices(&mut self, all: impl IntoIterator<Item = Arc<EndpointSlice>>) {
+        self.dirty.extend(self.slices.keys().cloned());
+        self.slices.clear();
+        self.slice_owner.clear();
+        for slice in all {
+            self.apply_slice(slice);
+        }
+    }
+
+    /// Whether a sync has anything to do.
+    pub fn is_dirty(&self) -> bool {
+        self.needs_full || !self.dirty.is_empty()
+    }
+
+    /// After a batch failed: rebuild everything next time.
+    pub fn fail(&mut self) {
+        self.needs_full = true;
+    }
+
+    fn render(&self, key: &ServiceKey) -> Rendered {
+        let Some(svc) = self.services.get(key) else {
+            return Rendered::default();
+        };
+        let slices: Vec<&EndpointSlice> = self
+            .slices
+            .get(key)
+            .map(|m| m.values().map(|s| s.as_ref()).collect())
+            .unwrap_or_default();
+        rules::render(&model::service_ports(svc, &slices, &self.node), &self.skeleton)
+    }
+
+    /// The next batch, if anything changed.
+    pub fn plan(&mut self) -> Option<Plan> {
+        if self.needs_full {
+            let mut keys: Vec<&ServiceKey> = self.services.keys().collect();
+            keys.sort();
+            let rendered: Vec<(ServiceKey, Rendered)> = keys
+                .into_iter()
+                .map(|k| (k.clone(), self.render(k)))
+                .collect();
+            let t = &self.skeleton.table;
+            let mut script = Script::default();
+            let empty = Rendered::default();
+            for (_, r) in &rendered {
+                script.diff(t, &empty, r);
+            }
+            let head = format!(
+                "add table ip {t}\ndelete table ip {t}\n{}",
+                rules::base(&self.skeleton)
+            );
+            self.dirty.clear();
+            return Some(Plan {
+                script: head + &script.finish(t),
+                services: rendered.len(),
+                full: true,
+                rendered,
+            });
+        }
+        if self.dirty.is_empty() {
+            return None;
+        }
+        let dirty = std::mem::take(&mut self.dirty);
+        let empty = Rendered::default();
+        let mut script = Script::default();
+        let mut rendered = vec![];
+        for key in dirty {
+            let new = self.render(&key);
+            let old = self.rendered.get(&key).unwrap_or(&empty);
+            if *old != new {
+                script.diff(&self.skeleton.table, old, &new);
+                rendered.push((key, new));
+            }
+        }
+        if rendered.is_empty() {
+            return None;
+        }
+        Some(Plan {
+            script: script.finish(&self.skeleton.table),
+            services: rendered.len(),
+            full: false,
+            rendered,
+        })
+    }
+
+    /// Records that `plan` is in the kernel.
+    pub fn commit(&mut self, plan: Plan) {
+        if plan.full {
+            self.rendered.clear();
+            self.needs_full = false;
+        }
+        for (key, r) in plan.rendered {
+            if r == Rendered::default() {
+                self.rendered.remove(&key);
+            } else {
+                self.rendered.insert(key, r);
+            }
+        }
+    }
+}
+
+/// A batch being built, in the order nft needs: objects are declared
+/// before anything refers to them and removed after nothing does.
+#[derive(Debug, Default)]
+struct Script {
+    add_sets: Vec<String>,
+    add_chains: Vec<String>,
+    /// `flush chain` of changed chains and `add rule` of new and changed.
+    rules: Vec<String>,
+    del_elements: BTreeMap<Map, Vec<String>>,
+    add_elements: BTreeMap<Map, Vec<String>>,
+    flush_chains: Vec<String>,
+    del_chains: Vec<String>,
+    del_sets: Vec<String>,
+}
+
+impl Script {
+    fn diff(&mut self, t: &str, old: &Rendered, new: &Rendered) {
+        for (name, decl) in &new.sets {
+            if old.sets.get(name) != Some(decl) {
+                self.add_sets.push(format!("add set ip {t} {name} {decl}"));
+            }
+        }
+        for name in old.sets.keys().filter(|n| !new.sets.contains_key(*n)) {
+            self.del_sets.push(format!("delete set ip {t} {name}"));
+        }
+        for (name, rules) in &new.chains {
+            match old.chains.get(name) {
+                Some(was) if was == rules => continue,
+                Some(_) => self.rules.push(format!("flush chain ip {t} {name}")),
+                None => self.add_chains.push(format!("add chain ip {t} {name}")),
+            }
+            for r in rules {
+                self.rules.push(format!("add rule ip {t} {name} {r}"));
+            }
+        }
+        for name in old.chains.keys().filter(|n| !new.chains.contains_key(*n)) {
+            self.flush_chains.push(format!("flush chain ip {t} {name}"));
+            self.del_chains.push(format!("delete chain ip {t} {name}"));
+        }
+        for ((map, key), value) in &new.elements {
+            let was = old.elements.get(&(*map, key.clone()));
+            if was == Some(value) {
+                continue;
+            }
+            if was.is_some() {
+                self.del_elements.entry(*map).or_default().push(key.clone());
+            }
+            let element = if map.is_set() {
+                key.clone()
+            } else {
+                format!("{key} : {value}")
+            };
+            self.add_elements.entry(*map).or_default().push(element);
+        }
+        for (map, key) in old.elements.keys() {
+            if !new.elements.contains_key(&(*map, key.clone())) {
+                self.del_elements.entry(*map).or_default().push(key.clone());
+            }
+        }
+    }
+
+    fn finish(self, t: &str) -> String {
+        let mut out = String::new();
+        let mut lines = |v: Vec<String>| {
+            for l in v {
+                out.push_str(&l);
+                out.push('\n');
+            }
+        };
+        lines(self.add_sets);
+        lines(self.add_chains);
+        lines(self.rules);
+        let elements = |verb: &str, m: BTreeMap<Map, Vec<String>>| {
+            let mut s = String::new();
+            for (map, items) in m {
+                // Bounded lines: nft reads a long batch faster in chunks.
+                for chunk in items.chunks(1000) {
+                    let _ = writeln!(
+                        s,
+                        "{verb} element ip {t} {} {{ {} }}",
+                        map.name(),
+                        chunk.join(", ")
+                    );
+                }
+            }
+            s
+        };
+        let del = elements("delete", self.del_elements);
+        let add = elements("add", self.add_elements);
+        out.push_str(&del);
+        out.push_str(&add);
+        let mut lines = |v: Vec<String>| {
+            for l in v {
+                out.push_str(&l);
+                out.push('\n');
+            }
+        };
+        lines(self.flush_chains);
+        lines(self.del_chains);
+        lines(self.del_sets);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn skeleton() -> Skeleton {
+        Skeleton {
+            table: "t".into(),
+            node_ips: vec![],
+            cluster_cidr: Some("10.42.0.0/16".into()),
+            service_cidr: None,
+        }
+    }
+
+    fn svc(name: &str, ip: &str) -> Arc<Service> {
+        Arc::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": name, "namespace": "ns"},
+                "spec": {"clusterIP": ip, "ports": [{"port": 80}]},
+            }))
+            .unwrap(),
+        )
+    }
+
+    fn slice(svc: &str, ips: &[&str]) -> Arc<EndpointSlice> {
+        let eps: Vec<_> = ips.iter().map(|ip| json!({"addresses": [ip]})).collect();
+        Arc::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": format!("{svc}-abc"), "namespace": "ns",
+                             "labels": {model::SERVICE_NAME_LABEL: svc}},
+                "addressType": "IPv4",
+                "ports": [{"port": 8080}],
+                "endpoints": eps,
+            }))
+            .unwrap(),
+        )
+    }
+
+    #[test]
+    fn first_sync_is_full_then_only_the_change() {
+        let mut p = Proxier::new(skeleton(), "n1");
+        p.apply_service(svc("a", "10.43.0.1"));
+        p.apply_service(svc("b", "10.43.0.2"));
+        p.apply_slice(slice("a", &["10.42.0.5"]));
+        let plan = p.plan().unwrap();
+        assert!(plan.script.starts_with("add table ip t\ndelete table ip t\ntable ip t {"));
+        assert!(plan.script.contains("add element ip t no-endpoint-services { 10.43.0.2 . tcp . 80 : goto reject-chain }"));
+        assert_eq!(plan.services, 2);
+        p.commit(plan);
+        assert!(p.plan().is_none());
+
+        // A second endpoint for a: a's service chain is rewritten, one
+        // endpoint chain added; nothing of b.
+        p.apply_slice(slice("a", &["10.42.0.5", "10.42.0.6"]));
+        let plan = p.plan().unwrap();
+        assert_eq!(plan.services, 1);
+        let s = &plan.script;
+        assert!(!s.contains("10.43.0.2"), "{s}");
+        assert!(!s.contains("table ip t {"), "{s}");
+        let lines: Vec<&str> = s.lines().collect();
+        assert!(lines[0].starts_with("add chain ip t endpoint-"), "{s}");
+        assert_eq!(lines.iter().filter(|l| l.starts_with("add chain")).count(), 1, "{s}");
+        assert!(lines[3].starts_with("flush chain ip t service-"), "{s}");
+        assert!(s.contains("numgen random mod 2"), "{s}");
+        p.commit(plan);
+
+        // The Service goes: its elements go before its chains.
+        p.delete_service(&svc("a", "10.43.0.1"));
+        let s = p.plan().unwrap().script;
+        let del_el = s.find("delete element ip t service-ips { 10.43.0.1 . tcp . 80 }").unwrap();
+        let del_chain = s.find("delete chain ip t service-").unwrap();
+        let flush = s.find("flush chain ip t service-").unwrap();
+        assert!(del_el < flush && flush < del_chain, "{s}");
+        assert!(s.contains("delete element ip t cluster-ips { 10.43.0.1 }"), "{s}");
+    }
+
+    #[test]
+    fn a_failed_batch_leads_to_a_full_one() {
+        let mut p = Proxier::new(skeleton(), "n1");
+        p.apply_service(svc("a", "10.43.0.1"));
+        let plan = p.plan().unwrap();
+        p.commit(plan);
+        p.apply_slice(slice("a", &["10.42.0.5"]));
+        let _lost = p.plan().unwrap();
+        p.fail();
+        let plan = p.plan().unwrap();
+        assert!(plan.script.contains("table ip t {"));
+        assert!(plan.script.contains("dnat to 10.42.0.5:8080"));
+    }
+
+    #[test]
+    fn a_slice_moving_to_another_service_refreshes_both() {
+        let mut p = Proxier::new(skeleton(), "n1");
+        p.apply_service(svc("a", "10.43.0.1"));
+        p.apply_service(svc("b", "10.43.0.2"));
+        let mut s = (*slice("a", &["10.42.0.5"])).clone();
+        p.apply_slice(Arc::new(s.clone()));
+        let plan = p.plan().unwrap();
+        p.commit(plan);
+        s.metadata.labels.as_mut().unwrap().insert(model::SERVICE_NAME_LABEL.into(), "b".into());
+        p.apply_slice(Arc::new(s));
+        let plan = p.plan().unwrap();
+        assert_eq!(plan.services, 2);
+        assert!(plan.script.contains("add element ip t no-endpoint-services { 10.43.0.1 . tcp . 80 : goto reject-chain }"));
+        assert!(plan.script.contains("add element ip t service-ips { 10.43.0.2 . tcp . 80 : goto service-"));
+    }
+}
