@@ -625,7 +625,8 @@ impl Floor {
             .cloned()
             .ok_or_else(|| anyhow!("no container"))?;
         let began = Stamp::now();
-        let sandbox_cfg = sandbox_config(&pod, 0, &self.log_root);
+        // The agent's default cluster domain (`--cluster-domain`).
+        let sandbox_cfg = sandbox_config(&pod, 0, &self.log_root, "cluster.local");
         // As the agent does before RunPodSandbox.
         std::fs::create_dir_all(&sandbox_cfg.log_directory)?;
         let sandbox = bounded(

@@ -34,6 +34,9 @@ pub(crate) enum Outcome<'p> {
     Forward(Query<'p>),
     /// Send nothing.
     Drop,
+    /// `out` holds the answer up to a CNAME whose target is outside the
+    /// zone: resolve the target (this type) upstream and add its records.
+    Chase(hickory_proto::rr::Name, u16),
 }
 
 /// Answers `packet` from `records` into `out` (cleared first).
@@ -104,8 +107,10 @@ pub(crate) fn respond<'p>(
                 Transport::Udp => q.udp_limit(),
                 Transport::Tcp => usize::from(u16::MAX),
             };
-            write_answer(records, &q, found, limit, out);
-            Outcome::Reply
+            match write_answer(records, &q, found, limit, out) {
+                Some(target) => Outcome::Chase(target, q.qtype),
+                None => Outcome::Reply,
+            }
         }
     }
 }
@@ -136,14 +141,16 @@ pub(crate) fn write_error(
     }
 }
 
-/// Writes an authoritative answer.
+/// Writes an authoritative answer; the target to resolve upstream when
+/// it ends in a CNAME out of the zone.
 fn write_answer(
     records: &Records,
     q: &Query<'_>,
     found: Resolved<'_>,
     limit: usize,
     out: &mut Vec<u8>,
-) {
+) -> Option<hickory_proto::rr::Name> {
+    let mut external = None;
     wire::write_header(out, q.id, 0, [1, 0, 0, 0]);
     out.extend_from_slice(q.question());
     let question_end = out.len();
@@ -164,6 +171,7 @@ fn write_answer(
                 && q.qtype != wire::TYPE_ANY
             {
                 let chased = chase(records, a, start, q.qtype, out);
+                external = chased.external;
                 answers = answers.saturating_add(chased.answers);
                 if chased.nxdomain {
                     rcode = wire::RCODE_NXDOMAIN;
@@ -217,12 +225,15 @@ fn write_answer(
         wire::response_flags(q.flags, u16::from(rcode), true) | tc,
     );
     wire::set_counts(out, [1, answers, authorities, additionals]);
+    external.filter(|_| tc == 0)
 }
 
 /// What following a CNAME added.
 struct Chased {
     answers: u16,
     nxdomain: bool,
+    /// The chain ended at a CNAME to this name outside the zone.
+    external: Option<hickory_proto::rr::Name>,
     soa: bool,
 }
 
@@ -234,6 +245,7 @@ fn chase(records: &Records, first: &Answer, start: usize, qtype: u16, out: &mut 
         answers: 0,
         nxdomain: false,
         soa: false,
+        external: None,
     };
     let mut current = first;
     // The CNAME's data (its target) follows the 12 bytes of pointer,
@@ -241,6 +253,7 @@ fn chase(records: &Records, first: &Answer, start: usize, qtype: u16, out: &mut 
     let mut target_at = start + 12;
     for _ in 0..MAX_CNAME_HOPS {
         let Some(target) = &current.cname_target else {
+            chased.external = current.external_target.clone();
             break;
         };
         let Ok(owner) = u16::try_from(target_at) else {

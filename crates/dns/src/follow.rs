@@ -39,12 +39,24 @@ pub(crate) async fn follow(
         _ = shutdown.cancelled() => return,
         _ = futures::future::join(services.ready(), slices.ready()) => {}
     }
+    // Rebuilt off the runtime's threads: a big cluster takes a while.
     let rebuild = || {
-        let fresh = rebuild(&cluster_domain, ttl, &services, &slices);
-        tracing::debug!(records = ?fresh, "cluster DNS index rebuilt");
-        records.replace(fresh);
+        let (domain, services, slices) = (cluster_domain.clone(), services.clone(), slices.clone());
+        let records = records.clone();
+        async move {
+            let built =
+                tokio::task::spawn_blocking(move || rebuild(&domain, ttl, &services, &slices))
+                    .await;
+            match built {
+                Ok(fresh) => {
+                    tracing::debug!(records = ?fresh, "cluster DNS index rebuilt");
+                    records.replace(fresh);
+                }
+                Err(e) => tracing::warn!(error = %e, "rebuilding the cluster DNS index failed"),
+            }
+        }
     };
-    rebuild();
+    rebuild().await;
     loop {
         let first = tokio::select! {
             _ = shutdown.cancelled() => return,
@@ -69,7 +81,7 @@ pub(crate) async fn follow(
         });
         if resync {
             // The stores hold every change the batch carried.
-            rebuild();
+            rebuild().await;
             continue;
         }
         let mut index = records.write();

@@ -19,6 +19,7 @@ use skiff_client::informer::Informers;
 use tokio_util::sync::CancellationToken;
 
 mod answer;
+mod external;
 mod follow;
 mod forward;
 mod records;

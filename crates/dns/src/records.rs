@@ -128,6 +128,9 @@ pub(crate) struct Answer {
     pub(crate) extra: Box<[u8]>,
     /// A CNAME's target when it is in the zone, to follow.
     pub(crate) cname_target: Option<Key>,
+    /// A CNAME's target outside the zone (an ExternalName's), which the
+    /// server resolves through the upstreams, as CoreDNS does.
+    pub(crate) external_target: Option<hickory_proto::rr::Name>,
 }
 
 /// What the index says about a name and type.
@@ -359,6 +362,17 @@ impl Records {
                 ..failed(ResponseCode::NoError)
             },
             Outcome::Drop => failed(ResponseCode::FormErr),
+            // The CNAME alone: the target is for the upstreams.
+            Outcome::Chase(..) => match Message::from_vec(&out) {
+                Ok(reply) => Lookup {
+                    rcode: reply.metadata.response_code,
+                    answers: reply.answers,
+                    authorities: reply.authorities,
+                    additionals: reply.additionals,
+                    local: true,
+                },
+                Err(_) => failed(ResponseCode::ServFail),
+            },
         }
     }
 

@@ -22,6 +22,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::external;
 use crate::answer::{self, write_error, Outcome, Transport};
 use crate::forward::Forwarder;
 use crate::wire;
@@ -173,6 +174,21 @@ async fn udp_loop(
         match outcome {
             Outcome::Reply => {}
             Outcome::Drop => continue,
+            Outcome::Chase(target, qtype) => {
+                // Bounded as forwards are; beyond that, the CNAME alone.
+                if let Ok(permit) = forwards.clone().try_acquire_owned() {
+                    let limit = wire::parse_query(&buf[..n]).map_or(512, |q| q.udp_limit());
+                    let ours = out.clone();
+                    let (socket, forwarder) = (socket.clone(), forwarder.clone());
+                    tokio::spawn(async move {
+                        let _permit = permit;
+                        let out =
+                            external::complete(&forwarder, &ours, &target, qtype, limit).await;
+                        send(&socket, &out, peer).await;
+                    });
+                    continue;
+                }
+            }
             Outcome::Forward(q) => {
                 let limit = q.udp_limit();
                 if !forwarder.answer_from_cache(&q, limit, &mut out) {
@@ -276,6 +292,10 @@ async fn connection(
         match outcome {
             Outcome::Reply => {}
             Outcome::Drop => return Ok(()),
+            Outcome::Chase(target, qtype) => {
+                let ours = std::mem::take(&mut out);
+                out = external::complete(&forwarder, &ours, &target, qtype, usize::from(u16::MAX)).await;
+            }
             Outcome::Forward(q) => forwarder.forward(&q, usize::from(u16::MAX), &mut out).await,
         }
         framed.clear();

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use hickory_proto::op::{Edns, Message, OpCode, Query, ResponseCode};
+use hickory_proto::op::{Message, OpCode, Query, ResponseCode};
 use hickory_proto::rr::rdata::A;
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 use k8s_openapi::api::core::v1::Service;
@@ -19,7 +19,9 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio_util::sync::CancellationToken;
 
-const WAIT: Duration = Duration::from_secs(5);
+mod support;
+
+use support::{data, query, udp, udp_raw, with_edns, WAIT};
 
 fn service(ns: &str, name: &str, spec: serde_json::Value) -> Service {
     serde_json::from_value(json!({"metadata": {"namespace": ns, "name": name}, "spec": spec}))
@@ -88,41 +90,6 @@ async fn start(records: Records, upstreams: Vec<SocketAddr>) -> Server {
     }
 }
 
-fn query(name: &str, qtype: RecordType) -> Message {
-    let mut msg = Message::query();
-    msg.add_query(Query::query(Name::from_ascii(name).unwrap(), qtype));
-    msg.metadata.recursion_desired = true;
-    msg
-}
-
-fn with_edns(mut msg: Message, payload: u16) -> Message {
-    let mut edns = Edns::new();
-    edns.set_max_payload(payload);
-    msg.set_edns(edns);
-    msg
-}
-
-async fn udp_raw(server: SocketAddr, packet: &[u8]) -> Option<Vec<u8>> {
-    let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-    socket.send_to(packet, server).await.unwrap();
-    let mut buf = vec![0u8; 65535];
-    let n = tokio::time::timeout(WAIT, socket.recv(&mut buf))
-        .await
-        .ok()?
-        .unwrap();
-    buf.truncate(n);
-    Some(buf)
-}
-
-async fn udp(server: SocketAddr, msg: &Message) -> Message {
-    let reply = udp_raw(server, &msg.to_vec().unwrap())
-        .await
-        .expect("no UDP answer");
-    let reply = Message::from_vec(&reply).unwrap();
-    assert_eq!(reply.metadata.id, msg.metadata.id, "the client's id");
-    reply
-}
-
 async fn tcp(stream: &mut TcpStream, msg: &Message) -> Message {
     let packet = msg.to_vec().unwrap();
     stream
@@ -139,10 +106,6 @@ async fn tcp(stream: &mut TcpStream, msg: &Message) -> Message {
     let reply = Message::from_vec(&buf).unwrap();
     assert_eq!(reply.metadata.id, msg.metadata.id);
     reply
-}
-
-fn data(reply: &Message) -> Vec<String> {
-    reply.answers.iter().map(|r| r.data.to_string()).collect()
 }
 
 #[tokio::test]
@@ -507,4 +470,28 @@ async fn bind_fails_for_an_address_in_use() {
     let config = Config::new(vec![taken.local_addr().unwrap()], "cluster.local");
     let err = skiff_dns::bind(&config).await.unwrap_err();
     assert!(err.to_string().contains("TCP"), "{err}");
+}
+
+#[tokio::test]
+async fn an_external_name_is_followed_through_the_upstreams() {
+    let up = upstream().await;
+    let server = start(cluster(), vec![up.addr]).await;
+    for reply in [
+        udp(server.addr, &query("search.default.svc.cluster.local.", RecordType::A)).await,
+        tcp(
+            &mut TcpStream::connect(server.addr).await.unwrap(),
+            &query("search.default.svc.cluster.local.", RecordType::A),
+        )
+        .await,
+    ] {
+        assert_eq!(reply.metadata.response_code, ResponseCode::NoError);
+        assert_eq!(data(&reply), ["www.example.com.", "192.0.2.1"]);
+        assert_eq!(reply.answers[1].name.to_ascii(), "www.example.com.");
+    }
+    // The second time from the forwarder's cache.
+    assert_eq!(up.udp_queries.load(Ordering::SeqCst), 1);
+    // Asked for the CNAME itself: no chase.
+    let reply = udp(server.addr, &query("search.default.svc.cluster.local.", RecordType::CNAME)).await;
+    assert_eq!(data(&reply), ["www.example.com."]);
+    assert_eq!(up.udp_queries.load(Ordering::SeqCst), 1);
 }

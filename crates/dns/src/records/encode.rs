@@ -48,6 +48,7 @@ pub(super) fn compile(
             extra_count: 0,
             extra: Box::new([]),
             cname_target: inside.then_some(target_key),
+            external_target: (!inside).then(|| target.clone()),
         }]);
     }
     let mut answers: Vec<Answer> = Vec::new();
@@ -58,6 +59,7 @@ pub(super) fn compile(
         extra_count: 0,
         extra: Box::new([]),
         cname_target: None,
+        external_target: None,
     };
     let mut any_records = Vec::new();
     let mut at = 0;
@@ -111,6 +113,7 @@ pub(super) fn compile(
             extra_count,
             extra: extra.into(),
             cname_target: None,
+            external_target: None,
         });
     }
     if any.count > 0 {
