@@ -103,10 +103,7 @@ fn ready(node: &Node) -> bool {
     node.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|c| {
-            c.iter()
-                .any(|c| c.type_ == "Ready" && c.status == "True")
-        })
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
 /// The load balancer addresses: each Ready node's ExternalIP, else its
@@ -194,10 +191,22 @@ mod tests {
     #[test]
     fn ready_nodes_external_ip_first() {
         let nodes = [
-            node("b", true, json!([{"type": "InternalIP", "address": "10.0.0.2"}])),
-            node("a", true, json!([{"type": "InternalIP", "address": "10.0.0.1"},
-                                   {"type": "ExternalIP", "address": "192.0.2.1"}])),
-            node("c", false, json!([{"type": "InternalIP", "address": "10.0.0.3"}])),
+            node(
+                "b",
+                true,
+                json!([{"type": "InternalIP", "address": "10.0.0.2"}]),
+            ),
+            node(
+                "a",
+                true,
+                json!([{"type": "InternalIP", "address": "10.0.0.1"},
+                                   {"type": "ExternalIP", "address": "192.0.2.1"}]),
+            ),
+            node(
+                "c",
+                false,
+                json!([{"type": "InternalIP", "address": "10.0.0.3"}]),
+            ),
         ];
         assert_eq!(node_addresses(nodes.iter()), ["10.0.0.2", "192.0.2.1"]);
     }
@@ -208,7 +217,9 @@ mod tests {
             serde_json::from_value(json!({"metadata": {"name": "s"}, "spec": spec})).unwrap()
         };
         assert!(wants_ingress(&svc(json!({"type": "LoadBalancer"}))));
-        assert!(!wants_ingress(&svc(json!({"type": "LoadBalancer", "loadBalancerClass": "x/y"}))));
+        assert!(!wants_ingress(&svc(
+            json!({"type": "LoadBalancer", "loadBalancerClass": "x/y"})
+        )));
         assert!(!wants_ingress(&svc(json!({"type": "NodePort"}))));
     }
 }

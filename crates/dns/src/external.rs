@@ -35,7 +35,9 @@ pub(crate) async fn complete(
         return ours.to_vec();
     };
     let mut reply = Vec::new();
-    forwarder.forward(&q, usize::from(u16::MAX), &mut reply).await;
+    forwarder
+        .forward(&q, usize::from(u16::MAX), &mut reply)
+        .await;
     let (Ok(mut answer), Ok(upstream)) = (Message::from_vec(ours), Message::from_vec(&reply))
     else {
         return ours.to_vec();

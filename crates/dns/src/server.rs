@@ -22,8 +22,8 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::external;
 use crate::answer::{self, write_error, Outcome, Transport};
+use crate::external;
 use crate::forward::Forwarder;
 use crate::wire;
 use crate::{Config, SharedRecords};
@@ -294,7 +294,8 @@ async fn connection(
             Outcome::Drop => return Ok(()),
             Outcome::Chase(target, qtype) => {
                 let ours = std::mem::take(&mut out);
-                out = external::complete(&forwarder, &ours, &target, qtype, usize::from(u16::MAX)).await;
+                out = external::complete(&forwarder, &ours, &target, qtype, usize::from(u16::MAX))
+                    .await;
             }
             Outcome::Forward(q) => forwarder.forward(&q, usize::from(u16::MAX), &mut out).await,
         }

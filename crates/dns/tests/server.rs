@@ -477,7 +477,11 @@ async fn an_external_name_is_followed_through_the_upstreams() {
     let up = upstream().await;
     let server = start(cluster(), vec![up.addr]).await;
     for reply in [
-        udp(server.addr, &query("search.default.svc.cluster.local.", RecordType::A)).await,
+        udp(
+            server.addr,
+            &query("search.default.svc.cluster.local.", RecordType::A),
+        )
+        .await,
         tcp(
             &mut TcpStream::connect(server.addr).await.unwrap(),
             &query("search.default.svc.cluster.local.", RecordType::A),
@@ -491,7 +495,11 @@ async fn an_external_name_is_followed_through_the_upstreams() {
     // The second time from the forwarder's cache.
     assert_eq!(up.udp_queries.load(Ordering::SeqCst), 1);
     // Asked for the CNAME itself: no chase.
-    let reply = udp(server.addr, &query("search.default.svc.cluster.local.", RecordType::CNAME)).await;
+    let reply = udp(
+        server.addr,
+        &query("search.default.svc.cluster.local.", RecordType::CNAME),
+    )
+    .await;
     assert_eq!(data(&reply), ["www.example.com."]);
     assert_eq!(up.udp_queries.load(Ordering::SeqCst), 1);
 }

@@ -196,7 +196,9 @@ pub fn service_ports(svc: &Service, slices: &[&EndpointSlice], node: &str) -> Ve
         .as_ref()
         .and_then(|s| s.load_balancer.as_ref())
         .and_then(|lb| lb.ingress.as_ref());
-    external_ips.extend(ipv4s(ingress.into_iter().flatten().filter_map(|i| i.ip.as_ref())));
+    external_ips.extend(ipv4s(
+        ingress.into_iter().flatten().filter_map(|i| i.ip.as_ref()),
+    ));
     external_ips.sort();
     external_ips.dedup();
     let typed_external = matches!(spec.type_.as_deref(), Some("NodePort" | "LoadBalancer"));
@@ -305,7 +307,11 @@ mod tests {
         .unwrap()
     }
 
-    pub(crate) fn slice(name: &str, ports: serde_json::Value, eps: serde_json::Value) -> EndpointSlice {
+    pub(crate) fn slice(
+        name: &str,
+        ports: serde_json::Value,
+        eps: serde_json::Value,
+    ) -> EndpointSlice {
         serde_json::from_value(json!({
             "metadata": {"name": name, "namespace": "shop",
                          "labels": {SERVICE_NAME_LABEL: "web"}},
@@ -316,7 +322,13 @@ mod tests {
         .unwrap()
     }
 
-    fn ep(ip: &str, node: &str, ready: bool, serving: bool, terminating: bool) -> serde_json::Value {
+    fn ep(
+        ip: &str,
+        node: &str,
+        ready: bool,
+        serving: bool,
+        terminating: bool,
+    ) -> serde_json::Value {
         json!({"addresses": [ip], "nodeName": node,
                "conditions": {"ready": ready, "serving": serving, "terminating": terminating}})
     }
@@ -327,24 +339,38 @@ mod tests {
         let sl = slice(
             "web-1",
             json!([{"name": "http", "port": 8080, "protocol": "TCP"}]),
-            json!([ep("10.42.0.5", "n1", true, true, false), ep("10.42.0.6", "n2", false, true, true)]),
+            json!([
+                ep("10.42.0.5", "n1", true, true, false),
+                ep("10.42.0.6", "n2", false, true, true)
+            ]),
         );
         let ports = service_ports(&s, &[&sl], "n1");
         assert_eq!(ports.len(), 1);
         let p = &ports[0];
         assert_eq!(p.id(), "shop/web/tcp/http");
         assert_eq!(p.cluster_ips, ["10.43.0.5".parse::<Ipv4Addr>().unwrap()]);
-        let ips: Vec<String> = p.cluster_endpoints.iter().map(|e| format!("{}:{}", e.ip, e.port)).collect();
+        let ips: Vec<String> = p
+            .cluster_endpoints
+            .iter()
+            .map(|e| format!("{}:{}", e.ip, e.port))
+            .collect();
         assert_eq!(ips, ["10.42.0.5:8080"]);
         assert!(p.cluster_endpoints[0].local);
 
         let sl = slice(
             "web-1",
             json!([{"name": "http", "port": 8080, "protocol": "TCP"}]),
-            json!([ep("10.42.0.5", "n1", false, false, true), ep("10.42.0.6", "n2", false, true, true)]),
+            json!([
+                ep("10.42.0.5", "n1", false, false, true),
+                ep("10.42.0.6", "n2", false, true, true)
+            ]),
         );
         let p = &service_ports(&s, &[&sl], "n1")[0];
-        let ips: Vec<String> = p.cluster_endpoints.iter().map(|e| e.ip.to_string()).collect();
+        let ips: Vec<String> = p
+            .cluster_endpoints
+            .iter()
+            .map(|e| e.ip.to_string())
+            .collect();
         assert_eq!(ips, ["10.42.0.6"], "only the serving terminating one");
         assert!(p.has_any_endpoint);
     }
@@ -357,7 +383,10 @@ mod tests {
         let sl = slice(
             "web-1",
             json!([{"port": 8080, "protocol": "UDP"}]),
-            json!([ep("10.42.0.5", "n1", true, true, false), ep("10.42.1.6", "n2", true, true, false)]),
+            json!([
+                ep("10.42.0.5", "n1", true, true, false),
+                ep("10.42.1.6", "n2", true, true, false)
+            ]),
         );
         let p = &service_ports(&s, &[&sl], "n2")[0];
         assert_eq!(p.port_name, "80");
@@ -373,11 +402,27 @@ mod tests {
 
     #[test]
     fn headless_external_name_and_unmatched_ports() {
-        assert!(service_ports(&svc(json!({"clusterIP": "None", "ports": [{"port": 80}]})), &[], "n").is_empty());
-        assert!(service_ports(&svc(json!({"type": "ExternalName", "externalName": "x.example"})), &[], "n").is_empty());
-        let s = svc(json!({"clusterIP": "10.43.0.5", "sessionAffinity": "ClientIP",
-            "ports": [{"name": "a", "port": 80}, {"name": "b", "port": 81}]}));
-        let sl = slice("web-1", json!([{"name": "a", "port": 8080}]), json!([ep("10.42.0.5", "n1", true, true, false)]));
+        assert!(service_ports(
+            &svc(json!({"clusterIP": "None", "ports": [{"port": 80}]})),
+            &[],
+            "n"
+        )
+        .is_empty());
+        assert!(service_ports(
+            &svc(json!({"type": "ExternalName", "externalName": "x.example"})),
+            &[],
+            "n"
+        )
+        .is_empty());
+        let s = svc(
+            json!({"clusterIP": "10.43.0.5", "sessionAffinity": "ClientIP",
+            "ports": [{"name": "a", "port": 80}, {"name": "b", "port": 81}]}),
+        );
+        let sl = slice(
+            "web-1",
+            json!([{"name": "a", "port": 8080}]),
+            json!([ep("10.42.0.5", "n1", true, true, false)]),
+        );
         let ports = service_ports(&s, &[&sl], "n1");
         assert_eq!(ports.len(), 2);
         assert_eq!(ports[0].cluster_endpoints.len(), 1);
@@ -390,7 +435,10 @@ mod tests {
     fn load_balancer_ingress_is_external() {
         let mut s = svc(json!({"clusterIP": "10.43.0.5", "type": "LoadBalancer",
             "ports": [{"port": 80, "nodePort": 31000}]}));
-        s.status = Some(serde_json::from_value(json!({"loadBalancer": {"ingress": [{"ip": "192.0.2.7"}]}})).unwrap());
+        s.status = Some(
+            serde_json::from_value(json!({"loadBalancer": {"ingress": [{"ip": "192.0.2.7"}]}}))
+                .unwrap(),
+        );
         let p = &service_ports(&s, &[], "n1")[0];
         assert_eq!(p.external_ips, ["192.0.2.7".parse::<Ipv4Addr>().unwrap()]);
         assert!(p.has_external() && !p.external_local);

@@ -130,7 +130,10 @@ pub fn base(s: &Skeleton) -> String {
         }
         let _ = writeln!(out, "\t}}");
     };
-    chain("mark-for-masquerade", &[format!("meta mark set meta mark | {m}")]);
+    chain(
+        "mark-for-masquerade",
+        &[format!("meta mark set meta mark | {m}")],
+    );
     chain(
         "masquerading",
         &[
@@ -203,7 +206,10 @@ pub fn base(s: &Skeleton) -> String {
     );
     chain(
         "nat-postrouting",
-        &[hooked("nat", "postrouting", 100), "jump masquerading".into()],
+        &[
+            hooked("nat", "postrouting", 100),
+            "jump masquerading".into(),
+        ],
     );
     out.push_str("}\n");
     out
@@ -296,7 +302,10 @@ fn render_port(sp: &ServicePort, skeleton: &Skeleton, out: &mut Rendered) {
             );
             rules.push(format!("update @{set} {{ ip saddr }}"));
         }
-        rules.push(format!("meta l4proto {proto} dnat to {}:{}", ep.ip, ep.port));
+        rules.push(format!(
+            "meta l4proto {proto} dnat to {}:{}",
+            ep.ip, ep.port
+        ));
         out.chains.insert(endpoint_chain(&id, ep), rules);
     }
 
@@ -348,7 +357,11 @@ fn render_port(sp: &ServicePort, skeleton: &Skeleton, out: &mut Rendered) {
         out.element(nodeport_map, format!("{proto} . {np}"), verdict.clone());
     }
     for ip in &sp.external_ips {
-        out.element(map, format!("{ip} . {proto} . {}", sp.port), verdict.clone());
+        out.element(
+            map,
+            format!("{ip} . {proto} . {}", sp.port),
+            verdict.clone(),
+        );
     }
     if !usable {
         return;
@@ -424,10 +437,16 @@ mod tests {
             format!("goto {svc}")
         );
         let rules = &r.chains[&svc];
-        assert_eq!(rules[0], "ip saddr != 10.42.0.0/16 jump mark-for-masquerade");
+        assert_eq!(
+            rules[0],
+            "ip saddr != 10.42.0.0/16 jump mark-for-masquerade"
+        );
         let e0 = endpoint_chain("shop/web/tcp/http", &ep("10.42.0.5", true));
         let e1 = endpoint_chain("shop/web/tcp/http", &ep("10.42.1.6", false));
-        assert_eq!(rules[1], format!("numgen random mod 2 vmap {{ 0 : goto {e0}, 1 : goto {e1} }}"));
+        assert_eq!(
+            rules[1],
+            format!("numgen random mod 2 vmap {{ 0 : goto {e0}, 1 : goto {e1} }}")
+        );
         assert_eq!(
             r.chains[&e0],
             [
@@ -435,7 +454,9 @@ mod tests {
                 "meta l4proto tcp dnat to 10.42.0.5:8080"
             ]
         );
-        assert!(r.elements.contains_key(&(Map::ClusterIps, "10.43.0.5".into())));
+        assert!(r
+            .elements
+            .contains_key(&(Map::ClusterIps, "10.43.0.5".into())));
     }
 
     #[test]

@@ -164,7 +164,10 @@ impl Proxier {
             .get(key)
             .map(|m| m.values().map(|s| s.as_ref()).collect())
             .unwrap_or_default();
-        rules::render(&model::service_ports(svc, &slices, &self.node), &self.skeleton)
+        rules::render(
+            &model::service_ports(svc, &slices, &self.node),
+            &self.skeleton,
+        )
     }
 
     /// The next batch, if anything changed.
@@ -385,8 +388,12 @@ mod tests {
         p.apply_service(svc("b", "10.43.0.2"));
         p.apply_slice(slice("a", &["10.42.0.5"]));
         let plan = p.plan().unwrap();
-        assert!(plan.script.starts_with("add table ip t\ndelete table ip t\ntable ip t {"));
-        assert!(plan.script.contains("add element ip t no-endpoint-services { 10.43.0.2 . tcp . 80 : goto reject-chain }"));
+        assert!(plan
+            .script
+            .starts_with("add table ip t\ndelete table ip t\ntable ip t {"));
+        assert!(plan.script.contains(
+            "add element ip t no-endpoint-services { 10.43.0.2 . tcp . 80 : goto reject-chain }"
+        ));
         assert_eq!(plan.services, 2);
         p.commit(plan);
         assert!(p.plan().is_none());
@@ -401,7 +408,11 @@ mod tests {
         assert!(!s.contains("table ip t {"), "{s}");
         let lines: Vec<&str> = s.lines().collect();
         assert!(lines[0].starts_with("add chain ip t endpoint-"), "{s}");
-        assert_eq!(lines.iter().filter(|l| l.starts_with("add chain")).count(), 1, "{s}");
+        assert_eq!(
+            lines.iter().filter(|l| l.starts_with("add chain")).count(),
+            1,
+            "{s}"
+        );
         assert!(lines[3].starts_with("flush chain ip t service-"), "{s}");
         assert!(s.contains("numgen random mod 2"), "{s}");
         p.commit(plan);
@@ -409,11 +420,16 @@ mod tests {
         // The Service goes: its elements go before its chains.
         p.delete_service(&svc("a", "10.43.0.1"));
         let s = p.plan().unwrap().script;
-        let del_el = s.find("delete element ip t service-ips { 10.43.0.1 . tcp . 80 }").unwrap();
+        let del_el = s
+            .find("delete element ip t service-ips { 10.43.0.1 . tcp . 80 }")
+            .unwrap();
         let del_chain = s.find("delete chain ip t service-").unwrap();
         let flush = s.find("flush chain ip t service-").unwrap();
         assert!(del_el < flush && flush < del_chain, "{s}");
-        assert!(s.contains("delete element ip t cluster-ips { 10.43.0.1 }"), "{s}");
+        assert!(
+            s.contains("delete element ip t cluster-ips { 10.43.0.1 }"),
+            "{s}"
+        );
     }
 
     #[test]
@@ -439,11 +455,19 @@ mod tests {
         p.apply_slice(Arc::new(s.clone()));
         let plan = p.plan().unwrap();
         p.commit(plan);
-        s.metadata.labels.as_mut().unwrap().insert(model::SERVICE_NAME_LABEL.into(), "b".into());
+        s.metadata
+            .labels
+            .as_mut()
+            .unwrap()
+            .insert(model::SERVICE_NAME_LABEL.into(), "b".into());
         p.apply_slice(Arc::new(s));
         let plan = p.plan().unwrap();
         assert_eq!(plan.services, 2);
-        assert!(plan.script.contains("add element ip t no-endpoint-services { 10.43.0.1 . tcp . 80 : goto reject-chain }"));
-        assert!(plan.script.contains("add element ip t service-ips { 10.43.0.2 . tcp . 80 : goto service-"));
+        assert!(plan.script.contains(
+            "add element ip t no-endpoint-services { 10.43.0.1 . tcp . 80 : goto reject-chain }"
+        ));
+        assert!(plan
+            .script
+            .contains("add element ip t service-ips { 10.43.0.2 . tcp . 80 : goto service-"));
     }
 }

@@ -19,7 +19,10 @@ struct Netns(String);
 impl Netns {
     fn new(tag: &str) -> Self {
         let name = format!("skp-{tag}-{}", std::process::id());
-        let ok = Command::new("ip").args(["netns", "add", &name]).status().unwrap();
+        let ok = Command::new("ip")
+            .args(["netns", "add", &name])
+            .status()
+            .unwrap();
         assert!(ok.success(), "ip netns add {name}");
         Self(name)
     }
@@ -30,7 +33,9 @@ impl Netns {
 
     fn list(&self, table: &str) -> String {
         let out = Command::new("ip")
-            .args(["netns", "exec", &self.0, "nft", "list", "table", "ip", table])
+            .args([
+                "netns", "exec", &self.0, "nft", "list", "table", "ip", table,
+            ])
             .output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
@@ -45,8 +50,10 @@ impl Drop for Netns {
 
 fn svc(name: &str, spec: serde_json::Value) -> Arc<Service> {
     Arc::new(
-        serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ns"}, "spec": spec}))
-            .unwrap(),
+        serde_json::from_value(
+            json!({"metadata": {"name": name, "namespace": "ns"}, "spec": spec}),
+        )
+        .unwrap(),
     )
 }
 
@@ -90,21 +97,40 @@ fn full_and_incremental_batches_are_taken_by_the_kernel() {
         },
         "n1",
     );
-    p.apply_service(svc("web", json!({"clusterIP": "10.43.0.5", "type": "NodePort",
+    p.apply_service(svc(
+        "web",
+        json!({"clusterIP": "10.43.0.5", "type": "NodePort",
         "externalTrafficPolicy": "Local", "sessionAffinity": "ClientIP",
-        "ports": [{"name": "http", "port": 80, "nodePort": 30080}]})));
-    p.apply_service(svc("empty", json!({"clusterIP": "10.43.0.6", "ports": [{"name": "http", "port": 80}]})));
+        "ports": [{"name": "http", "port": 80, "nodePort": 30080}]}),
+    ));
+    p.apply_service(svc(
+        "empty",
+        json!({"clusterIP": "10.43.0.6", "ports": [{"name": "http", "port": 80}]}),
+    ));
     p.apply_slice(slice("web", &[("10.42.0.5", "n1"), ("10.42.1.5", "n2")]));
     sync(&mut p, &nft);
     let listed = ns.list(table);
-    assert!(listed.contains("10.43.0.5 . tcp . 80 : goto service-"), "{listed}");
-    assert!(listed.contains("10.43.0.6 . tcp . 80 : goto reject-chain"), "{listed}");
+    assert!(
+        listed.contains("10.43.0.5 . tcp . 80 : goto service-"),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("10.43.0.6 . tcp . 80 : goto reject-chain"),
+        "{listed}"
+    );
     assert!(listed.contains("tcp . 30080 : goto external-"), "{listed}");
     assert!(listed.contains("dnat to 10.42.1.5:8080"), "{listed}");
     assert!(listed.contains("timeout 3h"), "{listed}");
 
     // One more endpoint: only web's chains change.
-    p.apply_slice(slice("web", &[("10.42.0.5", "n1"), ("10.42.1.5", "n2"), ("10.42.0.7", "n1")]));
+    p.apply_slice(slice(
+        "web",
+        &[
+            ("10.42.0.5", "n1"),
+            ("10.42.1.5", "n2"),
+            ("10.42.0.7", "n1"),
+        ],
+    ));
     let script = sync(&mut p, &nft);
     assert!(!script.contains("10.43.0.6"), "{script}");
     let listed = ns.list(table);
@@ -115,7 +141,10 @@ fn full_and_incremental_batches_are_taken_by_the_kernel() {
     p.apply_slice(slice("web", &[("10.42.0.7", "n1")]));
     sync(&mut p, &nft);
     let listed = ns.list(table);
-    assert!(listed.contains("10.43.0.6 . tcp . 80 : goto service-"), "{listed}");
+    assert!(
+        listed.contains("10.43.0.6 . tcp . 80 : goto service-"),
+        "{listed}"
+    );
     assert!(!listed.contains("10.42.1.5"), "{listed}");
     p.delete_service(&svc("web", json!({})));
     sync(&mut p, &nft);
@@ -129,7 +158,9 @@ fn full_and_incremental_batches_are_taken_by_the_kernel() {
     assert!(ns.list(table).is_empty());
     p.fail();
     sync(&mut p, &nft);
-    assert!(ns.list(table).contains("10.43.0.6 . tcp . 80 : goto service-"));
+    assert!(ns
+        .list(table)
+        .contains("10.43.0.6 . tcp . 80 : goto service-"));
     nft.delete_table(table).unwrap();
     nft.delete_table(table).unwrap();
 }

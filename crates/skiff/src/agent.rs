@@ -18,12 +18,14 @@ pub fn tenth_address(service_cidr: &str) -> anyhow::Result<std::net::Ipv4Addr> {
     let ip: std::net::Ipv4Addr = ip
         .parse()
         .with_context(|| format!("--service-cidr {service_cidr:?} is not an IPv4 CIDR"))?;
-    let bits: u32 = bits
-        .parse()
-        .ok()
-        .filter(|b| *b <= 28)
-        .with_context(|| format!("--service-cidr {service_cidr:?}: the prefix must be at most /28"))?;
-    let mask = if bits == 0 { 0 } else { u32::MAX << (32 - bits) };
+    let bits: u32 = bits.parse().ok().filter(|b| *b <= 28).with_context(|| {
+        format!("--service-cidr {service_cidr:?}: the prefix must be at most /28")
+    })?;
+    let mask = if bits == 0 {
+        0
+    } else {
+        u32::MAX << (32 - bits)
+    };
     Ok(std::net::Ipv4Addr::from((u32::from(ip) & mask) + 10))
 }
 

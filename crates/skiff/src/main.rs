@@ -2,8 +2,8 @@
 //! component crates. Wiring only; no logic of its own lives here.
 
 mod agent;
-mod cluster_dns;
 mod cli;
+mod cluster_dns;
 mod controller_manager;
 mod default_storage_class;
 mod reset;

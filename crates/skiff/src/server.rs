@@ -54,7 +54,11 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
                 // 127.0.0.1), as upstream picks the default interface's.
                 args.bind_address
                     .is_unspecified()
-                    .then(|| args.node.node_ip.or_else(|| skiff_node::registration::machine::node_ip().ok()))
+                    .then(|| {
+                        args.node
+                            .node_ip
+                            .or_else(|| skiff_node::registration::machine::node_ip().ok())
+                    })
                     .flatten()
                     .filter(|ip| !ip.is_loopback())
             }),

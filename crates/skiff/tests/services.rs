@@ -59,16 +59,34 @@ impl ClientHost {
         run("ip", &["netns", "add", &h.netns]);
         run(
             "ip",
-            &["link", "add", &h.host_if, "type", "veth", "peer", "name", &peer, "netns", &h.netns],
+            &[
+                "link", "add", &h.host_if, "type", "veth", "peer", "name", &peer, "netns", &h.netns,
+            ],
         );
-        run("ip", &["addr", "add", &format!("{}/24", h.node_ip), "dev", &h.host_if]);
+        run(
+            "ip",
+            &[
+                "addr",
+                "add",
+                &format!("{}/24", h.node_ip),
+                "dev",
+                &h.host_if,
+            ],
+        );
         run("ip", &["link", "set", &h.host_if, "up"]);
         let exec = |args: &[&str]| {
             let mut all = vec!["netns", "exec", &h.netns];
             all.extend_from_slice(args);
             run("ip", &all);
         };
-        exec(&["ip", "addr", "add", &format!("{}/24", h.client_ip), "dev", &peer]);
+        exec(&[
+            "ip",
+            "addr",
+            "add",
+            &format!("{}/24", h.client_ip),
+            "dev",
+            &peer,
+        ]);
         exec(&["ip", "link", "set", &peer, "up"]);
         exec(&["ip", "link", "set", "lo", "up"]);
         exec(&["ip", "route", "add", "default", "via", &h.node_ip]);
@@ -78,7 +96,16 @@ impl ClientHost {
     /// `curl` from the client host: the body, or the error.
     fn curl(&self, url: &str) -> Result<String, String> {
         let out = Command::new("ip")
-            .args(["netns", "exec", &self.netns, "curl", "-sS", "--max-time", "5", url])
+            .args([
+                "netns",
+                "exec",
+                &self.netns,
+                "curl",
+                "-sS",
+                "--max-time",
+                "5",
+                url,
+            ])
             .output()
             .unwrap();
         if out.status.success() {
@@ -89,8 +116,12 @@ impl ClientHost {
     }
 
     fn remove(&self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.netns]).output();
-        let _ = Command::new("ip").args(["link", "del", &self.host_if]).output();
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.netns])
+            .output();
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.host_if])
+            .output();
     }
 }
 
@@ -154,8 +185,11 @@ fn services_and_dns_on_one_cluster() {
     let upstream = Upstream::start(octet);
     let dir = tempfile::tempdir().unwrap();
     let resolv = dir.path().join("resolv.conf");
-    std::fs::write(&resolv, format!("nameserver {}\nsearch example.test\n", upstream.addr))
-        .unwrap();
+    std::fs::write(
+        &resolv,
+        format!("nameserver {}\nsearch example.test\n", upstream.addr),
+    )
+    .unwrap();
     let c = Cluster::start_with(
         Options {
             node_ip: Some(client.node_ip.clone()),
@@ -215,12 +249,16 @@ fn services_and_dns_on_one_cluster() {
 fn namespace(c: &Cluster, ns: &str) {
     c.kubectl(&["create", "namespace", ns]);
     // The ServiceAccount the admission plugin needs.
-    wait_for("the default ServiceAccount", Duration::from_secs(30), || {
-        c.kubectl_output(&["-n", ns, "get", "serviceaccount", "default"])
-            .status
-            .success()
-            .then_some(())
-    });
+    wait_for(
+        "the default ServiceAccount",
+        Duration::from_secs(30),
+        || {
+            c.kubectl_output(&["-n", ns, "get", "serviceaccount", "default"])
+                .status
+                .success()
+                .then_some(())
+        },
+    );
 }
 
 /// A web server answering its pod name on `/`, the client's address on
@@ -278,11 +316,25 @@ spec:
 }
 
 fn wait_ready(c: &Cluster, ns: &str, what: &str) {
-    c.kubectl(&["-n", ns, "wait", "--for=condition=Ready", what, "--timeout=120s"]);
+    c.kubectl(&[
+        "-n",
+        ns,
+        "wait",
+        "--for=condition=Ready",
+        what,
+        "--timeout=120s",
+    ]);
 }
 
 fn wait_rollout(c: &Cluster, ns: &str, deploy: &str) {
-    c.kubectl(&["-n", ns, "rollout", "status", &format!("deployment/{deploy}"), "--timeout=180s"]);
+    c.kubectl(&[
+        "-n",
+        ns,
+        "rollout",
+        "status",
+        &format!("deployment/{deploy}"),
+        "--timeout=180s",
+    ]);
 }
 
 /// `kubectl exec POD -- sh -c SCRIPT`: (success, stdout, stderr).
@@ -341,7 +393,13 @@ fn pods_of(c: &Cluster, ns: &str, app: &str) -> Vec<String> {
 }
 
 /// How many of `n` requests to `url` from `pod` each backend answered.
-fn spread(c: &Cluster, ns: &str, pod: &str, url: &str, n: u32) -> std::collections::BTreeMap<String, u32> {
+fn spread(
+    c: &Cluster,
+    ns: &str,
+    pod: &str,
+    url: &str,
+    n: u32,
+) -> std::collections::BTreeMap<String, u32> {
     let out = sh_ok(
         c,
         ns,
@@ -378,18 +436,28 @@ fn cluster_ip_and_readiness(env: &Env) {
     // Running ≠ Ready: the pod that stops being ready leaves the rotation.
     let out_of = &pods[0];
     sh_ok(c, ns, out_of, "rm /www/ready");
-    wait_for("the pod to leave the endpoints", Duration::from_secs(30), || {
-        (!ready_endpoint_pods(c, ns, "web").contains(out_of)).then_some(())
-    });
+    wait_for(
+        "the pod to leave the endpoints",
+        Duration::from_secs(30),
+        || (!ready_endpoint_pods(c, ns, "web").contains(out_of)).then_some(()),
+    );
     let seen = spread(c, ns, "client", "http://web/", 60);
-    assert!(!seen.contains_key(out_of), "{out_of} still answers: {seen:?}");
+    assert!(
+        !seen.contains_key(out_of),
+        "{out_of} still answers: {seen:?}"
+    );
     assert!(!seen.contains_key("FAILED"), "{seen:?}");
     sh_ok(c, ns, out_of, "touch /www/ready");
     wait_for("the pod to come back", Duration::from_secs(30), || {
-        ready_endpoint_pods(c, ns, "web").contains(out_of).then_some(())
+        ready_endpoint_pods(c, ns, "web")
+            .contains(out_of)
+            .then_some(())
     });
     let seen = spread(c, ns, "client", "http://web/", 120);
-    assert!(seen.contains_key(out_of), "{out_of} does not answer again: {seen:?}");
+    assert!(
+        seen.contains_key(out_of),
+        "{out_of} does not answer again: {seen:?}"
+    );
 }
 
 fn rolling_update_under_load(env: &Env) {
@@ -405,7 +473,7 @@ fn rolling_update_under_load(env: &Env) {
         (ready_endpoint_pods(c, ns, "web").len() == 3).then_some(())
     });
     // The loop runs until /tmp/stop appears, counting what failed.
-    let mut looping = Command::new(cluster::KUBECTL)
+    let looping = Command::new(cluster::KUBECTL)
         .arg("--kubeconfig")
         .arg(&c.kubeconfig)
         .args(["-n", ns, "exec", "client", "--", "sh", "-c"])
@@ -418,8 +486,20 @@ fn rolling_update_under_load(env: &Env) {
     c.kubectl(&["-n", ns, "rollout", "restart", "deployment/web"]);
     wait_rollout(c, ns, "web");
     wait_for("the old pods to be gone", Duration::from_secs(60), || {
-        let now = c.kubectl(&["-n", ns, "get", "pods", "-l", "app=web", "-o", "jsonpath={.items[*].metadata.name}"]);
-        (!before.iter().any(|p| now.split_whitespace().any(|n| n == p))).then_some(())
+        let now = c.kubectl(&[
+            "-n",
+            ns,
+            "get",
+            "pods",
+            "-l",
+            "app=web",
+            "-o",
+            "jsonpath={.items[*].metadata.name}",
+        ]);
+        (!before
+            .iter()
+            .any(|p| now.split_whitespace().any(|n| n == p)))
+        .then_some(())
     });
     sh_ok(c, ns, "client", "touch /tmp/stop");
     let out = looping.wait_with_output().unwrap();
@@ -429,13 +509,21 @@ fn rolling_update_under_load(env: &Env) {
         .split_whitespace()
         .find_map(|w| w.strip_prefix("fail="))
         .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no counts: {counts:?} {}", String::from_utf8_lossy(&out.stderr)));
+        .unwrap_or_else(|| {
+            panic!(
+                "no counts: {counts:?} {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
     let ok: u32 = counts
         .split_whitespace()
         .find_map(|w| w.strip_prefix("ok="))
         .and_then(|n| n.parse().ok())
         .unwrap();
-    assert!(ok > 20, "too few requests went through the rollout: {counts}");
+    assert!(
+        ok > 20,
+        "too few requests went through the rollout: {counts}"
+    );
     assert_eq!(fail, 0, "requests failed during the rollout: {counts}");
 }
 
@@ -453,8 +541,18 @@ fn node_ports_and_policies(env: &Env) {
     namespace(c, ns);
     c.apply(&web_yaml(ns, "web", 2));
     c.apply(&service_yaml(ns, "web-np", "web", "  type: NodePort"));
-    c.apply(&service_yaml(ns, "web-local", "web", "  type: NodePort\n  externalTrafficPolicy: Local"));
-    c.apply(&service_yaml(ns, "web-sticky", "web", "  sessionAffinity: ClientIP"));
+    c.apply(&service_yaml(
+        ns,
+        "web-local",
+        "web",
+        "  type: NodePort\n  externalTrafficPolicy: Local",
+    ));
+    c.apply(&service_yaml(
+        ns,
+        "web-sticky",
+        "web",
+        "  sessionAffinity: ClientIP",
+    ));
     c.apply(&service_yaml(ns, "web-lb", "web", "  type: LoadBalancer"));
     c.apply(&service_yaml(ns, "nobody", "no-such-app", ""));
     c.apply(&web_yaml(ns, "solo", 1));
@@ -467,7 +565,15 @@ fn node_ports_and_policies(env: &Env) {
         (ready_endpoint_pods(c, ns, "web-np").len() == 2).then_some(())
     });
     let node_port = |svc: &str| {
-        c.kubectl(&["-n", ns, "get", "service", svc, "-o", "jsonpath={.spec.ports[0].nodePort}"])
+        c.kubectl(&[
+            "-n",
+            ns,
+            "get",
+            "service",
+            svc,
+            "-o",
+            "jsonpath={.spec.ports[0].nodePort}",
+        ])
     };
     let pods = pods_of(c, ns, "web");
     let node = &env.client.node_ip;
@@ -475,27 +581,46 @@ fn node_ports_and_policies(env: &Env) {
     // NodePort from the host, on the node's address.
     let np = node_port("web-np");
     let url = format!("{node}:{np}");
-    let body = wait_for("the node port from the host", Duration::from_secs(30), || {
-        cluster::http_get(&url, "/").ok()
-    });
+    let body = wait_for(
+        "the node port from the host",
+        Duration::from_secs(30),
+        || cluster::http_get(&url, "/").ok(),
+    );
     assert!(pods.iter().any(|p| body.contains(p.as_str())), "{body}");
 
     // From the client host: Cluster masquerades (the pod sees the
     // node's bridge address), Local keeps the client's address.
     let gateway = format!("10.{}.0.1", env.octet);
-    let seen = unmapped(&env.client.curl(&format!("http://{node}:{np}/cgi-bin/ip")).unwrap());
-    assert_ne!(seen, env.client.client_ip, "externalTrafficPolicy Cluster keeps the source");
+    let seen = unmapped(
+        &env.client
+            .curl(&format!("http://{node}:{np}/cgi-bin/ip"))
+            .unwrap(),
+    );
+    assert_ne!(
+        seen, env.client.client_ip,
+        "externalTrafficPolicy Cluster keeps the source"
+    );
     assert_eq!(seen, gateway);
     let local = node_port("web-local");
     let seen = wait_for("the Local node port", Duration::from_secs(30), || {
-        env.client.curl(&format!("http://{node}:{local}/cgi-bin/ip")).ok()
+        env.client
+            .curl(&format!("http://{node}:{local}/cgi-bin/ip"))
+            .ok()
     });
     let seen = unmapped(&seen);
     assert_eq!(seen, env.client.client_ip, "externalTrafficPolicy Local");
 
     // A LoadBalancer gets the node's address and answers there.
     let ingress = wait_for("the load balancer address", Duration::from_secs(30), || {
-        let ip = c.kubectl(&["-n", ns, "get", "service", "web-lb", "-o", "jsonpath={.status.loadBalancer.ingress[0].ip}"]);
+        let ip = c.kubectl(&[
+            "-n",
+            ns,
+            "get",
+            "service",
+            "web-lb",
+            "-o",
+            "jsonpath={.status.loadBalancer.ingress[0].ip}",
+        ]);
         (!ip.is_empty()).then_some(ip)
     });
     assert_eq!(&ingress, node);
@@ -559,13 +684,36 @@ spec:
     client_pod(c, ns, "client");
     wait_rollout(c, ns, "web");
     wait_ready(c, ns, "pod/client");
-    c.kubectl(&["-n", ns, "rollout", "status", "statefulset/db", "--timeout=120s"]);
-    let web_ip = c.kubectl(&["-n", ns, "get", "service", "web", "-o", "jsonpath={.spec.clusterIP}"]);
+    c.kubectl(&[
+        "-n",
+        ns,
+        "rollout",
+        "status",
+        "statefulset/db",
+        "--timeout=120s",
+    ]);
+    let web_ip = c.kubectl(&[
+        "-n",
+        ns,
+        "get",
+        "service",
+        "web",
+        "-o",
+        "jsonpath={.spec.clusterIP}",
+    ]);
 
     // The pod's resolv.conf: the cluster DNS, the namespace's search path.
     let resolv = sh_ok(c, ns, "client", "cat /etc/resolv.conf");
-    assert!(resolv.contains(&format!("nameserver {}", c.cidr.cluster_dns())), "{resolv}");
-    assert!(resolv.contains(&format!("search {ns}.svc.cluster.local svc.cluster.local cluster.local example.test")), "{resolv}");
+    assert!(
+        resolv.contains(&format!("nameserver {}", c.cidr.cluster_dns())),
+        "{resolv}"
+    );
+    assert!(
+        resolv.contains(&format!(
+            "search {ns}.svc.cluster.local svc.cluster.local cluster.local example.test"
+        )),
+        "{resolv}"
+    );
     assert!(resolv.contains("options ndots:5"), "{resolv}");
     let described = c.kubectl(&["-n", ns, "describe", "pod", "client"]);
     assert!(!described.contains("MissingClusterDNS"), "{described}");
@@ -580,40 +728,108 @@ spec:
     // library's resolver (wget's) does, under ndots:5.
     let web_pod = pods_of(c, ns, "web");
     for name in ["web", &format!("web.{ns}"), &format!("web.{ns}.svc")] {
-        let out = sh_ok(c, ns, "client", &format!("timeout 10 wget -qO- http://{name}/"));
+        let out = sh_ok(
+            c,
+            ns,
+            "client",
+            &format!("timeout 10 wget -qO- http://{name}/"),
+        );
         assert_eq!(out.trim(), web_pod[0], "{name}");
     }
     wait_for("both db pods in DNS", Duration::from_secs(30), || {
-        let (_, out, _) = sh(c, ns, "client", &format!("nslookup db.{ns}.svc.cluster.local."));
+        let (_, out, _) = sh(
+            c,
+            ns,
+            "client",
+            &format!("nslookup db.{ns}.svc.cluster.local."),
+        );
         (out.matches("Address").count() >= 3).then_some(())
     });
-    let db0_ip = c.kubectl(&["-n", ns, "get", "pod", "db-0", "-o", "jsonpath={.status.podIP}"]);
-    let (_, out, _) = sh(c, ns, "client", &format!("nslookup db-0.db.{ns}.svc.cluster.local."));
+    let db0_ip = c.kubectl(&[
+        "-n",
+        ns,
+        "get",
+        "pod",
+        "db-0",
+        "-o",
+        "jsonpath={.status.podIP}",
+    ]);
+    let (_, out, _) = sh(
+        c,
+        ns,
+        "client",
+        &format!("nslookup db-0.db.{ns}.svc.cluster.local."),
+    );
     assert!(out.contains(&db0_ip), "{out}");
-    let (_, out, _) = sh(c, ns, "client", &format!("nslookup -type=srv _pg._tcp.db.{ns}.svc.cluster.local."));
-    assert!(out.contains("5432") && out.contains(&format!("db-0.db.{ns}.svc.cluster.local")), "{out}");
-    let (_, out, _) = sh(c, ns, "client", &format!("nslookup elsewhere.{ns}.svc.cluster.local."));
-    assert!(out.contains("outside.test") && out.contains("192.0.2.44"), "{out}");
+    let (_, out, _) = sh(
+        c,
+        ns,
+        "client",
+        &format!("nslookup -type=srv _pg._tcp.db.{ns}.svc.cluster.local."),
+    );
+    assert!(
+        out.contains("5432") && out.contains(&format!("db-0.db.{ns}.svc.cluster.local")),
+        "{out}"
+    );
+    let (_, out, _) = sh(
+        c,
+        ns,
+        "client",
+        &format!("nslookup elsewhere.{ns}.svc.cluster.local."),
+    );
+    assert!(
+        out.contains("outside.test") && out.contains("192.0.2.44"),
+        "{out}"
+    );
     let (_, out, _) = sh(c, ns, "client", "nslookup outside.test.");
     assert!(out.contains("192.0.2.44"), "{out}");
-    let (ok, out, err) = sh(c, ns, "client", &format!("nslookup nothing.{ns}.svc.cluster.local."));
-    assert!(!ok && (out.contains("NXDOMAIN") || err.contains("NXDOMAIN")), "{out}{err}");
+    let (ok, out, err) = sh(
+        c,
+        ns,
+        "client",
+        &format!("nslookup nothing.{ns}.svc.cluster.local."),
+    );
+    assert!(
+        !ok && (out.contains("NXDOMAIN") || err.contains("NXDOMAIN")),
+        "{out}{err}"
+    );
     let dashed = db0_ip.replace('.', "-");
-    let (_, out, _) = sh(c, ns, "client", &format!("nslookup {dashed}.{ns}.pod.cluster.local."));
+    let (_, out, _) = sh(
+        c,
+        ns,
+        "client",
+        &format!("nslookup {dashed}.{ns}.pod.cluster.local."),
+    );
     assert!(out.contains(&db0_ip), "{out}");
 
     // Service links: the web Service's variables, and the API's.
     let env_vars = sh_ok(c, ns, "client", "env");
-    assert!(env_vars.contains(&format!("WEB_SERVICE_HOST={web_ip}")), "{env_vars}");
-    assert!(env_vars.contains(&format!("WEB_PORT_80_TCP=tcp://{web_ip}:80")), "{env_vars}");
-    assert!(env_vars.contains("KUBERNETES_SERVICE_PORT=443"), "{env_vars}");
+    assert!(
+        env_vars.contains(&format!("WEB_SERVICE_HOST={web_ip}")),
+        "{env_vars}"
+    );
+    assert!(
+        env_vars.contains(&format!("WEB_PORT_80_TCP=tcp://{web_ip}:80")),
+        "{env_vars}"
+    );
+    assert!(
+        env_vars.contains("KUBERNETES_SERVICE_PORT=443"),
+        "{env_vars}"
+    );
 }
 
 /// The host's Python and the venv with the `kubernetes` client, mounted
 /// into a busybox pod.
 fn python_pod_yaml(ns: &str, name: &str, script: &str) -> String {
     let venv: PathBuf = std::env::var("SKIFF_PYTHON")
-        .map(|p| Path::new(&p).parent().unwrap().parent().unwrap().to_path_buf())
+        .map(|p| {
+            Path::new(&p)
+                .parent()
+                .unwrap()
+                .parent()
+                .unwrap()
+                .to_path_buf()
+        })
         .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv"));
     let venv = std::fs::canonicalize(&venv).expect("the .venv of scripts/deps.sh");
     let script = script.replace('\n', "\n      ");
@@ -673,7 +889,15 @@ except k.exceptions.ApiException as e:
     print("STATUS", e.status)"#,
     ));
     let phase = wait_for("the python pod to finish", Duration::from_secs(120), || {
-        let p = c.kubectl(&["-n", ns, "get", "pod", "py", "-o", "jsonpath={.status.phase}"]);
+        let p = c.kubectl(&[
+            "-n",
+            ns,
+            "get",
+            "pod",
+            "py",
+            "-o",
+            "jsonpath={.status.phase}",
+        ]);
         matches!(p.as_str(), "Succeeded" | "Failed").then_some(p)
     });
     let logs = c.kubectl(&["-n", ns, "logs", "py"]);
@@ -743,7 +967,9 @@ print("got", s.recv(100).decode(), flush=True)"#,
     let c = &env.c;
     wait_for("the held connection", Duration::from_secs(120), || {
         let logs = c.kubectl_output(&["-n", ns, "logs", "holder"]);
-        String::from_utf8_lossy(&logs.stdout).contains("got one").then_some(())
+        String::from_utf8_lossy(&logs.stdout)
+            .contains("got one")
+            .then_some(())
     });
     let table = format!("skiff-{}", c.bridge);
     env.c.stop();
@@ -752,14 +978,31 @@ print("got", s.recv(100).decode(), flush=True)"#,
     let c = &env.c;
     // The rules are back: a new connection through a ClusterIP works.
     wait_for("the proxy's table again", Duration::from_secs(30), || {
-        let out = Command::new("nft").args(["list", "table", "ip", &table]).output().unwrap();
-        String::from_utf8_lossy(&out.stdout).contains("10.").then_some(())
+        let out = Command::new("nft")
+            .args(["list", "table", "ip", &table])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .contains("10.")
+            .then_some(())
     });
     sh_ok(c, ns, "holder", "touch /tmp/go");
-    let logs = wait_for("the old connection to answer", Duration::from_secs(60), || {
-        let p = c.kubectl(&["-n", ns, "get", "pod", "holder", "-o", "jsonpath={.status.phase}"]);
-        matches!(p.as_str(), "Succeeded" | "Failed")
-            .then(|| c.kubectl(&["-n", ns, "logs", "holder"]))
-    });
+    let logs = wait_for(
+        "the old connection to answer",
+        Duration::from_secs(60),
+        || {
+            let p = c.kubectl(&[
+                "-n",
+                ns,
+                "get",
+                "pod",
+                "holder",
+                "-o",
+                "jsonpath={.status.phase}",
+            ]);
+            matches!(p.as_str(), "Succeeded" | "Failed")
+                .then(|| c.kubectl(&["-n", ns, "logs", "holder"]))
+        },
+    );
     assert!(logs.contains("got two"), "{logs}");
 }

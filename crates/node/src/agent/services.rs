@@ -80,7 +80,11 @@ pub fn gateway_of(cidr: &str) -> Option<Ipv4Addr> {
     let (ip, bits) = cidr.split_once('/')?;
     let ip: Ipv4Addr = ip.parse().ok()?;
     let bits: u32 = bits.parse().ok().filter(|b| *b <= 30)?;
-    let mask = if bits == 0 { 0 } else { u32::MAX << (32 - bits) };
+    let mask = if bits == 0 {
+        0
+    } else {
+        u32::MAX << (32 - bits)
+    };
     Some(Ipv4Addr::from((u32::from(ip) & mask) + 1))
 }
 
@@ -222,13 +226,18 @@ mod tests {
 
     #[test]
     fn gateway_and_slice() {
-        assert_eq!(gateway_of("10.42.3.0/24"), Some("10.42.3.1".parse().unwrap()));
-        assert_eq!(gateway_of("10.42.3.7/24"), Some("10.42.3.1".parse().unwrap()));
+        assert_eq!(
+            gateway_of("10.42.3.0/24"),
+            Some("10.42.3.1".parse().unwrap())
+        );
+        assert_eq!(
+            gateway_of("10.42.3.7/24"),
+            Some("10.42.3.1".parse().unwrap())
+        );
         assert_eq!(gateway_of("bad"), None);
-        let node: Node = serde_json::from_value(
-            serde_json::json!({"metadata": {"name": "n1", "uid": "u1"}}),
-        )
-        .unwrap();
+        let node: Node =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "n1", "uid": "u1"}}))
+                .unwrap();
         let s = dns_slice(&node, "10.42.3.1".parse().unwrap());
         assert_eq!(s.metadata.name.as_deref(), Some("kube-dns-n1"));
         assert_eq!(s.endpoints[0].addresses, ["10.42.3.1"]);

@@ -279,7 +279,12 @@ mod tests {
 
     #[test]
     fn default_reads_the_nodes_resolv_conf() {
-        let d = dns(&pod(serde_json::json!({"dnsPolicy": "Default"})), NODE, &[], CLUSTER_DOMAIN);
+        let d = dns(
+            &pod(serde_json::json!({"dnsPolicy": "Default"})),
+            NODE,
+            &[],
+            CLUSTER_DOMAIN,
+        );
         assert_eq!(d.config.servers, ["10.0.0.53", "10.0.0.54"]);
         assert_eq!(d.config.searches, ["corp.example"]);
         assert_eq!(d.config.options, ["ndots:1", "timeout:2"]);
@@ -297,13 +302,23 @@ mod tests {
             "pod: \"web-0_shop(u1)\". kubelet does not have ClusterDNS IP configured and cannot create Pod using \"ClusterFirst\" policy. Falling back to \"Default\" policy."
         );
         // On the host's network ClusterFirst is Default: no warning.
-        let d = dns(&pod(serde_json::json!({"hostNetwork": true})), NODE, &[], CLUSTER_DOMAIN);
+        let d = dns(
+            &pod(serde_json::json!({"hostNetwork": true})),
+            NODE,
+            &[],
+            CLUSTER_DOMAIN,
+        );
         assert!(d.warnings.is_empty());
     }
 
     #[test]
     fn cluster_first_with_cluster_dns_searches_the_namespace() {
-        let d = dns(&pod(serde_json::json!({})), NODE, &["10.43.0.10".into()], CLUSTER_DOMAIN);
+        let d = dns(
+            &pod(serde_json::json!({})),
+            NODE,
+            &["10.43.0.10".into()],
+            CLUSTER_DOMAIN,
+        );
         assert_eq!(d.config.servers, ["10.43.0.10"]);
         assert_eq!(
             d.config.searches,
@@ -362,7 +377,7 @@ mod tests {
             &pod(serde_json::json!({"hostNetwork": true})),
             "10.0.0.1",
             "127.0.0.1 localhost",
-        CLUSTER_DOMAIN,
+            CLUSTER_DOMAIN,
         );
         assert_eq!(host, "127.0.0.1 localhost\n");
     }
@@ -370,8 +385,14 @@ mod tests {
     #[test]
     fn hostnames_as_upstream() {
         let p = pod(serde_json::json!({"subdomain": "s", "setHostnameAsFQDN": true}));
-        assert_eq!(sandbox_hostname(&p, CLUSTER_DOMAIN), "web-0.s.shop.svc.cluster.local");
-        assert_eq!(sandbox_hostname(&pod(serde_json::json!({})), CLUSTER_DOMAIN), "web-0");
+        assert_eq!(
+            sandbox_hostname(&p, CLUSTER_DOMAIN),
+            "web-0.s.shop.svc.cluster.local"
+        );
+        assert_eq!(
+            sandbox_hostname(&pod(serde_json::json!({})), CLUSTER_DOMAIN),
+            "web-0"
+        );
         let name = format!("{}-{}", "a".repeat(62), "b".repeat(10));
         assert_eq!(truncate_hostname(&name), "a".repeat(62));
     }

@@ -202,7 +202,10 @@ impl Cluster {
         .args(["--service-cidr", &self.cidr.service_cidr()])
         .args(["--bridge-name", &self.bridge])
         .args(["--kubelet-port", &self.kubelet_port.to_string()])
-        .args(["--node-ip", self.options.node_ip.as_deref().unwrap_or("127.0.0.1")])
+        .args([
+            "--node-ip",
+            self.options.node_ip.as_deref().unwrap_or("127.0.0.1"),
+        ])
         .args(["--node-name", &self.node()])
         .args(&self.options.extra)
         .env("SKIFF_LOG", "info,kube=warn,tower=warn,hyper=warn,h2=warn")

@@ -13,8 +13,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Container, Pod};
 
 use super::{
-    earliest, instant_of, PodWorker, CONFIG_RETRY, MIN_GRACE_SECONDS, NODE_HOSTS,
-    SYNC_ERROR_RETRY,
+    earliest, instant_of, PodWorker, CONFIG_RETRY, MIN_GRACE_SECONDS, NODE_HOSTS, SYNC_ERROR_RETRY,
 };
 use crate::backoff::go_duration;
 use crate::events::EventType;
