@@ -122,7 +122,11 @@ pub fn node_addresses<'a>(nodes: impl IntoIterator<Item = &'a Node>) -> Vec<Stri
             };
             of("ExternalIP").or_else(|| of("InternalIP"))
         })
-        .filter(|ip| ip.parse::<std::net::Ipv4Addr>().is_ok())
+        // Loopback answers nothing from outside (node ports skip it too).
+        .filter(|ip| {
+            ip.parse::<std::net::Ipv4Addr>()
+                .is_ok_and(|ip| !ip.is_loopback())
+        })
         .collect();
     ips.sort();
     ips.dedup();

@@ -77,8 +77,10 @@ impl Config {
     }
 }
 
-/// How long to wait before rebuilding after nft refused a batch.
+/// How long to wait before rebuilding after nft refused a batch, the
+/// first time; doubled at each failure in a row, up to [`MAX_RETRY`].
 const RETRY: Duration = Duration::from_secs(1);
+const MAX_RETRY: Duration = Duration::from_secs(30);
 
 /// Programs the node until `shutdown`, then removes the table.
 pub async fn run(
@@ -97,6 +99,7 @@ pub async fn run(
     let mut service_changes = Box::pin(services.changes());
     let mut slice_changes = Box::pin(slices.changes());
     let mut retry_at: Option<tokio::time::Instant> = None;
+    let mut retry = RETRY;
     loop {
         // Take every change that is already waiting, then sync once.
         tokio::select! {
@@ -109,6 +112,13 @@ pub async fn run(
                     None => std::future::pending().await,
                 }
             } => retry_at = None,
+            // Flushed chains to delete.
+            _ = async {
+                match proxier.next_cleanup() {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            } => {}
         }
         loop {
             let mut more = false;
@@ -141,17 +151,20 @@ pub async fn run(
                         "synced"
                     );
                     proxier.commit(plan);
+                    retry = RETRY;
                 }
                 Ok(Err(e)) => {
                     tracing::warn!(table = %config.table, error = %e, "nft refused a sync; rebuilding the table");
                     tracing::debug!(script = %plan.script, "the refused batch");
                     proxier.fail();
-                    retry_at = Some(tokio::time::Instant::now() + RETRY);
+                    retry_at = Some(tokio::time::Instant::now() + retry);
+                    retry = (retry * 2).min(MAX_RETRY);
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "the nft task failed");
                     proxier.fail();
-                    retry_at = Some(tokio::time::Instant::now() + RETRY);
+                    retry_at = Some(tokio::time::Instant::now() + retry);
+                    retry = (retry * 2).min(MAX_RETRY);
                 }
             }
         }

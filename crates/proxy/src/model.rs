@@ -74,8 +74,13 @@ pub struct ServicePort {
     pub affinity_seconds: Option<i32>,
     pub external_local: bool,
     pub internal_local: bool,
-    /// Endpoints for traffic to the ClusterIP.
+    /// Endpoints for traffic to the ClusterIP (under
+    /// internalTrafficPolicy).
     pub cluster_endpoints: Vec<Endpoint>,
+    /// Every usable endpoint, whatever the node: external traffic under
+    /// externalTrafficPolicy Cluster, and pods' and the node's own
+    /// external traffic under Local (upstream's cluster policy chain).
+    pub all_endpoints: Vec<Endpoint>,
     /// Endpoints for external traffic (NodePort, load balancer,
     /// external IPs) under externalTrafficPolicy: Local.
     pub local_endpoints: Vec<Endpoint>,
@@ -260,10 +265,11 @@ pub fn service_ports(svc: &Service, slices: &[&EndpointSlice], node: &str) -> Ve
         }
         let all: Vec<&Candidate> = candidates.iter().collect();
         let local: Vec<&Candidate> = candidates.iter().filter(|c| c.endpoint.local).collect();
+        let all_endpoints = usable(&all);
         let cluster_endpoints = if internal_local {
             usable(&local)
         } else {
-            usable(&all)
+            all_endpoints.clone()
         };
         let local_endpoints = if external_local {
             usable(&local)
@@ -287,6 +293,7 @@ pub fn service_ports(svc: &Service, slices: &[&EndpointSlice], node: &str) -> Ve
             external_local,
             internal_local,
             cluster_endpoints,
+            all_endpoints,
             local_endpoints,
             has_any_endpoint: !candidates.is_empty(),
         });
@@ -396,8 +403,24 @@ mod tests {
         assert_eq!(p.cluster_endpoints.len(), 1);
         assert_eq!(p.cluster_endpoints[0].ip.to_string(), "10.42.1.6");
         assert_eq!(p.local_endpoints, p.cluster_endpoints);
+        assert_eq!(
+            p.all_endpoints.len(),
+            2,
+            "external traffic of pods may go anywhere"
+        );
         let p = &service_ports(&s, &[&sl], "n3")[0];
         assert!(p.cluster_endpoints.is_empty() && p.has_any_endpoint);
+
+        // internalTrafficPolicy Local with externalTrafficPolicy Cluster:
+        // ClusterIP traffic stays on the node, NodePort traffic does not.
+        let s = svc(json!({"clusterIP": "10.43.0.5", "type": "NodePort",
+            "internalTrafficPolicy": "Local",
+            "ports": [{"port": 80, "nodePort": 30080, "protocol": "UDP"}]}));
+        let p = &service_ports(&s, &[&sl], "n2")[0];
+        assert!(!p.external_local && p.internal_local);
+        assert_eq!(p.cluster_endpoints.len(), 1);
+        assert_eq!(p.all_endpoints.len(), 2);
+        assert!(p.local_endpoints.is_empty());
     }
 
     #[test]

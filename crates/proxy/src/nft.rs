@@ -27,6 +27,9 @@ pub enum Error {
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// How long one nft run may take.
+const TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Applies nft batches.
 pub trait Nft: Send + Sync + std::fmt::Debug {
     /// Runs `script` (nft commands, one per line) as one transaction.
@@ -75,7 +78,29 @@ impl NftCommand {
         };
         let mut child = cmd.spawn().map_err(spawn)?;
         if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
-            pipe.write_all(text.as_bytes()).map_err(spawn)?;
+            if let Err(e) = pipe.write_all(text.as_bytes()) {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(spawn(e));
+            }
+        }
+        // nft never takes long; one that hangs is killed, not waited on
+        // forever (the proxy's loop and shutdown wait for it).
+        let deadline = std::time::Instant::now() + TIMEOUT;
+        let mut pause = std::time::Duration::from_micros(50);
+        loop {
+            match child.try_wait().map_err(spawn)? {
+                Some(_) => break,
+                None if std::time::Instant::now() > deadline => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(Error::Refused(format!("nft took more than {TIMEOUT:?}")));
+                }
+                None => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(std::time::Duration::from_millis(2));
+                }
+            }
         }
         let out = child.wait_with_output().map_err(spawn)?;
         if out.status.success() {

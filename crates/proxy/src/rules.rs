@@ -281,10 +281,11 @@ fn render_port(sp: &ServicePort, skeleton: &Skeleton, out: &mut Rendered) {
     let external_chain = format!("external-{h}-{id}");
     let reject = "goto reject-chain".to_string();
 
-    // Endpoint chains for every endpoint either kind of traffic uses.
+    // Endpoint chains for every endpoint any kind of traffic uses.
     let mut endpoints: Vec<&Endpoint> = sp
-        .cluster_endpoints
+        .all_endpoints
         .iter()
+        .chain(&sp.cluster_endpoints)
         .chain(&sp.local_endpoints)
         .collect();
     endpoints.sort();
@@ -336,52 +337,72 @@ fn render_port(sp: &ServicePort, skeleton: &Skeleton, out: &mut Rendered) {
     if !sp.has_external() {
         return;
     }
-    let usable = if sp.external_local {
-        !sp.local_endpoints.is_empty()
-    } else {
-        !sp.cluster_endpoints.is_empty()
-    };
-    let verdict = if usable {
-        format!("goto {external_chain}")
-    } else if sp.external_local && sp.has_any_endpoint {
-        "drop".into()
-    } else {
-        reject.clone()
-    };
-    let (map, nodeport_map) = if usable {
-        (Map::ServiceIps, Map::ServiceNodeports)
-    } else {
-        (Map::NoEndpointServices, Map::NoEndpointNodeports)
-    };
-    if let Some(np) = sp.node_port {
-        out.element(nodeport_map, format!("{proto} . {np}"), verdict.clone());
+    if sp.all_endpoints.is_empty() {
+        let verdict = if sp.external_local && sp.has_any_endpoint {
+            "drop".to_string()
+        } else {
+            reject
+        };
+        if let Some(np) = sp.node_port {
+            out.element(
+                Map::NoEndpointNodeports,
+                format!("{proto} . {np}"),
+                verdict.clone(),
+            );
+        }
+        for ip in &sp.external_ips {
+            out.element(
+                Map::NoEndpointServices,
+                format!("{ip} . {proto} . {}", sp.port),
+                verdict.clone(),
+            );
+        }
+        return;
     }
-    for ip in &sp.external_ips {
+    // Where external traffic goes under the Cluster policy: the service
+    // chain, unless internalTrafficPolicy keeps that one to this node.
+    let cluster_target = if sp.internal_local {
+        let chain = format!("cluster-{h}-{id}");
+        out.chains
+            .insert(chain.clone(), spread(sp, &id, &sp.all_endpoints));
+        chain
+    } else {
+        service_chain
+    };
+    let verdict = format!("goto {external_chain}");
+    if let Some(np) = sp.node_port {
         out.element(
-            map,
-            format!("{ip} . {proto} . {}", sp.port),
+            Map::ServiceNodeports,
+            format!("{proto} . {np}"),
             verdict.clone(),
         );
     }
-    if !usable {
-        return;
+    for ip in &sp.external_ips {
+        out.element(
+            Map::ServiceIps,
+            format!("{ip} . {proto} . {}", sp.port),
+            verdict.clone(),
+        );
     }
     let mut rules = vec![];
     if sp.external_local {
         // Pods and the node itself go to any endpoint, as cluster traffic
         // (the node's own traffic masqueraded); others only to this
-        // node's endpoints, with their source address kept.
-        if !sp.cluster_endpoints.is_empty() {
-            if let Some(cidr) = &skeleton.cluster_cidr {
-                rules.push(format!("ip saddr {cidr} goto {service_chain}"));
-            }
-            rules.push("fib saddr type local jump mark-for-masquerade".into());
-            rules.push(format!("fib saddr type local goto {service_chain}"));
+        // node's endpoints, with their source address kept, and are
+        // dropped when it has none.
+        if let Some(cidr) = &skeleton.cluster_cidr {
+            rules.push(format!("ip saddr {cidr} goto {cluster_target}"));
         }
-        rules.extend(spread(sp, &id, &sp.local_endpoints));
+        rules.push("fib saddr type local jump mark-for-masquerade".into());
+        rules.push(format!("fib saddr type local goto {cluster_target}"));
+        if sp.local_endpoints.is_empty() {
+            rules.push("drop".into());
+        } else {
+            rules.extend(spread(sp, &id, &sp.local_endpoints));
+        }
     } else {
         rules.push("jump mark-for-masquerade".into());
-        rules.push(format!("goto {service_chain}"));
+        rules.push(format!("goto {cluster_target}"));
     }
     out.chains.insert(external_chain, rules);
 }
@@ -422,6 +443,7 @@ mod tests {
             external_local: false,
             internal_local: false,
             cluster_endpoints: vec![ep("10.42.0.5", true), ep("10.42.1.6", false)],
+            all_endpoints: vec![ep("10.42.0.5", true), ep("10.42.1.6", false)],
             local_endpoints: vec![],
             has_any_endpoint: true,
         }
@@ -463,6 +485,7 @@ mod tests {
     fn no_endpoints_reject_and_local_policy_without_local_ones_drops() {
         let mut p = port();
         p.cluster_endpoints.clear();
+        p.all_endpoints.clear();
         p.has_any_endpoint = false;
         let r = render(&[p.clone()], &skeleton());
         assert_eq!(
@@ -472,11 +495,54 @@ mod tests {
         assert!(r.chains.is_empty());
         p.internal_local = true;
         p.has_any_endpoint = true;
-        let r = render(&[p], &skeleton());
+        let r = render(&[p.clone()], &skeleton());
         assert_eq!(
             r.elements[&(Map::NoEndpointServices, "10.43.0.5 . tcp . 80".into())],
             "drop"
         );
+
+        // internalTrafficPolicy Local, externalTrafficPolicy Cluster, no
+        // endpoint on this node: the node port still leads to the others.
+        p.all_endpoints = vec![ep("10.42.1.6", false)];
+        p.node_port = Some(30080);
+        let r = render(&[p], &skeleton());
+        let id = "shop/web/tcp/http";
+        let h = hash(id);
+        assert_eq!(
+            r.elements[&(Map::ServiceNodeports, "tcp . 30080".into())],
+            format!("goto external-{h}-{id}")
+        );
+        assert_eq!(
+            r.chains[&format!("external-{h}-{id}")],
+            [
+                "jump mark-for-masquerade".to_string(),
+                format!("goto cluster-{h}-{id}")
+            ]
+        );
+        let e1 = endpoint_chain(id, &ep("10.42.1.6", false));
+        assert_eq!(
+            r.chains[&format!("cluster-{h}-{id}")],
+            [format!("goto {e1}")]
+        );
+    }
+
+    #[test]
+    fn local_policy_without_local_endpoints_drops_only_outsiders() {
+        let mut p = port();
+        p.node_port = Some(30080);
+        p.external_local = true;
+        let r = render(&[p], &skeleton());
+        let id = "shop/web/tcp/http";
+        let h = hash(id);
+        let rules = &r.chains[&format!("external-{h}-{id}")];
+        assert_eq!(
+            rules[0],
+            format!("ip saddr 10.42.0.0/16 goto service-{h}-{id}")
+        );
+        assert_eq!(rules.last().unwrap(), "drop");
+        assert!(!r
+            .elements
+            .contains_key(&(Map::NoEndpointNodeports, "tcp . 30080".into())));
     }
 
     #[test]

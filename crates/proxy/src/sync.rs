@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -26,6 +27,10 @@ pub struct Plan {
     pub services: usize,
     full: bool,
     rendered: Vec<(ServiceKey, Rendered)>,
+    /// Chains and sets this batch flushes, to delete later.
+    stale: Vec<(String, Stale)>,
+    /// Stale ones this batch deletes.
+    deleted: Vec<String>,
 }
 
 /// See the module doc.
@@ -38,10 +43,34 @@ pub struct Proxier {
     slices: HashMap<ServiceKey, BTreeMap<String, Arc<EndpointSlice>>>,
     /// (namespace, slice name) → the Service it was filed under.
     slice_owner: HashMap<(String, String), ServiceKey>,
+    /// What each Service asks for, with its rank (older first) in
+    /// settling which of two Services gets a map key both want.
+    wanted: HashMap<ServiceKey, (Rank, Rendered)>,
+    /// (map, key) → the Services that want it; the first one has it.
+    claims: HashMap<(Map, String), BTreeSet<(Rank, ServiceKey)>>,
+    /// What each Service has in the kernel (the keys it won).
     rendered: HashMap<ServiceKey, Rendered>,
+    /// Chains and sets flushed of their rules but not yet deleted: the
+    /// kernel (before 6.2) releases the references of removed map
+    /// elements lazily, so they are deleted in a later batch, as
+    /// upstream's proxier does.
+    stale: BTreeMap<String, (Stale, Instant)>,
     dirty: BTreeSet<ServiceKey>,
     needs_full: bool,
 }
+
+/// A Service's age, for settling conflicts: its creation time, then name.
+type Rank = String;
+
+/// What a stale name is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stale {
+    Chain,
+    Set,
+}
+
+/// How long a flushed chain or set waits to be deleted.
+pub const STALE_AFTER: Duration = Duration::from_secs(1);
 
 impl Proxier {
     pub fn new(skeleton: Skeleton, node: &str) -> Self {
@@ -51,7 +80,10 @@ impl Proxier {
             services: HashMap::new(),
             slices: HashMap::new(),
             slice_owner: HashMap::new(),
+            wanted: HashMap::new(),
+            claims: HashMap::new(),
             rendered: HashMap::new(),
+            stale: BTreeMap::new(),
             dirty: BTreeSet::new(),
             needs_full: true,
         }
@@ -170,20 +202,98 @@ impl Proxier {
         )
     }
 
-    /// The next batch, if anything changed.
+    fn rank(&self, key: &ServiceKey) -> Rank {
+        let created = self
+            .services
+            .get(key)
+            .and_then(|s| s.metadata.creation_timestamp.as_ref())
+            .map(|t| t.0.to_string())
+            .unwrap_or_else(|| "~".into());
+        format!("{created} {key}")
+    }
+
+    /// Records what `key` wants now; the Services whose share of a
+    /// contested map key may have changed (`key` included).
+    fn want(&mut self, key: &ServiceKey, recheck: &mut BTreeSet<ServiceKey>) {
+        let raw = self.render(key);
+        let rank = self.rank(key);
+        let old = self.wanted.remove(key);
+        if let Some((old_rank, old_raw)) = &old {
+            for element in old_raw.elements.keys() {
+                if let Some(claimants) = self.claims.get_mut(element) {
+                    claimants.remove(&(old_rank.clone(), key.clone()));
+                    recheck.extend(claimants.iter().map(|(_, k)| k.clone()));
+                    if claimants.is_empty() {
+                        self.claims.remove(element);
+                    }
+                }
+            }
+        }
+        for element in raw.elements.keys() {
+            let claimants = self.claims.entry(element.clone()).or_default();
+            claimants.insert((rank.clone(), key.clone()));
+            if claimants.len() > 1 {
+                recheck.extend(claimants.iter().map(|(_, k)| k.clone()));
+            }
+        }
+        recheck.insert(key.clone());
+        if self.services.contains_key(key) {
+            self.wanted.insert(key.clone(), (rank, raw));
+        }
+    }
+
+    /// What `key` may have: what it wants, less the map keys an older
+    /// Service holds.
+    fn owned(&self, key: &ServiceKey) -> Rendered {
+        let Some((_, raw)) = self.wanted.get(key) else {
+            return Rendered::default();
+        };
+        let mut owned = raw.clone();
+        owned.elements.retain(|element, _| {
+            let first = self.claims.get(element).and_then(|c| c.first());
+            let mine = first.is_none_or(|(_, k)| k == key);
+            if !mine {
+                tracing::warn!(
+                    service = %key,
+                    map = element.0.name(),
+                    key = %element.1,
+                    held_by = %first.map(|(_, k)| k.to_string()).unwrap_or_default(),
+                    "another Service holds this address and port"
+                );
+            }
+            mine
+        });
+        owned
+    }
+
+    /// When the next clean-up of stale chains is due, if one is.
+    pub fn next_cleanup(&self) -> Option<Instant> {
+        self.stale.values().map(|(_, at)| *at + STALE_AFTER).min()
+    }
+
+    /// The next batch, if anything changed (or stale chains are due).
     pub fn plan(&mut self) -> Option<Plan> {
+        self.plan_at(Instant::now())
+    }
+
+    /// [`Proxier::plan`] as of `now`.
+    pub fn plan_at(&mut self, now: Instant) -> Option<Plan> {
+        let t = self.skeleton.table.clone();
         if self.needs_full {
-            let mut keys: Vec<&ServiceKey> = self.services.keys().collect();
+            self.wanted.clear();
+            self.claims.clear();
+            let mut keys: Vec<ServiceKey> = self.services.keys().cloned().collect();
             keys.sort();
-            let rendered: Vec<(ServiceKey, Rendered)> = keys
-                .into_iter()
-                .map(|k| (k.clone(), self.render(k)))
-                .collect();
-            let t = &self.skeleton.table;
+            let mut ignored = BTreeSet::new();
+            for key in &keys {
+                self.want(key, &mut ignored);
+            }
+            let rendered: Vec<(ServiceKey, Rendered)> =
+                keys.iter().map(|k| (k.clone(), self.owned(k))).collect();
             let mut script = Script::default();
             let empty = Rendered::default();
             for (_, r) in &rendered {
-                script.diff(t, &empty, r);
+                script.diff(&t, &empty, r);
             }
             let head = format!(
                 "add table ip {t}\ndelete table ip {t}\n{}",
@@ -191,45 +301,76 @@ impl Proxier {
             );
             self.dirty.clear();
             return Some(Plan {
-                script: head + &script.finish(t),
+                script: head + &script.finish(&t),
                 services: rendered.len(),
                 full: true,
                 rendered,
+                stale: vec![],
+                deleted: vec![],
             });
         }
-        if self.dirty.is_empty() {
-            return None;
-        }
         let dirty = std::mem::take(&mut self.dirty);
+        let mut recheck = BTreeSet::new();
+        for key in &dirty {
+            self.want(key, &mut recheck);
+        }
         let empty = Rendered::default();
         let mut script = Script::default();
         let mut rendered = vec![];
-        for key in dirty {
-            let new = self.render(&key);
+        for key in recheck {
+            let new = self.owned(&key);
             let old = self.rendered.get(&key).unwrap_or(&empty);
             if *old != new {
-                script.diff(&self.skeleton.table, old, &new);
+                script.diff(&t, old, &new);
                 rendered.push((key, new));
             }
         }
-        if rendered.is_empty() {
+        // Chains and sets flushed long enough ago go now, unless a
+        // Service wants them again.
+        let wanted_again = |name: &str| {
+            rendered
+                .iter()
+                .any(|(_, r)| r.chains.contains_key(name) || r.sets.contains_key(name))
+        };
+        let mut deleted = vec![];
+        for (name, (kind, at)) in &self.stale {
+            if *at + STALE_AFTER <= now && !wanted_again(name) {
+                script.delete_stale(&t, name, *kind);
+                deleted.push(name.clone());
+            }
+        }
+        if rendered.is_empty() && deleted.is_empty() {
             return None;
         }
+        let stale = std::mem::take(&mut script.stale);
         Some(Plan {
-            script: script.finish(&self.skeleton.table),
+            script: script.finish(&t),
             services: rendered.len(),
             full: false,
             rendered,
+            stale,
+            deleted,
         })
     }
 
     /// Records that `plan` is in the kernel.
     pub fn commit(&mut self, plan: Plan) {
+        let now = Instant::now();
         if plan.full {
             self.rendered.clear();
+            self.stale.clear();
             self.needs_full = false;
         }
+        for name in plan.deleted {
+            self.stale.remove(&name);
+        }
+        for (name, kind) in plan.stale {
+            self.stale.insert(name, (kind, now));
+        }
         for (key, r) in plan.rendered {
+            for name in r.chains.keys().chain(r.sets.keys()) {
+                self.stale.remove(name);
+            }
             if r == Rendered::default() {
                 self.rendered.remove(&key);
             } else {
@@ -252,6 +393,8 @@ struct Script {
     flush_chains: Vec<String>,
     del_chains: Vec<String>,
     del_sets: Vec<String>,
+    /// What was flushed, to delete in a later batch.
+    stale: Vec<(String, Stale)>,
 }
 
 impl Script {
@@ -262,7 +405,9 @@ impl Script {
             }
         }
         for name in old.sets.keys().filter(|n| !new.sets.contains_key(*n)) {
-            self.del_sets.push(format!("delete set ip {t} {name}"));
+            // Rules that use it are flushed in this batch; the set goes
+            // in a later one.
+            self.stale.push((name.clone(), Stale::Set));
         }
         for (name, rules) in &new.chains {
             match old.chains.get(name) {
@@ -276,7 +421,7 @@ impl Script {
         }
         for name in old.chains.keys().filter(|n| !new.chains.contains_key(*n)) {
             self.flush_chains.push(format!("flush chain ip {t} {name}"));
-            self.del_chains.push(format!("delete chain ip {t} {name}"));
+            self.stale.push((name.clone(), Stale::Chain));
         }
         for ((map, key), value) in &new.elements {
             let was = old.elements.get(&(*map, key.clone()));
@@ -297,6 +442,13 @@ impl Script {
             if !new.elements.contains_key(&(*map, key.clone())) {
                 self.del_elements.entry(*map).or_default().push(key.clone());
             }
+        }
+    }
+
+    fn delete_stale(&mut self, t: &str, name: &str, kind: Stale) {
+        match kind {
+            Stale::Chain => self.del_chains.push(format!("delete chain ip {t} {name}")),
+            Stale::Set => self.del_sets.push(format!("delete set ip {t} {name}")),
         }
     }
 
@@ -417,19 +569,83 @@ mod tests {
         assert!(s.contains("numgen random mod 2"), "{s}");
         p.commit(plan);
 
-        // The Service goes: its elements go before its chains.
+        // The Service goes: its elements and rules now, its chains in a
+        // later batch (the kernel lets go of them lazily before 6.2).
         p.delete_service(&svc("a", "10.43.0.1"));
-        let s = p.plan().unwrap().script;
+        let plan = p.plan().unwrap();
+        let s = plan.script.clone();
         let del_el = s
             .find("delete element ip t service-ips { 10.43.0.1 . tcp . 80 }")
             .unwrap();
-        let del_chain = s.find("delete chain ip t service-").unwrap();
         let flush = s.find("flush chain ip t service-").unwrap();
-        assert!(del_el < flush && flush < del_chain, "{s}");
+        assert!(del_el < flush, "{s}");
+        assert!(!s.contains("delete chain"), "{s}");
         assert!(
             s.contains("delete element ip t cluster-ips { 10.43.0.1 }"),
             "{s}"
         );
+        p.commit(plan);
+        let due = p.next_cleanup().expect("a clean-up is due");
+        assert!(p.plan_at(due - STALE_AFTER / 2).is_none());
+        let plan = p.plan_at(due).unwrap();
+        assert_eq!(
+            plan.script.matches("delete chain ip t ").count(),
+            3,
+            "{}",
+            plan.script
+        );
+        assert!(!plan.script.contains("element"), "{}", plan.script);
+        p.commit(plan);
+        assert!(p.next_cleanup().is_none());
+    }
+
+    fn external(name: &str, created: &str) -> Arc<Service> {
+        Arc::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": name, "namespace": "ns", "creationTimestamp": created},
+                "spec": {"clusterIP": format!("10.43.0.{}", name.len()),
+                         "externalIPs": ["192.0.2.9"], "ports": [{"port": 80}]},
+            }))
+            .unwrap(),
+        )
+    }
+
+    #[test]
+    fn the_older_service_holds_a_contested_address() {
+        let mut p = Proxier::new(skeleton(), "n1");
+        p.apply_service(external("young", "2026-01-02T00:00:00Z"));
+        p.apply_service(external("old", "2026-01-01T00:00:00Z"));
+        let plan = p.plan().unwrap();
+        let s = plan.script.clone();
+        assert_eq!(s.matches("192.0.2.9 . tcp . 80").count(), 1, "{s}");
+        p.commit(plan);
+        let who = |p: &Proxier, name: &str| {
+            p.rendered
+                .get(&ServiceKey {
+                    namespace: "ns".into(),
+                    name: name.into(),
+                })
+                .is_some_and(|r| r.elements.keys().any(|(_, k)| k.starts_with("192.0.2.9")))
+        };
+        assert!(who(&p, "old") && !who(&p, "young"));
+
+        // The older one goes: the younger one takes the address over, in
+        // the same batch that removes the older one's element.
+        p.delete_service(&external("old", "2026-01-01T00:00:00Z"));
+        let plan = p.plan().unwrap();
+        let s = plan.script.clone();
+        let del = s.find("192.0.2.9 . tcp . 80 }\n").expect(&s);
+        assert!(
+            s[..del]
+                .rfind('\n')
+                .map_or(&s[..], |i| &s[i..])
+                .contains("delete element"),
+            "{s}"
+        );
+        let add = s.find("add element ip t no-endpoint-services { 192.0.2.9 . tcp . 80 : goto reject-chain }").unwrap();
+        assert!(del < add, "{s}");
+        p.commit(plan);
+        assert!(who(&p, "young"));
     }
 
     #[test]

@@ -205,8 +205,9 @@ pub struct AgentArgs {
     #[arg(long, default_value = "10.43.0.0/16")]
     pub service_cidr: String,
 
-    /// The pod network (pod traffic to Services is not masqueraded);
-    /// empty: all Service traffic from outside the node's pod range is.
+    /// The pod network (pod traffic to Services is not masqueraded, and
+    /// the rest is); empty: nothing is masqueraded on the way to a
+    /// ClusterIP.
     #[arg(long, default_value = "")]
     pub cluster_cidr: String,
 

@@ -117,8 +117,9 @@ spec:
 
 /// hostname and subdomain, the managed /etc/hosts with hostAliases,
 /// resolv.conf for dnsPolicy None with dnsConfig and for ClusterFirst
-/// without cluster DNS (the node's, with upstream's MissingClusterDNS
-/// warning), TZ in the environment and /etc/localtime from the host.
+/// (the cluster DNS, the namespace's search path then the node's search
+/// domains, ndots:5, and no MissingClusterDNS warning), TZ in the
+/// environment and /etc/localtime from the host.
 #[test]
 fn names_hosts_dns_and_time_zone() {
     let c = Cluster::start(Options::default());
@@ -182,19 +183,31 @@ spec:
     assert!(logs.contains("offset=+0800\n"), "/etc/localtime: {logs}");
 
     let plain = logs_when_done(&c, "plain");
-    let node_servers: Vec<String> = std::fs::read_to_string("/etc/resolv.conf")
+    let node_searches: Vec<String> = std::fs::read_to_string("/etc/resolv.conf")
         .unwrap_or_default()
         .lines()
-        .filter(|l| l.starts_with("nameserver"))
-        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter_map(|l| l.strip_prefix("search"))
+        .flat_map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
         .collect();
-    for s in &node_servers {
-        assert!(plain.contains(s.as_str()), "the node's {s}: {plain}");
-    }
-    let warning = c.wait_event("plain", "MissingClusterDNS", 30);
+    let mut search = vec![
+        "default.svc.cluster.local".to_string(),
+        "svc.cluster.local".into(),
+        "cluster.local".into(),
+    ];
+    search.extend(node_searches);
     assert!(
-        warning.contains("kubelet does not have ClusterDNS IP configured and cannot create Pod using \"ClusterFirst\" policy. Falling back to \"Default\" policy."),
-        "{warning}"
+        plain.contains(&format!("search {}\n", search.join(" "))),
+        "{plain}"
+    );
+    assert!(
+        plain.contains(&format!("nameserver {}\n", c.cidr.cluster_dns())),
+        "{plain}"
+    );
+    assert!(plain.contains("options ndots:5"), "{plain}");
+    let reasons = c.event_reasons("plain");
+    assert!(
+        !reasons.iter().any(|r| r == "MissingClusterDNS"),
+        "{reasons:?}"
     );
 }
 

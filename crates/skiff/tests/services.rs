@@ -156,7 +156,17 @@ impl Upstream {
             .stderr(Stdio::null())
             .spawn()
             .expect("dnsmasq (Debian dnsmasq-base; scripts/deps.sh installs it)");
-        Self { child, addr }
+        let up = Self { child, addr };
+        wait_for("dnsmasq to answer", Duration::from_secs(20), || {
+            let out = Command::new("busybox")
+                .args(["nslookup", "outside.test", &up.addr])
+                .output()
+                .ok()?;
+            String::from_utf8_lossy(&out.stdout)
+                .contains("192.0.2.44")
+                .then_some(())
+        });
+        up
     }
 }
 
@@ -632,6 +642,7 @@ fn node_ports_and_policies(env: &Env) {
     // ClientIP affinity: every request of the client goes to one pod.
     let seen = spread(c, ns, "client", "http://web-sticky/", 30);
     assert_eq!(seen.len(), 1, "{seen:?}");
+    assert!(seen.keys().all(|k| pods.contains(k)), "{seen:?}");
 
     // Hairpin: the solo pod reaches itself through its own Service.
     let solo = pods_of(c, ns, "solo");
@@ -976,16 +987,33 @@ print("got", s.recv(100).decode(), flush=True)"#,
     env.c.spawn();
     env.c.wait_node_ready();
     let c = &env.c;
-    // The rules are back: a new connection through a ClusterIP works.
-    wait_for("the proxy's table again", Duration::from_secs(30), || {
+    // The rules are back: the echo Service's address is in the map, and
+    // a new connection through it works.
+    let echo_ip = c.kubectl(&[
+        "-n",
+        ns,
+        "get",
+        "service",
+        "echo",
+        "-o",
+        "jsonpath={.spec.clusterIP}",
+    ]);
+    wait_for("the proxy's map again", Duration::from_secs(30), || {
         let out = Command::new("nft")
-            .args(["list", "table", "ip", &table])
+            .args(["list", "map", "ip", &table, "service-ips"])
             .output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout)
-            .contains("10.")
+            .contains(&format!("{echo_ip} . tcp . 9000"))
             .then_some(())
     });
+    let again = sh_ok(
+        c,
+        ns,
+        "holder",
+        "echo again | timeout 5 nc -w 2 echo 9000; true",
+    );
+    assert_eq!(again.trim(), "again");
     sh_ok(c, ns, "holder", "touch /tmp/go");
     let logs = wait_for(
         "the old connection to answer",

@@ -81,7 +81,7 @@ fn pods_request(pod: &Pod) -> kube::core::Request {
 #[derive(Clone)]
 pub(crate) struct ApiObjects(
     pub(crate) kube::Client,
-    pub(crate) Option<kube::runtime::reflector::Store<k8s_openapi::api::core::v1::Service>>,
+    pub(crate) Option<skiff_client::informer::Informer<k8s_openapi::api::core::v1::Service>>,
 );
 
 impl std::fmt::Debug for ApiObjects {
@@ -92,16 +92,28 @@ impl std::fmt::Debug for ApiObjects {
 
 #[async_trait]
 impl Objects for ApiObjects {
-    fn service_env(&self, namespace: &str, enable_service_links: bool) -> Vec<(String, String)> {
-        let Some(store) = &self.1 else {
-            return vec![];
+    async fn service_env(
+        &self,
+        namespace: &str,
+        enable_service_links: bool,
+    ) -> Result<Vec<(String, String)>, String> {
+        let Some(services) = &self.1 else {
+            return Ok(vec![]);
         };
-        let services = store.state();
-        crate::pod_worker::service_env::service_env(
+        if tokio::time::timeout(std::time::Duration::from_secs(10), services.ready())
+            .await
+            .is_err()
+        {
+            return Err(
+                "services have not yet been read at least once, cannot construct envvars".into(),
+            );
+        }
+        let all = services.store().state();
+        Ok(crate::pod_worker::service_env::service_env(
             namespace,
             enable_service_links,
-            services.iter().map(|s| &**s),
-        )
+            all.iter().map(|s| &**s),
+        ))
     }
 
     async fn config_map(

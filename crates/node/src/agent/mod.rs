@@ -180,9 +180,7 @@ impl Agent {
         // Services (container environments, the proxy, DNS) through one
         // shared informer per kind.
         let informers = skiff_client::informer::Informers::new(client.clone(), shutdown.clone());
-        let service_store = informers
-            .get::<k8s_openapi::api::core::v1::Service>()
-            .store();
+        let service_informer = informers.get::<k8s_openapi::api::core::v1::Service>();
         let service_tasks = services::start(
             &config,
             client.clone(),
@@ -358,7 +356,7 @@ impl Agent {
             node_ip: node_ip.to_string(),
             log_root: log_root.clone(),
             network_ready: network_ready.clone(),
-            objects: Arc::new(ApiObjects(client.clone(), Some(service_store))),
+            objects: Arc::new(ApiObjects(client.clone(), Some(service_informer))),
             node_name: config.node_name.clone(),
             node_cpu_milli: std::thread::available_parallelism()
                 .map(|n| n.get() as i64 * 1000)

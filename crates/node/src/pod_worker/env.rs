@@ -35,9 +35,15 @@ pub trait Objects: Send + Sync + std::fmt::Debug {
     ) -> Result<Option<BTreeMap<String, Vec<u8>>>, ApiError>;
     /// The Service environment variables of a pod in `namespace`
     /// (see [`super::service_env`]); none by default (no Services known).
-    fn service_env(&self, namespace: &str, enable_service_links: bool) -> Vec<(String, String)> {
+    /// An error while the Services have not been listed yet (upstream
+    /// does not start a container without them either).
+    async fn service_env(
+        &self,
+        namespace: &str,
+        enable_service_links: bool,
+    ) -> Result<Vec<(String, String)>, String> {
         let _ = (namespace, enable_service_links);
-        vec![]
+        Ok(vec![])
     }
     /// A PersistentVolumeClaim, `None` when it does not exist (the
     /// default: no claims).
@@ -245,7 +251,7 @@ pub async fn resolve(
         .as_ref()
         .and_then(|s| s.enable_service_links)
         .unwrap_or(true);
-    let service_env = objects.service_env(ns, links);
+    let service_env = objects.service_env(ns, links).await?;
     let service_var = |name: &str| {
         service_env
             .iter()
