@@ -1011,7 +1011,7 @@ print("got", s.recv(100).decode(), flush=True)"#,
         c,
         ns,
         "holder",
-        "echo again | timeout 5 nc -w 2 echo 9000; true",
+        "/usr/bin/python3 -c \"import socket; s = socket.create_connection(('echo', 9000), 5); s.sendall(b'again'); print(s.recv(100).decode())\"",
     );
     assert_eq!(again.trim(), "again");
     sh_ok(c, ns, "holder", "touch /tmp/go");
