@@ -30,15 +30,12 @@ use std::time::Duration;
 
 use cluster::{wait_for, Cluster, Options};
 
-/// A scenario: its name and what it does on the shared cluster.
-type Scenario = (&'static str, fn(&Cluster));
-
 /// Runs every scenario on one cluster, each on a thread, and reports all
 /// that failed.
 #[test]
 fn workloads_on_one_cluster() {
     let c = Cluster::start(Options::default());
-    let scenarios: &[Scenario] = &[
+    let scenarios: &[cluster::Scenario<Cluster>] = &[
         ("rolling update", rolling_update),
         ("progress deadline", progress_deadline),
         ("statefulset", statefulset),
@@ -50,30 +47,7 @@ fn workloads_on_one_cluster() {
         ("namespace deletion", namespace_deletion),
         ("python client", python_client),
     ];
-    let failures: Vec<String> = std::thread::scope(|s| {
-        let running: Vec<_> = scenarios
-            .iter()
-            .map(|(name, f)| (name, s.spawn(|| f(&c))))
-            .collect();
-        running
-            .into_iter()
-            .filter_map(|(name, handle)| {
-                handle.join().err().map(|e| {
-                    let why = e
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_default();
-                    format!("{name}: {why}")
-                })
-            })
-            .collect()
-    });
-    assert!(
-        failures.is_empty(),
-        "scenarios failed:\n{}",
-        failures.join("\n\n")
-    );
+    cluster::run_scenarios(&c, scenarios);
 }
 
 /// `kubectl -n NS get WHAT -o jsonpath=PATH`.

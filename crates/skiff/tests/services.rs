@@ -177,9 +177,6 @@ impl Drop for Upstream {
     }
 }
 
-/// A scenario: its name and what it does on the shared cluster.
-type Scenario = (&'static str, fn(&Env));
-
 /// What the scenarios share.
 struct Env {
     c: Cluster,
@@ -210,40 +207,14 @@ fn services_and_dns_on_one_cluster() {
         lease,
     );
     let mut env = Env { c, client, octet };
-    let scenarios: &[Scenario] = &[
+    let scenarios: &[cluster::Scenario<Env>] = &[
         ("cluster ip and readiness", cluster_ip_and_readiness),
         ("rolling update under load", rolling_update_under_load),
         ("node ports and policies", node_ports_and_policies),
         ("dns", dns),
         ("python client in a pod", python_in_pod),
     ];
-    let failures: Vec<String> = std::thread::scope(|s| {
-        let running: Vec<_> = scenarios
-            .iter()
-            .map(|(name, f)| {
-                let env = &env;
-                (name, s.spawn(move || f(env)))
-            })
-            .collect();
-        running
-            .into_iter()
-            .filter_map(|(name, handle)| {
-                handle.join().err().map(|e| {
-                    let why = e
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_default();
-                    format!("{name}: {why}")
-                })
-            })
-            .collect()
-    });
-    assert!(
-        failures.is_empty(),
-        "scenarios failed:\n{}",
-        failures.join("\n\n")
-    );
+    cluster::run_scenarios(&env, scenarios);
     restart_keeps_connections(&mut env);
     let table = format!("skiff-{}", env.c.bridge);
     drop(env);

@@ -150,6 +150,38 @@ pub fn wait_for_explained<T>(
     }
 }
 
+/// A scenario of a shared cluster: its name and what it does.
+pub type Scenario<E> = (&'static str, fn(&E));
+
+/// Runs each scenario on its own thread against `env` and fails with
+/// every scenario that failed, by name.
+pub fn run_scenarios<E: Sync>(env: &E, scenarios: &[Scenario<E>]) {
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let running: Vec<_> = scenarios
+            .iter()
+            .map(|(name, f)| (name, s.spawn(move || f(env))))
+            .collect();
+        running
+            .into_iter()
+            .filter_map(|(name, handle)| {
+                handle.join().err().map(|e| {
+                    let why = e
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_default();
+                    format!("{name}: {why}")
+                })
+            })
+            .collect()
+    });
+    assert!(
+        failures.is_empty(),
+        "scenarios failed:\n{}",
+        failures.join("\n\n")
+    );
+}
+
 impl Cluster {
     pub fn start(options: Options) -> Self {
         Self::start_with(options, CidrLease::take())
