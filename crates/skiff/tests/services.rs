@@ -394,15 +394,21 @@ fn spread(
     seen
 }
 
-fn cluster_ip_and_readiness(env: &Env) {
-    let c = &env.c;
-    let ns = "rotation";
+/// In a new namespace: 3 web pods behind the ClusterIP Service `web`,
+/// and a client pod, all running.
+fn three_webs_and_a_client(c: &Cluster, ns: &str) {
     namespace(c, ns);
     c.apply(&web_yaml(ns, "web", 3));
     c.apply(&service_yaml(ns, "web", "web", ""));
     client_pod(c, ns, "client");
     wait_rollout(c, ns, "web");
     wait_ready(c, ns, "pod/client");
+}
+
+fn cluster_ip_and_readiness(env: &Env) {
+    let c = &env.c;
+    let ns = "rotation";
+    three_webs_and_a_client(c, ns);
     let pods = pods_of(c, ns, "web");
     assert_eq!(pods.len(), 3, "{pods:?}");
     wait_for("three ready endpoints", Duration::from_secs(30), || {
@@ -444,12 +450,7 @@ fn cluster_ip_and_readiness(env: &Env) {
 fn rolling_update_under_load(env: &Env) {
     let c = &env.c;
     let ns = "rolling";
-    namespace(c, ns);
-    c.apply(&web_yaml(ns, "web", 3));
-    c.apply(&service_yaml(ns, "web", "web", ""));
-    client_pod(c, ns, "client");
-    wait_rollout(c, ns, "web");
-    wait_ready(c, ns, "pod/client");
+    three_webs_and_a_client(c, ns);
     wait_for("three ready endpoints", Duration::from_secs(30), || {
         (ready_endpoint_pods(c, ns, "web").len() == 3).then_some(())
     });
