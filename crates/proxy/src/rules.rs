@@ -1,10 +1,18 @@
 //! The nftables ruleset, in nft's own syntax, laid out as upstream's
 //! nftables proxier lays out its `kube-proxy` table: a fixed skeleton of
 //! base chains and verdict maps ([`base`]), and per service port a
-//! service chain, one chain per endpoint, an external chain when the port
-//! answers outside the cluster, and the map elements that lead there
-//! ([`render`]). A packet's lookup is one map lookup whatever the number
-//! of Services; per-service chains are only entered from the map.
+//! service chain, an external chain when the port answers outside the
+//! cluster, and the map elements that lead there ([`render`]). A packet's
+//! lookup is one map lookup whatever the number of Services; per-service
+//! chains are only entered from the map.
+//!
+//! One difference from upstream: without ClientIP affinity there is no
+//! chain per endpoint. The service chain DNATs through a `numgen` map of
+//! its endpoints, and hairpin traffic is found by one set of
+//! `endpoint . endpoint` pairs. nft reads every chain of the ruleset
+//! before each batch (Debian 12's nft 1.0.6), so chains are what make a
+//! small update slow in a large table; map and set elements are not.
+//! Affinity keeps upstream's chain per endpoint (its client set).
 //!
 //! Pure: text in, text out. It must not run nft (see [`crate::nft`]) nor
 //! decide what changed (see [`crate::sync`]).
@@ -31,6 +39,9 @@ pub enum Map {
     NoEndpointNodeports,
     /// Every ClusterIP (a set): other ports on them are rejected.
     ClusterIps,
+    /// `endpoint . endpoint` (a set): a pod that reached itself through
+    /// a Service is masqueraded (hairpin).
+    Hairpin,
 }
 
 impl Map {
@@ -41,12 +52,13 @@ impl Map {
             Self::NoEndpointServices => "no-endpoint-services",
             Self::NoEndpointNodeports => "no-endpoint-nodeports",
             Self::ClusterIps => "cluster-ips",
+            Self::Hairpin => "hairpin",
         }
     }
 
     /// A set holds keys only.
     pub fn is_set(self) -> bool {
-        self == Self::ClusterIps
+        matches!(self, Self::ClusterIps | Self::Hairpin)
     }
 }
 
@@ -100,6 +112,7 @@ pub fn base(s: &Skeleton) -> String {
     let _ = writeln!(out, "table ip {} {{", s.table);
     let _ = writeln!(out, "\tcomment \"skiff service proxy\"");
     let _ = writeln!(out, "\tset cluster-ips {{ type ipv4_addr; }}");
+    let _ = writeln!(out, "\tset hairpin {{ type ipv4_addr . ipv4_addr; }}");
     if s.node_ips.is_empty() {
         let _ = writeln!(out, "\tset nodeport-ips {{ type ipv4_addr; }}");
     } else {
@@ -137,6 +150,7 @@ pub fn base(s: &Skeleton) -> String {
     chain(
         "masquerading",
         &[
+            format!("ct status dnat ip saddr . ip daddr @hairpin meta mark set meta mark | {m}"),
             format!("meta mark & {m} == 0 return"),
             format!("meta mark set meta mark ^ {m}"),
             "masquerade fully-random".into(),
@@ -235,15 +249,37 @@ fn affinity_set(sp_id: &str, ep: &Endpoint, timeout: i32) -> String {
 /// Rules that spread over `eps`: sticky ones first under ClientIP
 /// affinity, then a random pick (one `numgen` map, upstream's shape).
 fn spread(sp: &ServicePort, id: &str, eps: &[Endpoint]) -> Vec<String> {
+    let Some(timeout) = sp.affinity_seconds else {
+        // No affinity: the DNAT itself, one rule, no chain per endpoint
+        // (what nft reads before every batch grows with the chains).
+        let proto = sp.protocol.as_str();
+        return match eps {
+            [] => vec![],
+            [one] => vec![format!(
+                "meta l4proto {proto} dnat ip to {}:{}",
+                one.ip, one.port
+            )],
+            many => {
+                let arms: Vec<String> = many
+                    .iter()
+                    .enumerate()
+                    .map(|(i, ep)| format!("{i} : {} . {}", ep.ip, ep.port))
+                    .collect();
+                vec![format!(
+                    "meta l4proto {proto} dnat ip to numgen random mod {} map {{ {} }}",
+                    many.len(),
+                    arms.join(", ")
+                )]
+            }
+        };
+    };
     let mut rules = vec![];
-    if let Some(timeout) = sp.affinity_seconds {
-        for ep in eps {
-            rules.push(format!(
-                "ip saddr @{} goto {}",
-                affinity_set(id, ep, timeout),
-                endpoint_chain(id, ep)
-            ));
-        }
+    for ep in eps {
+        rules.push(format!(
+            "ip saddr @{} goto {}",
+            affinity_set(id, ep, timeout),
+            endpoint_chain(id, ep)
+        ));
     }
     match eps {
         [] => {}
@@ -281,7 +317,8 @@ fn render_port(sp: &ServicePort, skeleton: &Skeleton, out: &mut Rendered) {
     let external_chain = format!("external-{h}-{id}");
     let reject = "goto reject-chain".to_string();
 
-    // Endpoint chains for every endpoint any kind of traffic uses.
+    // Every endpoint reached through the Service and sent back to itself
+    // is masqueraded (hairpin), whichever chain chose it.
     let mut endpoints: Vec<&Endpoint> = sp
         .all_endpoints
         .iter()
@@ -290,9 +327,17 @@ fn render_port(sp: &ServicePort, skeleton: &Skeleton, out: &mut Rendered) {
         .collect();
     endpoints.sort();
     endpoints.dedup();
-    for ep in endpoints {
-        let mut rules = vec![format!("ip saddr {} jump mark-for-masquerade", ep.ip)];
-        if let Some(timeout) = sp.affinity_seconds {
+    for ep in &endpoints {
+        out.element(
+            Map::Hairpin,
+            format!("{} . {}", ep.ip, ep.ip),
+            String::new(),
+        );
+    }
+    // Under ClientIP affinity, upstream's layout: a chain per endpoint
+    // that remembers the client in the endpoint's set, then DNATs.
+    if let Some(timeout) = sp.affinity_seconds {
+        for ep in endpoints {
             let set = affinity_set(&id, ep, timeout);
             out.sets.insert(
                 set.clone(),
@@ -301,13 +346,12 @@ fn render_port(sp: &ServicePort, skeleton: &Skeleton, out: &mut Rendered) {
                     timeout.max(1)
                 ),
             );
-            rules.push(format!("update @{set} {{ ip saddr }}"));
+            let rules = vec![
+                format!("update @{set} {{ ip saddr }}"),
+                format!("meta l4proto {proto} dnat ip to {}:{}", ep.ip, ep.port),
+            ];
+            out.chains.insert(endpoint_chain(&id, ep), rules);
         }
-        rules.push(format!(
-            "meta l4proto {proto} dnat to {}:{}",
-            ep.ip, ep.port
-        ));
-        out.chains.insert(endpoint_chain(&id, ep), rules);
     }
 
     // Cluster traffic.
@@ -450,7 +494,7 @@ mod tests {
     }
 
     #[test]
-    fn cluster_ip_spreads_over_endpoint_chains_from_the_map() {
+    fn cluster_ip_spreads_over_endpoints_from_the_map() {
         let r = render(&[port()], &skeleton());
         let h = hash("shop/web/tcp/http");
         let svc = format!("service-{h}-shop/web/tcp/http");
@@ -463,19 +507,15 @@ mod tests {
             rules[0],
             "ip saddr != 10.42.0.0/16 jump mark-for-masquerade"
         );
-        let e0 = endpoint_chain("shop/web/tcp/http", &ep("10.42.0.5", true));
-        let e1 = endpoint_chain("shop/web/tcp/http", &ep("10.42.1.6", false));
         assert_eq!(
             rules[1],
-            format!("numgen random mod 2 vmap {{ 0 : goto {e0}, 1 : goto {e1} }}")
+            "meta l4proto tcp dnat ip to numgen random mod 2 map { 0 : 10.42.0.5 . 8080, 1 : 10.42.1.6 . 8080 }"
         );
-        assert_eq!(
-            r.chains[&e0],
-            [
-                "ip saddr 10.42.0.5 jump mark-for-masquerade",
-                "meta l4proto tcp dnat to 10.42.0.5:8080"
-            ]
-        );
+        // No chain per endpoint without affinity; hairpin by the set.
+        assert_eq!(r.chains.len(), 1);
+        assert!(r
+            .elements
+            .contains_key(&(Map::Hairpin, "10.42.1.6 . 10.42.1.6".into())));
         assert!(r
             .elements
             .contains_key(&(Map::ClusterIps, "10.43.0.5".into())));
@@ -519,10 +559,9 @@ mod tests {
                 format!("goto cluster-{h}-{id}")
             ]
         );
-        let e1 = endpoint_chain(id, &ep("10.42.1.6", false));
         assert_eq!(
             r.chains[&format!("cluster-{h}-{id}")],
-            [format!("goto {e1}")]
+            ["meta l4proto tcp dnat ip to 10.42.1.6:8080"]
         );
     }
 

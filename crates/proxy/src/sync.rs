@@ -550,8 +550,8 @@ mod tests {
         p.commit(plan);
         assert!(p.plan().is_none());
 
-        // A second endpoint for a: a's service chain is rewritten, one
-        // endpoint chain added; nothing of b.
+        // A second endpoint for a: a's service chain is rewritten and
+        // its hairpin element added; nothing of b.
         p.apply_slice(slice("a", &["10.42.0.5", "10.42.0.6"]));
         let plan = p.plan().unwrap();
         assert_eq!(plan.services, 1);
@@ -559,13 +559,12 @@ mod tests {
         assert!(!s.contains("10.43.0.2"), "{s}");
         assert!(!s.contains("table ip t {"), "{s}");
         let lines: Vec<&str> = s.lines().collect();
-        assert!(lines[0].starts_with("add chain ip t endpoint-"), "{s}");
-        assert_eq!(
-            lines.iter().filter(|l| l.starts_with("add chain")).count(),
-            1,
+        assert!(lines[0].starts_with("flush chain ip t service-"), "{s}");
+        assert!(!s.contains("add chain"), "{s}");
+        assert!(
+            s.contains("add element ip t hairpin { 10.42.0.6 . 10.42.0.6 }"),
             "{s}"
         );
-        assert!(lines[3].starts_with("flush chain ip t service-"), "{s}");
         assert!(s.contains("numgen random mod 2"), "{s}");
         p.commit(plan);
 
@@ -590,7 +589,7 @@ mod tests {
         let plan = p.plan_at(due).unwrap();
         assert_eq!(
             plan.script.matches("delete chain ip t ").count(),
-            3,
+            1,
             "{}",
             plan.script
         );
@@ -659,7 +658,7 @@ mod tests {
         p.fail();
         let plan = p.plan().unwrap();
         assert!(plan.script.contains("table ip t {"));
-        assert!(plan.script.contains("dnat to 10.42.0.5:8080"));
+        assert!(plan.script.contains("dnat ip to 10.42.0.5:8080"));
     }
 
     #[test]
