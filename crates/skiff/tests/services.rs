@@ -896,6 +896,17 @@ except k.exceptions.ApiException as e:
 /// An echo server and a client holding one connection through the
 /// ClusterIP across a restart of the server (agent and proxy included).
 fn restart_keeps_connections(env: &mut Env) {
+    // The node's DNS endpoint, deleted, is published again.
+    let slice = format!("kube-dns-{}", env.c.node());
+    env.c
+        .kubectl(&["-n", "kube-system", "delete", "endpointslice", &slice]);
+    wait_for("the DNS endpoint again", Duration::from_secs(30), || {
+        env.c
+            .kubectl_output(&["-n", "kube-system", "get", "endpointslice", &slice])
+            .status
+            .success()
+            .then_some(())
+    });
     let ns = "restart";
     namespace(&env.c, ns);
     env.c.apply(&python_pod_yaml(

@@ -13,10 +13,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, Patch, PatchParams};
-use skiff_client::informer::Informers;
+use skiff_client::informer::{Change, Informers};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -112,6 +113,7 @@ async fn run_dns(
     dns.upstreams = skiff_dns::upstreams_from_resolv_conf(&resolv, &[IpAddr::V4(gateway)]);
     let publish = tokio::spawn(publish_endpoint(
         client,
+        informers.clone(),
         config.node_name.clone(),
         gateway,
         shutdown.clone(),
@@ -172,10 +174,15 @@ pub fn dns_slice(node: &Node, gateway: Ipv4Addr) -> EndpointSlice {
 /// API or the Node is not there).
 async fn publish_endpoint(
     client: kube::Client,
+    informers: Informers,
     node_name: String,
     gateway: Ipv4Addr,
     shutdown: CancellationToken,
 ) {
+    // Deleted (by hand, or with a Node that was deleted and came back):
+    // published again.
+    let name = slice_name(&node_name);
+    let mut changes = Box::pin(informers.get::<EndpointSlice>().changes());
     let nodes: Api<Node> = Api::all(client.clone());
     let slices: Api<EndpointSlice> = Api::namespaced(client, DNS_NAMESPACE);
     let mut retry = Duration::from_millis(200);
@@ -202,7 +209,20 @@ async fn publish_endpoint(
             }
         };
         if done {
-            return;
+            retry = Duration::from_millis(200);
+            loop {
+                tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    change = changes.next() => match change {
+                        None => return,
+                        Some(Change::Deleted(s)) if s.metadata.name.as_deref() == Some(name.as_str())
+                            && s.metadata.namespace.as_deref() == Some(DNS_NAMESPACE) => break,
+                        Some(_) => {}
+                    },
+                }
+            }
+            tracing::info!(slice = %name, "the node's DNS endpoint was deleted; publishing it again");
+            continue;
         }
         tokio::select! {
             _ = shutdown.cancelled() => return,
