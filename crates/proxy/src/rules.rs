@@ -1,18 +1,21 @@
-//! The nftables ruleset, in nft's own syntax, laid out as upstream's
-//! nftables proxier lays out its `kube-proxy` table: a fixed skeleton of
-//! base chains and verdict maps ([`base`]), and per service port a
-//! service chain, an external chain when the port answers outside the
-//! cluster, and the map elements that lead there ([`render`]). A packet's
-//! lookup is one map lookup whatever the number of Services; per-service
-//! chains are only entered from the map.
+//! The nftables ruleset, in nft's own syntax, laid out after upstream's
+//! nftables proxier (its `kube-proxy` table): a fixed skeleton of base
+//! chains and verdict maps ([`base`]), and per service port the map
+//! elements that lead to it ([`render`]). A packet's lookup is a map
+//! lookup whatever the number of Services.
 //!
-//! One difference from upstream: without ClientIP affinity there is no
-//! chain per endpoint. The service chain DNATs through a `numgen` map of
-//! its endpoints, and hairpin traffic is found by one set of
-//! `endpoint . endpoint` pairs. nft reads every chain of the ruleset
-//! before each batch (Debian 12's nft 1.0.6), so chains are what make a
-//! small update slow in a large table; map and set elements are not.
-//! Affinity keeps upstream's chain per endpoint (its client set).
+//! Where it differs from upstream: nft (Debian 12's 1.0.6) reads every
+//! chain of the ruleset before each batch, so a small update in a large
+//! table costs in proportion to its chains, while map and set elements
+//! cost nothing there. So most ports have no chain at all: a plain
+//! ClusterIP port (no affinity, no node-local policy, no external
+//! traffic) is `endpoint-count` slots in that count's spread map, which
+//! one rule per count and protocol DNATs through (`numgen random mod N`);
+//! masquerading of traffic from outside the pod network and hairpin
+//! (a set of `endpoint . endpoint` pairs) are rules of the skeleton. The
+//! other ports get upstream's service chain (DNAT through a numgen map),
+//! an external chain when they answer outside the cluster, and, under
+//! ClientIP affinity, a chain per endpoint that remembers its clients.
 //!
 //! Pure: text in, text out. It must not run nft (see [`crate::nft`]) nor
 //! decide what changed (see [`crate::sync`]).
@@ -42,17 +45,23 @@ pub enum Map {
     /// `endpoint . endpoint` (a set): a pod that reached itself through
     /// a Service is masqueraded (hairpin).
     Hairpin,
+    /// `clusterIP . proto . port . slot : endpoint . port` for ClusterIP
+    /// ports with this many endpoints and nothing else to do (no
+    /// affinity, no node-local policy, no external traffic): the DNAT
+    /// straight from the map, no chain of their own.
+    Spread(u16),
 }
 
 impl Map {
-    pub fn name(self) -> &'static str {
+    pub fn name(self) -> String {
         match self {
-            Self::ServiceIps => "service-ips",
-            Self::ServiceNodeports => "service-nodeports",
-            Self::NoEndpointServices => "no-endpoint-services",
-            Self::NoEndpointNodeports => "no-endpoint-nodeports",
-            Self::ClusterIps => "cluster-ips",
-            Self::Hairpin => "hairpin",
+            Self::ServiceIps => "service-ips".into(),
+            Self::ServiceNodeports => "service-nodeports".into(),
+            Self::NoEndpointServices => "no-endpoint-services".into(),
+            Self::NoEndpointNodeports => "no-endpoint-nodeports".into(),
+            Self::ClusterIps => "cluster-ips".into(),
+            Self::Hairpin => "hairpin".into(),
+            Self::Spread(n) => format!("spread-{n}"),
         }
     }
 
@@ -157,13 +166,20 @@ pub fn base(s: &Skeleton) -> String {
         ],
     );
     chain("reject-chain", &["reject".into()]);
-    chain(
-        "services",
-        &[
-            "ip daddr . meta l4proto . th dport vmap @service-ips".into(),
-            "fib daddr type local ip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports".into(),
-        ],
-    );
+    let mut services = vec![];
+    if let Some(cidr) = &s.cluster_cidr {
+        // From outside the pod network to a ClusterIP: masquerade, so that
+        // replies come back through this node (the spread maps' ports
+        // have no chain of their own to say it).
+        services.push(format!(
+            "ip daddr @cluster-ips ip saddr != {cidr} jump mark-for-masquerade"
+        ));
+    }
+    services.extend([
+        "ip daddr . meta l4proto . th dport vmap @service-ips".to_string(),
+        "fib daddr type local ip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports".into(),
+    ]);
+    chain("services", &services);
     chain(
         "service-endpoints-check",
         &["ip daddr . meta l4proto . th dport vmap @no-endpoint-services".into()],
@@ -227,6 +243,21 @@ pub fn base(s: &Skeleton) -> String {
     );
     out.push_str("}\n");
     out
+}
+
+/// The map of ClusterIP ports with `n` endpoints, and the rules of the
+/// `services` chain that DNAT through it (one per protocol; a key not in
+/// the map lets the packet on to the next rule).
+pub fn spread_decl(table: &str, n: u16) -> Vec<String> {
+    let mut lines = vec![format!(
+        "add map ip {table} spread-{n} {{ typeof ip daddr . meta l4proto . th dport . numgen random mod {n} : ip daddr . th dport; }}"
+    )];
+    for proto in ["tcp", "udp", "sctp"] {
+        lines.push(format!(
+            "add rule ip {table} services meta l4proto {proto} dnat ip to ip daddr . meta l4proto . th dport . numgen random mod {n} map @spread-{n}"
+        ));
+    }
+    lines
 }
 
 fn endpoint_suffix(sp_id: &str, ep: &Endpoint) -> String {
@@ -354,7 +385,23 @@ fn render_port(sp: &ServicePort, skeleton: &Skeleton, out: &mut Rendered) {
         }
     }
 
-    // Cluster traffic.
+    // Cluster traffic. A plain ClusterIP port (most are) DNATs straight
+    // from the spread map of its endpoint count.
+    let plain = sp.affinity_seconds.is_none() && !sp.internal_local && !sp.has_external();
+    let n = u16::try_from(sp.cluster_endpoints.len()).unwrap_or(u16::MAX);
+    if plain && n > 0 && n < u16::MAX {
+        for ip in &sp.cluster_ips {
+            out.element(Map::ClusterIps, ip.to_string(), String::new());
+            for (slot, ep) in sp.cluster_endpoints.iter().enumerate() {
+                out.element(
+                    Map::Spread(n),
+                    format!("{ip} . {proto} . {} . {slot}", sp.port),
+                    format!("{} . {}", ep.ip, ep.port),
+                );
+            }
+        }
+        return;
+    }
     for ip in &sp.cluster_ips {
         out.element(Map::ClusterIps, ip.to_string(), String::new());
         let key = format!("{ip} . {proto} . {}", sp.port);
@@ -495,30 +542,42 @@ mod tests {
 
     #[test]
     fn cluster_ip_spreads_over_endpoints_from_the_map() {
+        // A plain ClusterIP port: slots in the map of its endpoint count,
+        // no chain at all.
         let r = render(&[port()], &skeleton());
-        let h = hash("shop/web/tcp/http");
-        let svc = format!("service-{h}-shop/web/tcp/http");
+        assert!(r.chains.is_empty(), "{:?}", r.chains);
         assert_eq!(
-            r.elements[&(Map::ServiceIps, "10.43.0.5 . tcp . 80".into())],
-            format!("goto {svc}")
-        );
-        let rules = &r.chains[&svc];
-        assert_eq!(
-            rules[0],
-            "ip saddr != 10.42.0.0/16 jump mark-for-masquerade"
+            r.elements[&(Map::Spread(2), "10.43.0.5 . tcp . 80 . 0".into())],
+            "10.42.0.5 . 8080"
         );
         assert_eq!(
-            rules[1],
-            "meta l4proto tcp dnat ip to numgen random mod 2 map { 0 : 10.42.0.5 . 8080, 1 : 10.42.1.6 . 8080 }"
+            r.elements[&(Map::Spread(2), "10.43.0.5 . tcp . 80 . 1".into())],
+            "10.42.1.6 . 8080"
         );
-        // No chain per endpoint without affinity; hairpin by the set.
-        assert_eq!(r.chains.len(), 1);
         assert!(r
             .elements
             .contains_key(&(Map::Hairpin, "10.42.1.6 . 10.42.1.6".into())));
         assert!(r
             .elements
             .contains_key(&(Map::ClusterIps, "10.43.0.5".into())));
+        assert!(base(&skeleton())
+            .contains("ip daddr @cluster-ips ip saddr != 10.42.0.0/16 jump mark-for-masquerade"));
+
+        // With a node port: a service chain (the external chain goes
+        // there), DNAT through a numgen map in it.
+        let mut p = port();
+        p.node_port = Some(30080);
+        let r = render(&[p], &skeleton());
+        let h = hash("shop/web/tcp/http");
+        let svc = format!("service-{h}-shop/web/tcp/http");
+        assert_eq!(
+            r.elements[&(Map::ServiceIps, "10.43.0.5 . tcp . 80".into())],
+            format!("goto {svc}")
+        );
+        assert_eq!(
+            r.chains[&svc][1],
+            "meta l4proto tcp dnat ip to numgen random mod 2 map { 0 : 10.42.0.5 . 8080, 1 : 10.42.1.6 . 8080 }"
+        );
     }
 
     #[test]

@@ -31,6 +31,8 @@ pub struct Plan {
     stale: Vec<(String, Stale)>,
     /// Stale ones this batch deletes.
     deleted: Vec<String>,
+    /// Spread maps this batch makes.
+    spreads: Vec<u16>,
 }
 
 /// See the module doc.
@@ -55,6 +57,9 @@ pub struct Proxier {
     /// elements lazily, so they are deleted in a later batch, as
     /// upstream's proxier does.
     stale: BTreeMap<String, (Stale, Instant)>,
+    /// The spread maps (by endpoint count) the table has, with their
+    /// rules; kept once made.
+    spreads: BTreeSet<u16>,
     dirty: BTreeSet<ServiceKey>,
     needs_full: bool,
 }
@@ -84,6 +89,7 @@ impl Proxier {
             claims: HashMap::new(),
             rendered: HashMap::new(),
             stale: BTreeMap::new(),
+            spreads: BTreeSet::new(),
             dirty: BTreeSet::new(),
             needs_full: true,
         }
@@ -266,6 +272,29 @@ impl Proxier {
         owned
     }
 
+    /// The spread maps `rendered` uses that the table lacks (all of them
+    /// after a full sync), and the lines that make them.
+    fn new_spreads(&self, rendered: &[(ServiceKey, Rendered)], full: bool) -> (Vec<u16>, String) {
+        let mut wanted = BTreeSet::new();
+        for (_, r) in rendered {
+            for (map, _) in r.elements.keys() {
+                if let Map::Spread(n) = map {
+                    if full || !self.spreads.contains(n) {
+                        wanted.insert(*n);
+                    }
+                }
+            }
+        }
+        let mut lines = String::new();
+        for n in &wanted {
+            for line in rules::spread_decl(&self.skeleton.table, *n) {
+                lines.push_str(&line);
+                lines.push('\n');
+            }
+        }
+        (wanted.into_iter().collect(), lines)
+    }
+
     /// When the next clean-up of stale chains is due, if one is.
     pub fn next_cleanup(&self) -> Option<Instant> {
         self.stale.values().map(|(_, at)| *at + STALE_AFTER).min()
@@ -295,8 +324,9 @@ impl Proxier {
             for (_, r) in &rendered {
                 script.diff(&t, &empty, r);
             }
+            let (spreads, declared) = self.new_spreads(&rendered, true);
             let head = format!(
-                "add table ip {t}\ndelete table ip {t}\n{}",
+                "add table ip {t}\ndelete table ip {t}\n{}{declared}",
                 rules::base(&self.skeleton)
             );
             self.dirty.clear();
@@ -307,6 +337,7 @@ impl Proxier {
                 rendered,
                 stale: vec![],
                 deleted: vec![],
+                spreads,
             });
         }
         let dirty = std::mem::take(&mut self.dirty);
@@ -343,13 +374,15 @@ impl Proxier {
             return None;
         }
         let stale = std::mem::take(&mut script.stale);
+        let (spreads, declared) = self.new_spreads(&rendered, false);
         Some(Plan {
-            script: script.finish(&t),
+            script: declared + &script.finish(&t),
             services: rendered.len(),
             full: false,
             rendered,
             stale,
             deleted,
+            spreads,
         })
     }
 
@@ -359,8 +392,10 @@ impl Proxier {
         if plan.full {
             self.rendered.clear();
             self.stale.clear();
+            self.spreads.clear();
             self.needs_full = false;
         }
+        self.spreads.extend(plan.spreads);
         for name in plan.deleted {
             self.stale.remove(&name);
         }
@@ -546,50 +581,109 @@ mod tests {
         assert!(plan.script.contains(
             "add element ip t no-endpoint-services { 10.43.0.2 . tcp . 80 : goto reject-chain }"
         ));
+        assert!(
+            plan.script.contains("add map ip t spread-1 "),
+            "{}",
+            plan.script
+        );
+        assert!(
+            plan.script.contains(
+                "add element ip t spread-1 { 10.43.0.1 . tcp . 80 . 0 : 10.42.0.5 . 8080 }"
+            ),
+            "{}",
+            plan.script
+        );
         assert_eq!(plan.services, 2);
         p.commit(plan);
         assert!(p.plan().is_none());
 
-        // A second endpoint for a: a's service chain is rewritten and
-        // its hairpin element added; nothing of b.
+        // A second endpoint for a: its slots move to the 2-endpoint map
+        // (made now), its hairpin pair is added; nothing of b, no chain.
         p.apply_slice(slice("a", &["10.42.0.5", "10.42.0.6"]));
         let plan = p.plan().unwrap();
         assert_eq!(plan.services, 1);
-        let s = &plan.script;
+        let s = plan.script.clone();
         assert!(!s.contains("10.43.0.2"), "{s}");
         assert!(!s.contains("table ip t {"), "{s}");
-        let lines: Vec<&str> = s.lines().collect();
-        assert!(lines[0].starts_with("flush chain ip t service-"), "{s}");
-        assert!(!s.contains("add chain"), "{s}");
+        assert!(!s.contains("chain"), "{s}");
+        assert!(s.starts_with("add map ip t spread-2 "), "{s}");
+        let del = s
+            .find("delete element ip t spread-1 { 10.43.0.1 . tcp . 80 . 0 }")
+            .expect(&s);
+        let add = s.find("add element ip t spread-2 { 10.43.0.1 . tcp . 80 . 0 : 10.42.0.5 . 8080, 10.43.0.1 . tcp . 80 . 1 : 10.42.0.6 . 8080 }").expect(&s);
+        assert!(del < add, "{s}");
         assert!(
             s.contains("add element ip t hairpin { 10.42.0.6 . 10.42.0.6 }"),
             "{s}"
         );
-        assert!(s.contains("numgen random mod 2"), "{s}");
+        p.commit(plan);
+        // A third Service with two endpoints uses the map made already.
+        p.apply_service(svc("c", "10.43.0.3"));
+        p.apply_slice(slice("c", &["10.42.0.7", "10.42.0.8"]));
+        let plan = p.plan().unwrap();
+        assert!(!plan.script.contains("add map"), "{}", plan.script);
         p.commit(plan);
 
-        // The Service goes: its elements and rules now, its chains in a
-        // later batch (the kernel lets go of them lazily before 6.2).
+        // The Service goes: its elements with it.
         p.delete_service(&svc("a", "10.43.0.1"));
+        let plan = p.plan().unwrap();
+        let s = plan.script.clone();
+        assert!(s.contains("delete element ip t spread-2 { 10.43.0.1 . tcp . 80 . 0, 10.43.0.1 . tcp . 80 . 1 }"), "{s}");
+        assert!(
+            s.contains("delete element ip t cluster-ips { 10.43.0.1 }"),
+            "{s}"
+        );
+        p.commit(plan);
+        assert!(p.next_cleanup().is_none());
+    }
+
+    /// A Service with ClientIP affinity: chains of its own.
+    fn sticky(name: &str, ip: &str) -> Arc<Service> {
+        Arc::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": name, "namespace": "ns"},
+                "spec": {"clusterIP": ip, "sessionAffinity": "ClientIP", "ports": [{"port": 80}]},
+            }))
+            .unwrap(),
+        )
+    }
+
+    #[test]
+    fn chains_are_deleted_a_batch_after_they_are_emptied() {
+        let mut p = Proxier::new(skeleton(), "n1");
+        p.apply_service(sticky("a", "10.43.0.1"));
+        p.apply_slice(slice("a", &["10.42.0.5", "10.42.0.6"]));
+        let plan = p.plan().unwrap();
+        p.commit(plan);
+        // The Service goes: its elements and rules now, its chains and
+        // sets in a later batch (the kernel lets go of them lazily
+        // before 6.2).
+        p.delete_service(&sticky("a", "10.43.0.1"));
         let plan = p.plan().unwrap();
         let s = plan.script.clone();
         let del_el = s
             .find("delete element ip t service-ips { 10.43.0.1 . tcp . 80 }")
-            .unwrap();
-        let flush = s.find("flush chain ip t service-").unwrap();
+            .expect(&s);
+        let flush = s.find("flush chain ip t service-").expect(&s);
         assert!(del_el < flush, "{s}");
-        assert!(!s.contains("delete chain"), "{s}");
         assert!(
-            s.contains("delete element ip t cluster-ips { 10.43.0.1 }"),
+            !s.contains("delete chain") && !s.contains("delete set"),
             "{s}"
         );
         p.commit(plan);
         let due = p.next_cleanup().expect("a clean-up is due");
         assert!(p.plan_at(due - STALE_AFTER / 2).is_none());
         let plan = p.plan_at(due).unwrap();
+        // The service chain and two endpoint chains; two affinity sets.
         assert_eq!(
             plan.script.matches("delete chain ip t ").count(),
-            1,
+            3,
+            "{}",
+            plan.script
+        );
+        assert_eq!(
+            plan.script.matches("delete set ip t ").count(),
+            2,
             "{}",
             plan.script
         );
@@ -658,7 +752,9 @@ mod tests {
         p.fail();
         let plan = p.plan().unwrap();
         assert!(plan.script.contains("table ip t {"));
-        assert!(plan.script.contains("dnat ip to 10.42.0.5:8080"));
+        assert!(plan
+            .script
+            .contains("10.43.0.1 . tcp . 80 . 0 : 10.42.0.5 . 8080"));
     }
 
     #[test]
@@ -683,6 +779,6 @@ mod tests {
         ));
         assert!(plan
             .script
-            .contains("add element ip t service-ips { 10.43.0.2 . tcp . 80 : goto service-"));
+            .contains("add element ip t spread-1 { 10.43.0.2 . tcp . 80 . 0 : 10.42.0.5 . 8080 }"));
     }
 }

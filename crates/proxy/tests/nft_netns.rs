@@ -152,7 +152,7 @@ fn full_and_incremental_batches_are_taken_by_the_kernel() {
     sync(&mut p, &nft);
     let listed = ns.list(table);
     assert!(
-        listed.contains("10.43.0.6 . tcp . 80 : goto service-"),
+        listed.contains("10.43.0.6 . tcp . 80 . 0 : 10.42.0.9 . 8080"),
         "{listed}"
     );
     // The endpoint's chain is emptied now and deleted in a later batch.
@@ -174,7 +174,7 @@ fn full_and_incremental_batches_are_taken_by_the_kernel() {
     sync(&mut p, &nft);
     assert!(ns
         .list(table)
-        .contains("10.43.0.6 . tcp . 80 : goto service-"));
+        .contains("10.43.0.6 . tcp . 80 . 0 : 10.42.0.9 . 8080"));
     nft.delete_table(table).unwrap();
     nft.delete_table(table).unwrap();
 }

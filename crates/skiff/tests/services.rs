@@ -970,7 +970,7 @@ print("got", s.recv(100).decode(), flush=True)"#,
     env.c.spawn();
     env.c.wait_node_ready();
     let c = &env.c;
-    // The rules are back: the echo Service's address is in the map, and
+    // The rules are back: the echo Service's address is in the table, and
     // a new connection through it works.
     let echo_ip = c.kubectl(&[
         "-n",
@@ -983,7 +983,7 @@ print("got", s.recv(100).decode(), flush=True)"#,
     ]);
     wait_for("the proxy's map again", Duration::from_secs(30), || {
         let out = Command::new("nft")
-            .args(["list", "map", "ip", &table, "service-ips"])
+            .args(["list", "table", "ip", &table])
             .output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout)
