@@ -78,15 +78,28 @@ pub async fn bind(config: &Config) -> Result<Bound, Error> {
                 source,
             }
         };
-        let first = udp_socket(addr).map_err(bind_err("UDP"))?;
-        let local = first.local_addr().map_err(bind_err("UDP"))?;
-        bound.udp.push(first);
-        for _ in 1..config.workers.max(1) {
-            bound.udp.push(udp_socket(local).map_err(bind_err("UDP"))?);
-        }
-        bound
-            .tcp
-            .push(tcp_listener(local).map_err(bind_err("TCP"))?);
+        // With port 0 the UDP port is the kernel's pick, which TCP may
+        // have in use: pick again a few times.
+        let tries = if addr.port() == 0 { 20 } else { 1 };
+        let mut attempt = 0;
+        let (udp, tcp, local) = loop {
+            attempt += 1;
+            let first = udp_socket(addr).map_err(bind_err("UDP"))?;
+            let local = first.local_addr().map_err(bind_err("UDP"))?;
+            match tcp_listener(local) {
+                Ok(tcp) => {
+                    let mut udp = vec![first];
+                    for _ in 1..config.workers.max(1) {
+                        udp.push(udp_socket(local).map_err(bind_err("UDP"))?);
+                    }
+                    break (udp, tcp, local);
+                }
+                Err(e) if e.kind() == io::ErrorKind::AddrInUse && attempt < tries => continue,
+                Err(e) => return Err(bind_err("TCP")(e)),
+            }
+        };
+        bound.udp.extend(udp);
+        bound.tcp.push(tcp);
         bound.addrs.push(local);
     }
     Ok(bound)
