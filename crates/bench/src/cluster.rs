@@ -23,19 +23,29 @@ impl Drop for Server {
     /// SIGTERM first, so the server stops its agent's containerd (a
     /// SIGKILL left one running per benchmark run), then SIGKILL.
     fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + STOP_GRACE;
-        while Instant::now() < deadline {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        stop_child(&mut self.child, STOP_GRACE);
     }
+}
+
+/// Stops a `skiff server` (or any child) by PID: SIGTERM, then SIGKILL
+/// if it is still there after `grace`.
+pub fn stop_child(child: &mut Child, grace: Duration) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        if matches!(child.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!(
+        "pid {} ignored SIGTERM for {grace:?}; killing it",
+        child.id()
+    );
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// CPU seconds (user + system) a process has used, from /proc.
@@ -56,12 +66,18 @@ pub fn cpu_seconds(pid: &str) -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 
+/// Resident memory now (VmRSS) of a process in KiB.
 pub fn rss_kib(pid: u32) -> u64 {
+    status_kib(pid, "VmRSS:")
+}
+
+/// A `/proc/PID/status` figure in KiB (0 when unreadable).
+pub fn status_kib(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
+                .find(|l| l.starts_with(field))
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|v| v.parse().ok())
         })

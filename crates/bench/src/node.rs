@@ -820,19 +820,7 @@ impl Server {
         let Some(mut child) = self.child.take() else {
             return;
         };
-        let _ = Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(40);
-        while child.try_wait().ok().flatten().is_none() {
-            if Instant::now() > deadline {
-                eprintln!("skiff server ignored SIGTERM for 40 s; killing it");
-                let _ = child.kill();
-                let _ = child.wait();
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        crate::cluster::stop_child(&mut child, Duration::from_secs(40));
     }
 }
 

@@ -305,18 +305,6 @@ fn kib_text(kib: u64) -> String {
     format!("{:.1} MiB", kib as f64 / 1024.0)
 }
 
-fn proc_kib(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(field))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
 fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .unwrap_or_default()
@@ -807,7 +795,10 @@ fn mem_probe(n: usize) -> anyhow::Result<()> {
     println!("objects={}", r1.saturating_sub(r0));
     println!("records={}", r2.saturating_sub(r1));
     println!("proxier={}", r3.saturating_sub(r2));
-    println!("peak={}", proc_kib(me, "VmHWM:").saturating_sub(r0));
+    println!(
+        "peak={}",
+        cluster::status_kib(me, "VmHWM:").saturating_sub(r0)
+    );
     println!("script_bytes={script_bytes}");
     Ok(())
 }
@@ -987,19 +978,7 @@ impl Drop for ClusterServer {
         let Some(mut child) = self.child.take() else {
             return;
         };
-        let _ = Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(40);
-        while child.try_wait().ok().flatten().is_none() {
-            if Instant::now() > deadline {
-                eprintln!("skiff server ignored SIGTERM for 40 s; killing it");
-                let _ = child.kill();
-                let _ = child.wait();
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        cluster::stop_child(&mut child, Duration::from_secs(40));
         // then `_reset` runs `skiff reset`.
     }
 }

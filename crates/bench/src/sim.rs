@@ -324,25 +324,7 @@ where
 
 /// Peak RSS (VmHWM) of a process in KiB.
 fn hwm_kib(pid: u32) -> u64 {
-    status_kib(pid, "VmHWM:")
-}
-
-/// Resident memory now (VmRSS) of a process in KiB.
-fn rss_kib(pid: u32) -> u64 {
-    status_kib(pid, "VmRSS:")
-}
-
-/// A `/proc/PID/status` figure in KiB (0 when unreadable).
-fn status_kib(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(field))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
+    crate::cluster::status_kib(pid, "VmHWM:")
 }
 
 struct Sim {
@@ -484,7 +466,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let (n1, p1) = (nodes.mark(), pods.mark());
     let c1 = cpu(server_pid, sim_pid);
     let r1 = revision(&client).await?;
-    let rss_nodes = rss_kib(sim_pid);
+    let rss_nodes = crate::cluster::rss_kib(sim_pid);
     let ready = nodes.lock().matched;
     let mut phases = vec![Phase {
         name: "nodes Ready (from sim start)",
@@ -544,7 +526,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let (n1, p1) = (nodes.mark(), pods.mark());
     let c2 = cpu(server_pid, sim_pid);
     let r2 = revision(&client).await?;
-    let rss_pods = rss_kib(sim_pid);
+    let rss_pods = crate::cluster::rss_kib(sim_pid);
     let running = pods.lock().matched;
     let pod_rate = pods.rate(epoch, p0, p1);
     phases.push(Phase {

@@ -64,27 +64,13 @@ pub(crate) fn respond<'p>(
     };
     let key = q.key.as_bytes();
     if q.qtype == wire::TYPE_AXFR || q.qtype == wire::TYPE_IXFR {
-        write_error(
-            out,
-            q.id,
-            q.flags,
-            u16::from(wire::RCODE_REFUSED),
-            Some(q.question()),
-            q.edns,
-        );
+        write_error_to(out, &q, wire::RCODE_REFUSED);
         return Outcome::Reply;
     }
     let resolved = if q.qclass == wire::CLASS_IN || q.qclass == wire::CLASS_ANY {
         records.resolve(key, q.qtype)
     } else if records.in_zone(key) {
-        write_error(
-            out,
-            q.id,
-            q.flags,
-            u16::from(wire::RCODE_REFUSED),
-            Some(q.question()),
-            q.edns,
-        );
+        write_error_to(out, &q, wire::RCODE_REFUSED);
         return Outcome::Reply;
     } else {
         Resolved::NotOurs
@@ -92,14 +78,7 @@ pub(crate) fn respond<'p>(
     match resolved {
         Resolved::NotOurs => Outcome::Forward(q),
         Resolved::NotReady => {
-            write_error(
-                out,
-                q.id,
-                q.flags,
-                u16::from(wire::RCODE_SERVFAIL),
-                Some(q.question()),
-                q.edns,
-            );
+            write_error_to(out, &q, wire::RCODE_SERVFAIL);
             Outcome::Reply
         }
         found => {
@@ -113,6 +92,18 @@ pub(crate) fn respond<'p>(
             }
         }
     }
+}
+
+/// Writes the error `rcode` in answer to the parsed query `q`.
+pub(crate) fn write_error_to(out: &mut Vec<u8>, q: &Query<'_>, rcode: u8) {
+    write_error(
+        out,
+        q.id,
+        q.flags,
+        u16::from(rcode),
+        Some(q.question()),
+        q.edns,
+    );
 }
 
 /// Writes an error response: the question if it could be read, our OPT

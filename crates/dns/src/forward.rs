@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpStream, UdpSocket};
 
-use crate::answer::write_error;
+use crate::answer::write_error_to;
 use crate::wire::{self, Query};
 
 /// How long one upstream has to answer before the next is asked.
@@ -146,27 +146,13 @@ impl Forwarder {
                 self.insert(q, entry.clone(), ttl);
             }
             if !serve(&entry, q, limit, entry.stored, out) {
-                write_error(
-                    out,
-                    q.id,
-                    q.flags,
-                    u16::from(wire::RCODE_SERVFAIL),
-                    Some(q.question()),
-                    q.edns,
-                );
+                write_error_to(out, q, wire::RCODE_SERVFAIL);
             }
             return;
         }
         match fallback {
             Some(entry) if serve(&entry, q, limit, entry.stored, out) => {}
-            _ => write_error(
-                out,
-                q.id,
-                q.flags,
-                u16::from(wire::RCODE_SERVFAIL),
-                Some(q.question()),
-                q.edns,
-            ),
+            _ => write_error_to(out, q, wire::RCODE_SERVFAIL),
         }
     }
 

@@ -22,7 +22,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::answer::{self, write_error, Outcome, Transport};
+use crate::answer::{self, write_error_to, Outcome, Transport};
 use crate::external;
 use crate::forward::Forwarder;
 use crate::wire;
@@ -220,17 +220,7 @@ async fn udp_loop(
                             });
                             continue;
                         }
-                        Err(_) => {
-                            let servfail = u16::from(wire::RCODE_SERVFAIL);
-                            write_error(
-                                &mut out,
-                                q.id,
-                                q.flags,
-                                servfail,
-                                Some(q.question()),
-                                q.edns,
-                            );
-                        }
+                        Err(_) => write_error_to(&mut out, &q, wire::RCODE_SERVFAIL),
                     }
                 }
             }
