@@ -30,6 +30,12 @@
 //!    for information, (a) and (b) from this process on the host, whose
 //!    ClusterIP traffic the proxy masquerades (`fully-random`) as
 //!    kube-proxy does. Skipped with `--skip-cluster`.
+//! 5. Idle memory: a fresh `skiff server` with its node (agent, proxy,
+//!    DNS, controllers, scheduler) left idle for `--idle-seconds` after
+//!    its node is Ready, its VmRSS (file-backed and anonymous) beside the
+//!    same build with `--disable-kube-proxy --disable-cluster-dns` and,
+//!    with `--base`, an older build; the issue's target is 64 MiB.
+//!    Skipped with `--skip-cluster`.
 //!
 //! Owns nothing else: the network namespaces, processes, server (stopped
 //! by PID, then `skiff reset`) and directories it makes are removed also
@@ -98,9 +104,17 @@ pub struct Args {
     /// Seconds of each HTTP load phase.
     #[arg(long, default_value_t = 10)]
     http_seconds: u64,
-    /// Skip part 4 (the live cluster).
+    /// Skip parts 4 and 5 (the live clusters).
     #[arg(long)]
     skip_cluster: bool,
+    /// Seconds an idle server settles after its node is Ready before its
+    /// RSS is read (part 5).
+    #[arg(long, default_value_t = 20)]
+    idle_seconds: u64,
+    /// An older build's `skiff`, whose idle RSS part 5 prints beside
+    /// this build's.
+    #[arg(long)]
+    base: Option<PathBuf>,
     /// The skiff binary (default: the one beside skiff-bench).
     #[arg(long)]
     skiff: Option<PathBuf>,
@@ -894,7 +908,7 @@ struct ClusterServer {
 }
 
 impl ClusterServer {
-    fn spawn(skiff: &Path, work: &Path, lease: &Lease) -> anyhow::Result<Self> {
+    fn spawn(skiff: &Path, work: &Path, lease: &Lease, extra: &[&str]) -> anyhow::Result<Self> {
         let data_dir = work.join("server");
         let log = work.join("server.log");
         let bridge = lease.bridge();
@@ -922,6 +936,7 @@ impl ClusterServer {
             .args(["--bridge-name", &bridge])
             .args(["--kubelet-port", &kubelet_port.to_string()])
             .args(["--node-ip", "127.0.0.1", "--node-name", NODE])
+            .args(extra)
             .env("SKIFF_LOG", "info,kube=warn,tower=warn,hyper=warn,h2=warn")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -1369,7 +1384,7 @@ async fn live(args: &Args, f: &mut HttpFigures) -> anyhow::Result<()> {
     let work = tempfile::Builder::new()
         .prefix("skiff-bench-svc-")
         .tempdir()?;
-    let mut server = ClusterServer::spawn(&skiff, work.path(), &lease)?;
+    let mut server = ClusterServer::spawn(&skiff, work.path(), &lease, &[])?;
     let result = async {
         let client = server.client(Duration::from_secs(60)).await?;
         wait_node_ready(&client, Duration::from_secs(120)).await?;
@@ -1502,6 +1517,87 @@ async fn live(args: &Args, f: &mut HttpFigures) -> anyhow::Result<()> {
 }
 
 // ------------------------------------------------------------- report
+
+// ------------------------------------------------------- 5. idle memory
+
+/// One idle server's resident memory, in KiB.
+#[derive(Debug, Clone, Copy)]
+struct IdleRss {
+    total: u64,
+    file: u64,
+    anon: u64,
+}
+
+/// Starts `skiff` as a server with its node and `extra` flags, waits for
+/// the node to be Ready, lets it idle `seconds` and reads its memory; the
+/// server is stopped and reset before this returns.
+async fn idle_rss(skiff: &Path, extra: &[&str], seconds: u64) -> anyhow::Result<IdleRss> {
+    let lease = Lease::take(200)?;
+    skiff_node::network::remove_bridge(&lease.bridge());
+    let work = tempfile::Builder::new()
+        .prefix("skiff-bench-idle-")
+        .tempdir()?;
+    let mut server = ClusterServer::spawn(skiff, work.path(), &lease, extra)?;
+    let client = server.client(Duration::from_secs(60)).await?;
+    wait_node_ready(&client, Duration::from_secs(120)).await?;
+    drop(client);
+    tokio::time::sleep(Duration::from_secs(seconds)).await;
+    let child = server.child.as_mut().context("server not running")?;
+    if let Some(status) = child.try_wait()? {
+        bail!("skiff server exited ({status}):\n{}", server.log_tail());
+    }
+    let pid = child.id();
+    Ok(IdleRss {
+        total: cluster::status_kib(pid, "VmRSS:"),
+        file: cluster::status_kib(pid, "RssFile:"),
+        anon: cluster::status_kib(pid, "RssAnon:"),
+    })
+}
+
+/// Part 5's servers, one after another: this build with everything, this
+/// build without proxy and DNS, and the base build if one was given.
+async fn idle(args: &Args) -> anyhow::Result<Vec<(String, IdleRss)>> {
+    let skiff = std::path::absolute(match &args.skiff {
+        Some(p) => p.clone(),
+        None => cluster::sibling("skiff")?,
+    })?;
+    let mut out = Vec::new();
+    let all = idle_rss(&skiff, &[], args.idle_seconds).await?;
+    out.push(("this build (agent, proxy, DNS)".to_string(), all));
+    let without = idle_rss(
+        &skiff,
+        &["--disable-kube-proxy", "--disable-cluster-dns"],
+        args.idle_seconds,
+    )
+    .await?;
+    out.push((
+        "this build, --disable-kube-proxy --disable-cluster-dns".to_string(),
+        without,
+    ));
+    if let Some(base) = &args.base {
+        let base = std::path::absolute(base)?;
+        anyhow::ensure!(base.exists(), "{} not found", base.display());
+        let b = idle_rss(&base, &[], args.idle_seconds).await?;
+        out.push((format!("base build ({})", base.display()), b));
+    }
+    Ok(out)
+}
+
+fn report_idle(args: &Args, rows: &[(String, IdleRss)]) {
+    let mib = |k: u64| format!("{:.1} MiB", k as f64 / 1024.0);
+    let grid: Vec<Vec<String>> = rows
+        .iter()
+        .map(|(name, r)| vec![name.clone(), mib(r.total), mib(r.file), mib(r.anon)])
+        .collect();
+    print_grid(
+        &format!(
+            "5. Idle memory: `skiff server` with its node, {} s after the node is Ready (VmRSS; file-backed is mostly the binary's code)",
+            args.idle_seconds
+        ),
+        &["server", "RSS", "file", "anonymous"],
+        &grid,
+    );
+}
 
 fn report_proxy(small: &SyncFigures, big: &SyncFigures) -> Option<f64> {
     let row = |what: &str, a: String, b: String, r: String| vec![what.to_string(), a, b, r];
@@ -1881,6 +1977,13 @@ async fn run_all(args: &Args) -> anyhow::Result<()> {
     eprintln!("2. DNS …");
     let dns_figures = dns(args).await?;
 
+    let idle_result = if args.skip_cluster {
+        None
+    } else {
+        eprintln!("5. idle memory …");
+        Some(idle(args).await)
+    };
+
     let mut http = HttpFigures::default();
     let live_result = if args.skip_cluster {
         None
@@ -1898,6 +2001,9 @@ async fn run_all(args: &Args) -> anyhow::Result<()> {
     let proxy_ratio = report_proxy(&small, &big);
     let qps_ratio = report_dns(args, &dns_figures);
     report_memory(args.services, &mem);
+    if let Some(Ok(rows)) = &idle_result {
+        report_idle(args, rows);
+    }
     let http_ratios = match &live_result {
         Some(Ok(())) => Some(report_http(args, &http)),
         _ => None,
@@ -1983,6 +2089,24 @@ async fn run_all(args: &Args) -> anyhow::Result<()> {
         ]),
         (Some(Ok(())), None) => {}
     }
+    match &idle_result {
+        Some(Ok(idle_rows)) => {
+            let total = idle_rows[0].1.total;
+            rows.push(vec![
+                "idle all-in-one server RSS (agent, proxy, DNS)".into(),
+                format!("{:.1} MiB", total as f64 / 1024.0),
+                "≤ 64 MiB".into(),
+                if total <= 64 * 1024 { "met" } else { "MISSED" }.into(),
+            ]);
+        }
+        Some(Err(e)) => rows.push(vec![
+            "idle all-in-one server RSS".into(),
+            format!("failed: {}", format!("{e:#}").lines().next().unwrap_or("")),
+            "≤ 64 MiB".into(),
+            String::new(),
+        ]),
+        None => {}
+    }
     print_grid(
         "Summary (issue #36's targets)",
         &["figure", "value", "target", ""],
@@ -1990,6 +2114,9 @@ async fn run_all(args: &Args) -> anyhow::Result<()> {
     );
     if let Some(Err(e)) = live_result {
         return Err(e.context("part 4 (the live cluster) failed"));
+    }
+    if let Some(Err(e)) = idle_result {
+        return Err(e.context("part 5 (idle memory) failed"));
     }
     Ok(())
 }

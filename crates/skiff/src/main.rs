@@ -13,7 +13,8 @@ mod sim;
 
 use clap::Parser;
 
-/// jemalloc: see the workspace manifest for what it was measured against.
+/// jemalloc: see the workspace manifest for what it was measured against,
+/// and this crate's for its background thread.
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

@@ -95,6 +95,15 @@ fn server_opens_its_store_and_stops_on_sigterm() {
         "{text}"
     );
 
+    // jemalloc runs with its background threads (crates/skiff/Cargo.toml):
+    // they return the pages freed while the server idles.
+    let purgers = std::fs::read_dir(format!("/proc/{}/task", server.child.id()))
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|name| name.trim() == "jemalloc_bg_thd")
+        .count();
+    assert!(purgers >= 1, "no jemalloc background thread");
+
     // A second server on the same data dir is refused with a clear error.
     let second = Command::new(SKIFF)
         .args(["server", "--https-listen-port", "0", "--data-dir"])
