@@ -2,10 +2,6 @@
 //! namespace, name and subresource, the verb, and the query pairs, with
 //! percent-decoding. Authorization and the handlers both read it.
 
-use std::collections::HashMap;
-
-use axum::http::Method;
-
 use crate::catalog::{Catalog, Resource};
 
 /// A parsed resource URL.
@@ -58,50 +54,6 @@ pub fn parse_target(catalog: &Catalog, path: &str) -> Option<Target> {
         name: name.map(|s| s.to_string()),
         subresource: sub.map(|s| s.to_string()),
     })
-}
-
-/// The upstream Forbidden message for a resource request, when `path` is
-/// one: `pods "web" is forbidden: User "u" cannot get resource "pods" in
-/// API group "" in the namespace "default"`.
-pub fn forbidden_message(
-    catalog: &Catalog,
-    user: &str,
-    method: &Method,
-    path: &str,
-    query: Option<&str>,
-) -> Option<String> {
-    let target = parse_target(catalog, path)?;
-    let q: HashMap<String, String> = query
-        .map(|q| url_pairs(q).into_iter().collect())
-        .unwrap_or_default();
-    let verb = match (method, target.name.is_some()) {
-        (&Method::GET, true) => "get",
-        (&Method::GET, false) if is_true(q.get("watch")) => "watch",
-        (&Method::GET, false) => "list",
-        (&Method::POST, _) => "create",
-        (&Method::PUT, _) => "update",
-        (&Method::PATCH, _) => "patch",
-        (&Method::DELETE, true) => "delete",
-        (&Method::DELETE, false) => "deletecollection",
-        _ => return None,
-    };
-    let r = target.resource;
-    let resource = match &target.subresource {
-        Some(sub) => format!("{}/{sub}", r.plural),
-        None => r.plural.to_string(),
-    };
-    let subject = match &target.name {
-        Some(name) => format!("{} \"{name}\"", r.qualified()),
-        None => r.qualified(),
-    };
-    let scope = match &target.namespace {
-        Some(ns) => format!("in the namespace \"{ns}\""),
-        None => "at the cluster scope".to_string(),
-    };
-    Some(format!(
-        "{subject} is forbidden: User \"{user}\" cannot {verb} resource \"{resource}\" in API group \"{}\" {scope}",
-        r.group
-    ))
 }
 
 /// Decodes `a=b&c=d` with percent-decoding.

@@ -155,6 +155,9 @@ pub fn is_public(path: &str) -> bool {
         || path.starts_with("/readyz/")
 }
 
+/// The group of every authenticated user.
+pub const AUTHENTICATED: &str = "system:authenticated";
+
 /// Request filter (see `crate::serve::filters`): authenticates and puts
 /// the [`User`] in the request's extensions; no credentials is a 401
 /// except on public paths. Authorization is a later filter's
@@ -168,11 +171,17 @@ pub fn authenticate(tokens: &Tokens, mut req: Request) -> Result<Request, ApiErr
         .and_then(|v| v.strip_prefix("Bearer "))
         .and_then(|t| tokens.user(t.trim()).cloned());
     let path = req.uri().path().to_string();
-    let user = match from_token.or(from_cert) {
+    let mut user = match from_token.or(from_cert) {
         Some(user) => user,
         None if is_public(&path) => return Ok(req),
         None => return Err(ApiError::unauthorized()),
     };
+    // Every authenticated user is in `system:authenticated`, as upstream's
+    // authenticator adds it (the default bindings grant discovery and
+    // self-reviews to that group).
+    if !user.groups.iter().any(|g| g == AUTHENTICATED) {
+        user.groups.push(AUTHENTICATED.into());
+    }
     req.extensions_mut().insert(user);
     Ok(req)
 }

@@ -9,9 +9,9 @@
 //! dropped.
 
 use axum::extract::Request;
-use axum::http::{HeaderMap, Method};
+use axum::http::HeaderMap;
 
-use super::{Attributes, Authorizer, Decision};
+use super::{Attributes, Authorizer};
 use crate::authn::User;
 use crate::status::ApiError;
 
@@ -101,38 +101,13 @@ fn asks(headers: &HeaderMap) -> Result<Asked, ApiError> {
     Ok((user, groups, out))
 }
 
-/// The synthetic request path of an `impersonate` check.
-fn path(ask: &Ask) -> String {
-    let prefix = if ask.group.is_empty() {
-        "/api/v1".to_string()
-    } else {
-        format!("/apis/{}/v1", ask.group)
-    };
-    match &ask.namespace {
-        Some(ns) => format!("{prefix}/namespaces/{ns}/{}/{}", ask.resource, ask.name),
-        None => format!("{prefix}/{}/{}", ask.resource, ask.name),
-    }
-}
-
-/// Whether the chain allows `user` the `verb` on `path` (first Allow or
-/// Deny decides, as in [`super::authorize`]).
-pub fn allowed(
-    authorizers: &[Box<dyn Authorizer>],
-    user: &User,
-    method: &Method,
-    path: &str,
-) -> bool {
-    let attrs = Attributes {
-        user,
-        method,
-        path,
-        query: None,
-    };
-    authorizers
-        .iter()
-        .map(|a| a.authorize(&attrs))
-        .find(|d| *d != Decision::NoOpinion)
-        == Some(Decision::Allow)
+/// The attributes of the `impersonate` check for one asked-for identity.
+fn attributes<'a>(actor: &'a User, ask: &Ask) -> Attributes<'a> {
+    let (resource, sub) = ask.resource.split_once('/').unwrap_or((&ask.resource, ""));
+    Attributes::resource(actor, "impersonate", ask.group, resource)
+        .in_namespace(ask.namespace.as_deref().unwrap_or(""))
+        .named(&ask.name)
+        .with_subresource(sub)
 }
 
 /// Request filter (see `crate::serve::filters`): replaces the
@@ -153,22 +128,10 @@ pub fn impersonate(
         return Ok(req);
     };
     let (user, groups, asks) = asks(req.headers())?;
-    let method = Method::from_bytes(b"IMPERSONATE").unwrap_or(Method::POST);
     for ask in &asks {
-        if !allowed(authorizers, &actor, &method, &path(ask)) {
-            let scope = match &ask.namespace {
-                Some(ns) => format!("in the namespace \"{ns}\""),
-                None => "at the cluster scope".to_string(),
-            };
-            let qualified = if ask.group.is_empty() {
-                ask.resource.clone()
-            } else {
-                format!("{}.{}", ask.resource, ask.group)
-            };
-            return Err(ApiError::forbidden(format!(
-                "{qualified} \"{}\" is forbidden: User \"{}\" cannot impersonate resource \"{}\" in API group \"{}\" {scope}",
-                ask.name, actor.name, ask.resource, ask.group
-            )));
+        let attrs = attributes(&actor, ask);
+        if !super::allowed(authorizers, &attrs) {
+            return Err(ApiError::forbidden(super::forbidden(&attrs)));
         }
     }
     let Some(name) = user else {

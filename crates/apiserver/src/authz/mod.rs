@@ -1,35 +1,29 @@
-//! Authorization: after authentication put a [`User`] on the request, an
-//! [`Authorizer`] decides whether it may do what it asks. A denial is a 403
-//! in upstream's words (`pods "web" is forbidden: User "u" cannot get
-//! resource "pods" in API group "" in the namespace "default"`). Today's
-//! policy is [`MastersOnly`] then [`BasicUser`] (what upstream's default
-//! bindings give every authenticated user); RBAC and the Node authorizer
-//! come later as more implementations, tried in order. Each can also list
-//! a user's [`Rules`] (SelfSubjectRulesReview).
+//! Authorization: after authentication put a [`User`] on the request, the
+//! chain of [`Authorizer`]s decides whether it may do what it asks, judged
+//! as upstream's [`Attributes`] (user, verb, resource or path). The chain
+//! is upstream's `Node,RBAC` with the privileged `system:masters` group
+//! first: [`MastersOnly`] then [`Rbac`] (whose default bindings give every
+//! authenticated user discovery and self-reviews). The first Allow or Deny
+//! decides; no Allow is a 403 in upstream's words (`pods "web" is
+//! forbidden: User "u" cannot get resource "pods" in API group "" in the
+//! namespace "default"`). Each authorizer can also list a user's
+//! [`Rules`] (SelfSubjectRulesReview).
 
 use axum::extract::Request;
-use axum::http::Method;
 
 use crate::authn::User;
 use crate::status::ApiError;
 
-mod basic;
+mod attributes;
 pub mod impersonate;
 mod masters;
+pub mod rbac;
 mod rules;
 
-pub use basic::{is_resource_request, url_matches, BasicUser};
+pub use attributes::{forbidden, Attributes};
 pub use masters::MastersOnly;
+pub use rbac::Rbac;
 pub use rules::Rules;
-
-/// What a request asks to do.
-#[derive(Debug)]
-pub struct Attributes<'a> {
-    pub user: &'a User,
-    pub method: &'a Method,
-    pub path: &'a str,
-    pub query: Option<&'a str>,
-}
 
 /// An authorizer's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,14 +44,23 @@ pub trait Authorizer: Send + Sync + std::fmt::Debug {
     }
 }
 
-/// Request filter (see `crate::serve::filters`): asks each authorizer in
-/// turn; the first Allow or Deny decides, and no Allow is a 403. Public
-/// paths pass.
-pub fn authorize(
-    authorizers: &[Box<dyn Authorizer>],
-    catalog: &crate::catalog::Catalog,
-    req: Request,
-) -> Result<Request, ApiError> {
+/// The chain's decision: the first Allow or Deny, else Deny.
+pub fn decide(authorizers: &[Box<dyn Authorizer>], attrs: &Attributes<'_>) -> Decision {
+    authorizers
+        .iter()
+        .map(|a| a.authorize(attrs))
+        .find(|d| *d != Decision::NoOpinion)
+        .unwrap_or(Decision::Deny)
+}
+
+/// Whether the chain allows `attrs`.
+pub fn allowed(authorizers: &[Box<dyn Authorizer>], attrs: &Attributes<'_>) -> bool {
+    decide(authorizers, attrs) == Decision::Allow
+}
+
+/// Request filter (see `crate::serve::filters`): asks the chain; no Allow
+/// is a 403. Public paths pass.
+pub fn authorize(authorizers: &[Box<dyn Authorizer>], req: Request) -> Result<Request, ApiError> {
     let path = req.uri().path().to_string();
     if crate::authn::is_public(&path) {
         return Ok(req);
@@ -65,28 +68,9 @@ pub fn authorize(
     let Some(user) = req.extensions().get::<User>().cloned() else {
         return Err(ApiError::unauthorized());
     };
-    let attrs = Attributes {
-        user: &user,
-        method: req.method(),
-        path: &path,
-        query: req.uri().query(),
-    };
-    let decision = authorizers
-        .iter()
-        .map(|a| a.authorize(&attrs))
-        .find(|d| *d != Decision::NoOpinion)
-        .unwrap_or(Decision::Deny);
-    if decision == Decision::Allow {
+    let attrs = Attributes::of_request(&user, req.method(), &path, req.uri().query());
+    if allowed(authorizers, &attrs) {
         return Ok(req);
     }
-    let message =
-        crate::request::forbidden_message(catalog, &user.name, attrs.method, &path, attrs.query)
-            .unwrap_or_else(|| {
-                let verb = attrs.method.as_str().to_lowercase();
-                format!(
-                    "forbidden: User \"{}\" cannot {verb} path \"{path}\"",
-                    user.name
-                )
-            });
-    Err(ApiError::forbidden(message))
+    Err(ApiError::forbidden(forbidden(&attrs)))
 }

@@ -42,6 +42,29 @@ impl Rules {
         self
     }
 
+    /// Adds an RBAC rule: a resource rule, a non-resource rule, or both
+    /// when it names both (validation refuses that, but stored objects are
+    /// listed as they are).
+    pub fn policy_rule(mut self, rule: &k8s_openapi::api::rbac::v1::PolicyRule) -> Self {
+        let list = |l: &Option<Vec<String>>| l.clone().unwrap_or_default();
+        if rule.resources.as_ref().is_some_and(|r| !r.is_empty()) {
+            let mut r = json!({
+                "verbs": rule.verbs,
+                "apiGroups": list(&rule.api_groups),
+                "resources": list(&rule.resources),
+            });
+            if let Some(names) = rule.resource_names.as_ref().filter(|n| !n.is_empty()) {
+                r["resourceNames"] = json!(names);
+            }
+            self.resource_rules.push(r);
+        }
+        if let Some(urls) = rule.non_resource_urls.as_ref().filter(|u| !u.is_empty()) {
+            self.non_resource_rules
+                .push(json!({"verbs": rule.verbs, "nonResourceURLs": urls}));
+        }
+        self
+    }
+
     /// The union of two authorizers' lists (upstream's union resolver).
     pub fn union(mut self, other: Rules) -> Self {
         self.resource_rules.extend(other.resource_rules);

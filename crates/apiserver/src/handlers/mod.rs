@@ -21,7 +21,6 @@ use crate::AppState;
 pub mod apply;
 mod binding;
 
-pub use crate::request::forbidden_message;
 use crate::request::{is_true, parse_target, url_pairs};
 use crate::table;
 mod componentstatuses;

@@ -3,13 +3,10 @@
 //! answered by the server's authorizer chain with upstream's validation
 //! (`pkg/apis/authorization/validation`).
 //!
-//! Skiff's [`Authorizer`](crate::authz::Authorizer)s judge a request's
-//! method and path, so a review's attributes are turned into the request
-//! they describe (`get` with a name is a GET of the object, `list` a GET of
-//! the collection, `watch` adds `watch=true`, verbs without an HTTP method
-//! — `impersonate`, `bind`, `use` — become that method name).
+//! A review's attributes are what the chain of
+//! [`Authorizer`](crate::authz::Authorizer)s judges, as they are for a
+//! request.
 
-use axum::http::Method;
 use serde_json::{json, Value};
 
 use super::{with_status, Context};
@@ -108,65 +105,25 @@ fn invalid(kind: &str, causes: Vec<Cause>) -> ApiResult<()> {
     }
 }
 
-/// The HTTP method a verb is sent as.
-fn method(verb: &str) -> Method {
-    match verb {
-        "get" | "list" | "watch" => Method::GET,
-        "create" | "post" => Method::POST,
-        "update" | "put" => Method::PUT,
-        "patch" => Method::PATCH,
-        "delete" | "deletecollection" => Method::DELETE,
-        "head" => Method::HEAD,
-        "options" => Method::OPTIONS,
-        other => Method::from_bytes(other.to_ascii_uppercase().as_bytes()).unwrap_or(Method::GET),
-    }
-}
-
-/// The request `spec`'s attributes describe: (method, path, query).
-fn request_of(spec: &Value) -> (Method, String, Option<&'static str>) {
+/// The attributes `spec` describes, for `user`.
+fn attributes_of<'a>(spec: &Value, user: &'a User) -> crate::authz::Attributes<'a> {
+    use crate::authz::Attributes;
     if let Some(nr) = present(spec, "nonResourceAttributes") {
-        return (method(s(nr, "verb")), s(nr, "path").to_string(), None);
+        return Attributes::non_resource(user, s(nr, "verb"), s(nr, "path"));
     }
     let empty = json!({});
     let ra = present(spec, "resourceAttributes").unwrap_or(&empty);
-    let (group, version) = (s(ra, "group"), s(ra, "version"));
-    let version = if version.is_empty() { "v1" } else { version };
-    let mut path = if group.is_empty() {
-        format!("/api/{version}")
-    } else {
-        format!("/apis/{group}/{version}")
-    };
-    let (ns, resource, name, sub) = (
-        s(ra, "namespace"),
-        s(ra, "resource"),
-        s(ra, "name"),
-        s(ra, "subresource"),
-    );
-    let namespace_itself = resource == "namespaces" && name == ns;
-    if !(ns.is_empty() || namespace_itself) {
-        path.push_str(&format!("/namespaces/{ns}"));
-    }
-    path.push_str(&format!("/{resource}"));
-    if !name.is_empty() {
-        path.push_str(&format!("/{name}"));
-    }
-    if !sub.is_empty() {
-        path.push_str(&format!("/{sub}"));
-    }
-    let verb = s(ra, "verb");
-    let query = (verb == "watch").then_some("watch=true");
-    (method(verb), path, query)
+    let mut attrs = Attributes::resource(user, s(ra, "verb"), s(ra, "group"), s(ra, "resource"))
+        .in_namespace(s(ra, "namespace"))
+        .named(s(ra, "name"))
+        .with_subresource(s(ra, "subresource"));
+    attrs.api_version = s(ra, "version").to_string();
+    attrs
 }
 
 /// The chain's answer for `user` on what `spec` describes: `{allowed}`.
 fn decide(ctx: &Context, user: &User, spec: &Value) -> Value {
-    let (method, path, query) = request_of(spec);
-    let attrs = crate::authz::Attributes {
-        user,
-        method: &method,
-        path: &path,
-        query,
-    };
+    let attrs = attributes_of(spec, user);
     let decision = ctx
         .authorizers
         .iter()
@@ -310,23 +267,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn attributes_become_requests() {
+    fn review_attributes_are_judged_as_they_are() {
+        let user = User {
+            name: "jane".into(),
+            groups: vec![],
+        };
         let spec = json!({"resourceAttributes": {"namespace": "default", "verb": "get",
             "resource": "pods", "name": "web", "subresource": "log"}});
-        let (m, p, q) = request_of(&spec);
+        let a = attributes_of(&spec, &user);
+        assert!(a.resource_request);
         assert_eq!(
-            (m, p.as_str(), q),
-            (Method::GET, "/api/v1/namespaces/default/pods/web/log", None)
+            [&a.verb, &a.namespace, &a.resource, &a.name, &a.subresource],
+            ["get", "default", "pods", "web", "log"]
         );
-        let spec = json!({"resourceAttributes": {"verb": "watch", "group": "apps", "resource": "deployments"}});
-        let (_, p, q) = request_of(&spec);
+        let spec = json!({"resourceAttributes": {"verb": "impersonate", "resource": "users", "name": "bob"}});
+        let a = attributes_of(&spec, &user);
         assert_eq!(
-            (p.as_str(), q),
-            ("/apis/apps/v1/deployments", Some("watch=true"))
+            [&a.verb, &a.resource, &a.name],
+            ["impersonate", "users", "bob"]
         );
         let spec = json!({"nonResourceAttributes": {"verb": "get", "path": "/healthz"}});
-        assert_eq!(request_of(&spec).1, "/healthz");
-        assert_eq!(method("impersonate").as_str(), "IMPERSONATE");
+        let a = attributes_of(&spec, &user);
+        assert!(!a.resource_request);
+        assert_eq!([&a.verb, &a.path], ["get", "/healthz"]);
     }
 
     #[test]

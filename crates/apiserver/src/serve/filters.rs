@@ -26,8 +26,6 @@ pub struct Filters {
     /// What the review handlers (TokenReview, SubjectAccessReview) read,
     /// put in every request's extensions.
     pub reviews: crate::reviews::Context,
-    /// The kinds served, for the words of a 403.
-    pub catalog: Arc<crate::catalog::Catalog>,
 }
 
 /// Runs the filters over `req`, then the handler (`next`) if every filter
@@ -38,7 +36,7 @@ pub async fn run(filters: Arc<Filters>, mut req: Request, next: Next) -> Respons
     super::panic::caught(method, path, async move {
         let passed = authn::authenticate(&filters.tokens, req)
             .and_then(|req| authz::impersonate::impersonate(&filters.authorizers, req))
-            .and_then(|req| authz::authorize(&filters.authorizers, &filters.catalog, req));
+            .and_then(|req| authz::authorize(&filters.authorizers, req));
         match passed {
             Ok(req) => next.run(req).await,
             Err(refused) => refused.into_response(),
@@ -68,10 +66,6 @@ mod tests {
                 tokens: Arc::new(Tokens::default()),
                 authorizers: Arc::new(Vec::new()),
             },
-            catalog: Arc::new(crate::catalog::Catalog::new(
-                crate::resources::KINDS,
-                Arc::new(crate::catalog::NoCustomKinds),
-            )),
         });
         Router::new()
             .route("/healthz", get(|| async { "ok" }))
