@@ -1,0 +1,360 @@
+//! RBAC enforced, with the real kubectl (1.33) against one server: users
+//! (by impersonation from the admin, and one real bearer token) get
+//! upstream's Forbidden until a binding grants them, then exactly what the
+//! bound role says: a RoleBinding to `view` in one namespace only, a Role
+//! with resourceNames, a ClusterRoleBinding to a group, a ServiceAccount
+//! subject, a non-resource URL, `auth can-i` and `--list`; deleting the
+//! binding takes the rights away again.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use support::{ok, run, Kubectl, TestServer, VIEWER_TOKEN};
+
+/// (success, stdout + stderr) of `kubectl ARGS`.
+async fn try_run(k: &Kubectl, args: &[&str]) -> (bool, String) {
+    let out = run(k, args).await;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// Runs `kubectl ARGS` until its success is `want` (the authorizer follows
+/// bindings through the watch cache, a moment after the write); the last
+/// output. Panics after 20 s.
+async fn until(k: &Kubectl, args: &[&str], want: bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (done, text) = try_run(k, args).await;
+        if done == want {
+            return text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "kubectl {args:?} still {} after 20 s: {text}",
+            if done { "succeeds" } else { "fails" }
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rbac_is_enforced() {
+    let server = TestServer::start().await;
+    let k = server.kubectl(33);
+    ok(&k, &["create", "namespace", "dev"]).await;
+    ok(&k, &["create", "namespace", "prod"]).await;
+    ok(
+        &k,
+        &[
+            "-n",
+            "dev",
+            "create",
+            "configmap",
+            "allowed",
+            "--from-literal=a=b",
+        ],
+    )
+    .await;
+    ok(
+        &k,
+        &[
+            "-n",
+            "dev",
+            "create",
+            "configmap",
+            "secret-ish",
+            "--from-literal=a=b",
+        ],
+    )
+    .await;
+
+    // Nothing bound: upstream's words.
+    let (done, text) = try_run(&k, &["--as=jane", "-n", "dev", "get", "pods"]).await;
+    assert!(!done);
+    assert!(
+        text.contains("pods is forbidden: User \"jane\" cannot list resource \"pods\" in API group \"\" in the namespace \"dev\""),
+        "{text}"
+    );
+    let (done, text) = try_run(&k, &["--as=jane", "get", "nodes", "n1"]).await;
+    assert!(!done);
+    assert!(
+        text.contains("nodes \"n1\" is forbidden: User \"jane\" cannot get resource \"nodes\" in API group \"\" at the cluster scope"),
+        "{text}"
+    );
+    // Discovery and self-reviews come with system:authenticated.
+    ok(&k, &["--as=jane", "api-resources", "--api-group=apps"]).await;
+    ok(&k, &["--as=jane", "auth", "whoami"]).await;
+
+    // A RoleBinding to the view ClusterRole: dev only, read only.
+    ok(
+        &k,
+        &[
+            "-n",
+            "dev",
+            "create",
+            "rolebinding",
+            "jane-view",
+            "--clusterrole=view",
+            "--user=jane",
+        ],
+    )
+    .await;
+    until(&k, &["--as=jane", "-n", "dev", "get", "pods"], true).await;
+    ok(&k, &["--as=jane", "-n", "dev", "get", "configmaps"]).await;
+    let (done, text) = try_run(&k, &["--as=jane", "-n", "prod", "get", "pods"]).await;
+    assert!(
+        !done && text.contains("in the namespace \"prod\""),
+        "{text}"
+    );
+    let (done, text) = try_run(&k, &["--as=jane", "get", "pods", "-A"]).await;
+    assert!(!done && text.contains("at the cluster scope"), "{text}");
+    let (done, text) = try_run(&k, &["--as=jane", "-n", "dev", "create", "configmap", "x"]).await;
+    assert!(
+        !done && text.contains("configmaps is forbidden: User \"jane\" cannot create resource \"configmaps\" in API group \"\" in the namespace \"dev\""),
+        "{text}"
+    );
+    let (done, text) = try_run(&k, &["--as=jane", "-n", "dev", "get", "secrets"]).await;
+    assert!(!done, "view does not read Secrets: {text}");
+    let yes = ok(
+        &k,
+        &[
+            "--as=jane",
+            "-n",
+            "dev",
+            "auth",
+            "can-i",
+            "watch",
+            "deployments.apps",
+        ],
+    )
+    .await;
+    assert_eq!(yes.trim(), "yes");
+    let list = ok(&k, &["--as=jane", "-n", "dev", "auth", "can-i", "--list"]).await;
+    let pods = list
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("pods"))
+        .unwrap_or_else(|| panic!("no pods row in\n{list}"));
+    assert!(pods.contains("[get list watch]"), "{list}");
+
+    // A Role with resourceNames: that one ConfigMap, and no list.
+    ok(
+        &k,
+        &[
+            "-n",
+            "dev",
+            "create",
+            "role",
+            "one-cm",
+            "--verb=get,list,patch",
+            "--resource=configmaps",
+            "--resource-name=allowed",
+        ],
+    )
+    .await;
+    ok(
+        &k,
+        &[
+            "-n",
+            "dev",
+            "create",
+            "rolebinding",
+            "bob-one-cm",
+            "--role=one-cm",
+            "--user=bob",
+        ],
+    )
+    .await;
+    until(
+        &k,
+        &["--as=bob", "-n", "dev", "get", "configmap", "allowed"],
+        true,
+    )
+    .await;
+    ok(
+        &k,
+        &[
+            "--as=bob",
+            "-n",
+            "dev",
+            "label",
+            "configmap",
+            "allowed",
+            "touched=yes",
+        ],
+    )
+    .await;
+    let (done, text) = try_run(
+        &k,
+        &["--as=bob", "-n", "dev", "get", "configmap", "secret-ish"],
+    )
+    .await;
+    assert!(
+        !done && text.contains("configmaps \"secret-ish\" is forbidden: User \"bob\" cannot get resource \"configmaps\""),
+        "{text}"
+    );
+    let (done, text) = try_run(&k, &["--as=bob", "-n", "dev", "get", "configmaps"]).await;
+    assert!(!done && text.contains("cannot list resource"), "{text}");
+    // A list narrowed to the name by a field selector is of that name
+    // (as upstream decides since 1.30), so resourceNames allow it.
+    ok(
+        &k,
+        &[
+            "--as=bob",
+            "-n",
+            "dev",
+            "get",
+            "configmaps",
+            "--field-selector=metadata.name=allowed",
+        ],
+    )
+    .await;
+
+    // A ClusterRoleBinding to a group: edit everywhere.
+    ok(
+        &k,
+        &[
+            "create",
+            "clusterrolebinding",
+            "devs-edit",
+            "--clusterrole=edit",
+            "--group=devs",
+        ],
+    )
+    .await;
+    until(
+        &k,
+        &[
+            "--as=carol",
+            "--as-group=devs",
+            "-n",
+            "prod",
+            "create",
+            "configmap",
+            "by-carol",
+        ],
+        true,
+    )
+    .await;
+    let (done, _) = try_run(&k, &["--as=carol", "-n", "prod", "get", "configmaps"]).await;
+    assert!(!done, "without the group carol has nothing");
+
+    // A ServiceAccount subject (its namespace from the binding).
+    ok(
+        &k,
+        &[
+            "-n",
+            "dev",
+            "create",
+            "rolebinding",
+            "ci-view",
+            "--clusterrole=view",
+            "--serviceaccount=dev:ci",
+        ],
+    )
+    .await;
+    until(
+        &k,
+        &[
+            "--as=system:serviceaccount:dev:ci",
+            "-n",
+            "dev",
+            "get",
+            "pods",
+        ],
+        true,
+    )
+    .await;
+    let (done, _) = try_run(
+        &k,
+        &[
+            "--as=system:serviceaccount:prod:ci",
+            "-n",
+            "dev",
+            "get",
+            "pods",
+        ],
+    )
+    .await;
+    assert!(!done);
+
+    // A non-resource URL: forbidden, then allowed (and not found, as the
+    // server has no /metrics yet).
+    let (done, text) = try_run(&k, &["--as=jane", "get", "--raw", "/metrics"]).await;
+    assert!(!done && text.contains("cannot get path"), "{text}");
+    ok(
+        &k,
+        &[
+            "create",
+            "clusterrole",
+            "metrics-reader",
+            "--verb=get",
+            "--non-resource-url=/metrics",
+        ],
+    )
+    .await;
+    ok(
+        &k,
+        &[
+            "create",
+            "clusterrolebinding",
+            "jane-metrics",
+            "--clusterrole=metrics-reader",
+            "--user=jane",
+        ],
+    )
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (done, text) = try_run(&k, &["--as=jane", "get", "--raw", "/metrics"]).await;
+        if !text.contains("forbidden") {
+            assert!(
+                !done && text.contains("NotFound") || text.contains("not found"),
+                "{text}"
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "still forbidden: {text}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // A real bearer token (the viewer user) is judged the same way.
+    let viewer = Kubectl {
+        kubeconfig: server.anonymous_kubeconfig(),
+        ..server.kubectl(33)
+    };
+    let token = format!("--token={VIEWER_TOKEN}");
+    let (done, _) = try_run(&viewer, &["-n", "dev", "get", "pods", &token]).await;
+    assert!(!done);
+    ok(
+        &k,
+        &[
+            "-n",
+            "dev",
+            "create",
+            "rolebinding",
+            "viewer-view",
+            "--clusterrole=view",
+            "--user=viewer",
+        ],
+    )
+    .await;
+    until(&viewer, &["-n", "dev", "get", "pods", &token], true).await;
+
+    // Deleting the binding takes the rights away.
+    ok(&k, &["-n", "dev", "delete", "rolebinding", "jane-view"]).await;
+    let text = until(&k, &["--as=jane", "-n", "dev", "get", "pods"], false).await;
+    assert!(text.contains("forbidden"), "{text}");
+    // Deleting the role a binding names does too.
+    ok(&k, &["-n", "dev", "delete", "role", "one-cm"]).await;
+    until(
+        &k,
+        &["--as=bob", "-n", "dev", "get", "configmap", "allowed"],
+        false,
+    )
+    .await;
+}
