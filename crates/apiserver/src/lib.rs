@@ -156,16 +156,14 @@ pub struct ApiServer {
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
     router: Router,
-    rbac: authz::Rbac,
     pub local_addr: SocketAddr,
     pub kubeconfig: PathBuf,
     timeouts: serve::Timeouts,
 }
 
 /// The router for `state`.
-pub fn router(state: AppState, tokens: Arc<authn::Tokens>, rbac: authz::Rbac) -> Router {
-    let authorizers: Arc<Vec<Box<dyn authz::Authorizer>>> =
-        Arc::new(vec![Box::new(authz::MastersOnly), Box::new(rbac)]);
+pub fn router(state: AppState, tokens: Arc<authn::Tokens>) -> Router {
+    let authorizers = state.authorizers.clone();
     let reviews = reviews::Context {
         tokens: tokens.clone(),
         authorizers: authorizers.clone(),
@@ -291,10 +289,8 @@ impl ApiServer {
             &pki.kubelet_client_cert,
             &pki.kubelet_client_key,
         )?);
-        let rbac = authz::Rbac::default();
         Ok(ApiServer {
-            router: router(state.clone(), tokens, rbac.clone()),
-            rbac,
+            router: router(state.clone(), tokens),
             state,
             listener,
             tls,
@@ -336,7 +332,7 @@ impl ApiServer {
                 .clone()
                 .run(self.state.store.clone(), shutdown.clone()),
         );
-        tokio::spawn(self.rbac.clone().follow(
+        tokio::spawn(self.state.rbac.clone().follow(
             self.state.caches.clone(),
             self.state.catalog.clone(),
             shutdown.clone(),
@@ -348,7 +344,12 @@ impl ApiServer {
         ));
         // Requests of callers outside system:masters are judged by RBAC,
         // which needs its four kinds read once.
-        if !self.rbac.ready(std::time::Duration::from_secs(60)).await {
+        if !self
+            .state
+            .rbac
+            .ready(std::time::Duration::from_secs(60))
+            .await
+        {
             tracing::warn!("RBAC policy not loaded after 60 s; serving anyway (RBAC allows nothing until it is)");
         }
         tracing::info!(addr = %self.local_addr, "API server listening");

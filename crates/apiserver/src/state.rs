@@ -38,6 +38,11 @@ pub struct AppState {
     /// What admission plugins decoded of the objects they read, per
     /// version.
     pub admission: Arc<admission::memo::Memos>,
+    /// The RBAC policy, kept current from the watch caches
+    /// ([`crate::authz::Rbac::follow`]).
+    pub rbac: crate::authz::Rbac,
+    /// The authorizer chain: system:masters, then RBAC.
+    pub authorizers: Arc<Vec<Box<dyn crate::authz::Authorizer>>>,
 }
 
 impl AppState {
@@ -49,6 +54,7 @@ impl AppState {
         let crds = Arc::new(customresources::Registry::default());
         let allocators: Arc<allocators::Allocators> = Arc::default();
         let catalog = catalog_of(&store, &crds, &allocators);
+        let rbac = crate::authz::Rbac::default();
         let fields = catalog.clone();
         let caches = Arc::new(watchcache::Caches::new(
             catalog.builtin().iter().map(|r| r.storage),
@@ -67,6 +73,11 @@ impl AppState {
             catalog,
             crds,
             admission: Arc::default(),
+            authorizers: Arc::new(vec![
+                Box::new(crate::authz::MastersOnly),
+                Box::new(rbac.clone()),
+            ]),
+            rbac,
         }
     }
 
@@ -83,6 +94,8 @@ impl AppState {
             store: self.store.as_ref(),
             caches: &self.caches,
             admission: &self.admission,
+            authorizers: &self.authorizers,
+            rbac: &self.rbac,
         }
     }
 

@@ -358,3 +358,223 @@ async fn rbac_is_enforced() {
     )
     .await;
 }
+
+/// Escalation prevention: a namespace admin may write roles and bindings
+/// only with rights they hold, unless granted `escalate` or `bind`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn escalation_is_refused() {
+    let server = TestServer::start().await;
+    let k = server.kubectl(33);
+    ok(&k, &["create", "namespace", "dev"]).await;
+    ok(
+        &k,
+        &[
+            "-n",
+            "dev",
+            "create",
+            "rolebinding",
+            "dave-admin",
+            "--clusterrole=admin",
+            "--user=dave",
+        ],
+    )
+    .await;
+    let dave = ["--as=dave", "-n", "dev"];
+    let with = |rest: &[&'static str]| -> Vec<&'static str> {
+        dave.iter().chain(rest.iter()).copied().collect()
+    };
+    // Rights dave holds: granted.
+    until(
+        &k,
+        &with(&[
+            "create",
+            "role",
+            "pod-reader",
+            "--verb=get,list",
+            "--resource=pods",
+        ]),
+        true,
+    )
+    .await;
+    ok(
+        &k,
+        &with(&[
+            "create",
+            "rolebinding",
+            "erin-view",
+            "--clusterrole=view",
+            "--user=erin",
+        ]),
+    )
+    .await;
+    ok(
+        &k,
+        &with(&[
+            "create",
+            "rolebinding",
+            "erin-reader",
+            "--role=pod-reader",
+            "--user=erin",
+        ]),
+    )
+    .await;
+    // Rights dave does not hold: refused in upstream's words, nothing stored.
+    let (done, text) = try_run(
+        &k,
+        &with(&[
+            "create",
+            "role",
+            "node-reader",
+            "--verb=get",
+            "--resource=nodes",
+        ]),
+    )
+    .await;
+    assert!(!done);
+    assert!(
+        text.contains("roles.rbac.authorization.k8s.io \"node-reader\" is forbidden: user \"dave\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"\"], Resources:[\"nodes\"], Verbs:[\"get\"]}"),
+        "{text}"
+    );
+    let (done, _) = try_run(&k, &["-n", "dev", "get", "role", "node-reader"]).await;
+    assert!(!done, "the refused role was stored");
+    let (done, text) = try_run(
+        &k,
+        &with(&[
+            "create",
+            "rolebinding",
+            "erin-root",
+            "--clusterrole=cluster-admin",
+            "--user=erin",
+        ]),
+    )
+    .await;
+    assert!(!done);
+    assert!(
+        text.contains(
+            "rolebindings.rbac.authorization.k8s.io \"erin-root\" is forbidden: user \"dave\""
+        ) && text.contains("is attempting to grant RBAC permissions not currently held"),
+        "{text}"
+    );
+    // Widening a role he wrote is an update, checked the same way.
+    let (done, text) = try_run(
+        &k,
+        &with(&["patch", "role", "pod-reader", "--type=json", "-p", r#"[{"op":"add","path":"/rules/-","value":{"apiGroups":[""],"resources":["nodes"],"verbs":["list"]}}]"#]),
+    )
+    .await;
+    assert!(!done && text.contains("not currently held"), "{text}");
+    // Labels on it are a change too, but grant nothing new: allowed.
+    ok(&k, &with(&["label", "role", "pod-reader", "team=a"])).await;
+
+    // `bind` on cluster-admin lets dave bind it; `escalate` on roles lets
+    // him write any role.
+    ok(
+        &k,
+        &[
+            "create",
+            "clusterrole",
+            "bind-root",
+            "--verb=bind",
+            "--resource=clusterroles",
+            "--resource-name=cluster-admin",
+        ],
+    )
+    .await;
+    ok(
+        &k,
+        &[
+            "create",
+            "clusterrolebinding",
+            "dave-bind-root",
+            "--clusterrole=bind-root",
+            "--user=dave",
+        ],
+    )
+    .await;
+    until(
+        &k,
+        &with(&[
+            "create",
+            "rolebinding",
+            "erin-root",
+            "--clusterrole=cluster-admin",
+            "--user=erin",
+        ]),
+        true,
+    )
+    .await;
+    ok(
+        &k,
+        &[
+            "create",
+            "clusterrole",
+            "escalate-roles",
+            "--verb=escalate",
+            "--resource=roles",
+        ],
+    )
+    .await;
+    ok(
+        &k,
+        &[
+            "create",
+            "clusterrolebinding",
+            "dave-escalate",
+            "--clusterrole=escalate-roles",
+            "--user=dave",
+        ],
+    )
+    .await;
+    until(
+        &k,
+        &with(&[
+            "create",
+            "role",
+            "node-reader",
+            "--verb=get",
+            "--resource=nodes",
+        ]),
+        true,
+    )
+    .await;
+
+    // An aggregationRule needs every permission.
+    ok(
+        &k,
+        &[
+            "create",
+            "clusterrolebinding",
+            "dave-cr",
+            "--clusterrole=cluster-role-writer",
+            "--user=dave",
+        ],
+    )
+    .await;
+    ok(
+        &k,
+        &[
+            "create",
+            "clusterrole",
+            "cluster-role-writer",
+            "--verb=create",
+            "--resource=clusterroles",
+        ],
+    )
+    .await;
+    let aggregated = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: gather}\naggregationRule:\n  clusterRoleSelectors: [{matchLabels: {gather: \"yes\"}}]\nrules: []\n";
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let out = k
+            .run_stdin(&["--as=dave", "create", "-f", "-"], aggregated)
+            .await;
+        let text = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            !out.status.success(),
+            "an aggregated role without full rights: {text}"
+        );
+        if text.contains("must have cluster-admin privileges to use the aggregationRule") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{text}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -26,9 +26,11 @@ pub mod memo;
 mod namespace_lifecycle;
 pub mod objects;
 mod priority;
+mod rbac_escalation;
 pub mod resource_quota;
 pub use limit_ranger::LimitRanger;
 pub use priority::Priority;
+pub use rbac_escalation::RbacEscalation;
 pub use resource_quota::ResourceQuota;
 
 pub use default_ingress_class::DefaultIngressClass;
@@ -44,6 +46,10 @@ pub struct Context<'a> {
     pub store: &'a dyn Store,
     pub caches: &'a Caches,
     pub admission: &'a memo::Memos,
+    /// The authorizer chain, for plugins that ask it (RBAC escalation).
+    pub authorizers: &'a [Box<dyn crate::authz::Authorizer>],
+    /// The RBAC policy, for what a user holds.
+    pub rbac: &'a crate::authz::Rbac,
 }
 
 impl Context<'_> {
@@ -99,6 +105,7 @@ pub static PLUGINS: &[&dyn Plugin] = &[
     &DefaultStorageClass,
     &DefaultIngressClass,
     &ResourceQuota,
+    &RbacEscalation,
 ];
 
 /// Runs every plugin's mutating step.

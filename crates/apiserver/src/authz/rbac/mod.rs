@@ -19,6 +19,7 @@ use super::{Attributes, Authorizer, Decision, Rules};
 use crate::authn::User;
 use crate::watchcache::{CachedEvent, Caches, Error as CacheError};
 
+pub mod escalation;
 mod policy;
 pub mod rules;
 
@@ -74,6 +75,24 @@ impl Rbac {
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Policy> {
         self.policy.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The rules bound to `user` in `namespace` (see [`Policy::held`]).
+    pub fn held(
+        &self,
+        user: &User,
+        namespace: &str,
+    ) -> (Vec<k8s_openapi::api::rbac::v1::PolicyRule>, bool) {
+        self.read().held(user, namespace)
+    }
+
+    /// A role's rules (see [`Policy::role_rules`]).
+    pub fn role_rules(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Vec<k8s_openapi::api::rbac::v1::PolicyRule>> {
+        self.read().role_rules(namespace, name)
     }
 
     /// Waits until every kind has been read from its cache once; false

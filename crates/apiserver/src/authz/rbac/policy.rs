@@ -187,6 +187,35 @@ impl Policy {
             .any(|rules| rules.iter().any(|r| rule_allows(attrs, r)))
     }
 
+    /// The rules bound to `user` that apply in `namespace` ("" for
+    /// cluster-wide bindings only), and whether some binding named a role
+    /// that does not exist.
+    pub fn held(&self, user: &User, namespace: &str) -> (Vec<PolicyRule>, bool) {
+        let mut out = Vec::new();
+        let mut missing = false;
+        for b in self.bindings_of(user) {
+            if !Self::applies(b, namespace) {
+                continue;
+            }
+            match self.rules_of(b) {
+                Some(rules) => out.extend_from_slice(rules),
+                None => missing = true,
+            }
+        }
+        (out, missing)
+    }
+
+    /// The rules of a ClusterRole (`namespace` None) or a Role.
+    pub fn role_rules(&self, namespace: Option<&str>, name: &str) -> Option<Vec<PolicyRule>> {
+        match namespace {
+            None => self.cluster_roles.get(name).map(|r| r.to_vec()),
+            Some(ns) => self
+                .roles
+                .get(&(ns.to_string(), name.to_string()))
+                .map(|r| r.to_vec()),
+        }
+    }
+
     /// Every rule bound to `user` for `namespace` ("" for cluster-wide
     /// bindings only): what SelfSubjectRulesReview lists. Incomplete when
     /// a binding names a role that does not exist.
