@@ -254,7 +254,7 @@ mod tests {
                 &[],
             )],
         );
-        assert_eq!(missing.len(), 4);
+        assert_eq!(missing.len(), 5);
         let wanted_url = PolicyRule {
             verbs: vec!["get".into()],
             non_resource_urls: Some(vec!["/healthz/etcd".into(), "/metrics".into()]),
