@@ -1,24 +1,42 @@
-//! The default cluster roles and bindings upstream's RBAC bootstrap policy
-//! creates (plugin/pkg/auth/authorizer/rbac/bootstrappolicy, 1.33), the
-//! ones users meet on day one: `cluster-admin`, the user-facing `admin`,
-//! `edit` and `view` with their aggregation rules and the
-//! `system:aggregate-to-*` roles they aggregate, `system:basic-user`,
-//! `system:discovery`, `system:public-info-viewer`, and their bindings
-//! (`cluster-admin` to `system:masters`, the others to
-//! `system:authenticated`/`system:unauthenticated`). Each carries
-//! `kubernetes.io/bootstrapping: rbac-defaults` and
-//! `rbac.authorization.kubernetes.io/autoupdate: "true"`. [`ensure`]
-//! creates those that are absent at server start and never changes
-//! existing ones. The aggregated roles' rules are computed here from the
-//! bootstrap roles ([`aggregate`], upstream's clusterrole-aggregation
-//! controller's rule); roles users add later with an aggregation label are
-//! not folded in (there is no aggregation controller yet).
+//! Upstream's RBAC bootstrap policy (plugin/pkg/auth/authorizer/rbac/
+//! bootstrappolicy, Kubernetes 1.33, with 1.33's default feature gates),
+//! reconciled into the store at server start.
+//!
+//! The policy is split by where upstream defines it:
+//! - [`user_facing`]: `cluster-admin`, `system:discovery`,
+//!   `system:monitoring`, `system:basic-user`, `system:public-info-viewer`,
+//!   the aggregated `admin`/`edit`/`view` and the `system:aggregate-to-*`
+//!   roles they gather, with their bindings;
+//! - [`components`]: the roles of the system components (`system:node`,
+//!   `system:kube-scheduler`, `system:node-proxier`, the CSR approvers, …)
+//!   and their bindings (policy.go);
+//! - [`controllers`]: one `system:controller:<name>` ClusterRole per
+//!   kube-controller-manager controller, bound to the ServiceAccount
+//!   `kube-system/<name>` (controller_policy.go);
+//! - [`namespaced`]: the Roles and RoleBindings of `kube-system` and
+//!   `kube-public` (namespace_policy.go).
+//!
+//! Every object carries `kubernetes.io/bootstrapping: rbac-defaults` and
+//! `rbac.authorization.kubernetes.io/autoupdate: "true"`. Rule lists are
+//! sorted as upstream's rule builder sorts them. [`ensure`] creates what is
+//! absent and reconciles what exists as upstream's `reconciliation` package
+//! does ([`reconcile`]). The aggregated roles are created with the rules
+//! [`aggregate`] computes from the bootstrap roles (the
+//! clusterrole-aggregation controller keeps them current afterwards).
 
 use serde_json::{json, Value};
 use skiff_store::Store;
 
 use crate::object;
 use crate::resources;
+
+mod components;
+mod controllers;
+mod namespaced;
+mod reconcile;
+#[cfg(test)]
+mod tests;
+mod user_facing;
 
 const READ: &[&str] = &["get", "list", "watch"];
 const WRITE: &[&str] = &["create", "delete", "deletecollection", "patch", "update"];
@@ -32,13 +50,47 @@ const READ_WRITE: &[&str] = &[
     "update",
     "watch",
 ];
+const READ_UPDATE: &[&str] = &["get", "list", "patch", "update", "watch"];
 
-fn rule(verbs: &[&str], groups: &[&str], resources: &[&str]) -> Value {
-    json!({"verbs": verbs, "apiGroups": groups, "resources": resources})
+/// The label every bootstrap object carries.
+const BOOTSTRAPPING: &str = "kubernetes.io/bootstrapping";
+/// The annotation that lets an admin stop reconciliation (`"false"`).
+const AUTOUPDATE: &str = "rbac.authorization.kubernetes.io/autoupdate";
+const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+
+/// `items` sorted and without duplicates, as upstream's rule builder keeps
+/// its string sets.
+fn sorted(items: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = items.iter().map(|s| (*s).to_string()).collect();
+    v.sort();
+    v.dedup();
+    v
 }
 
+/// A resource rule.
+fn rule(verbs: &[&str], groups: &[&str], resources: &[&str]) -> Value {
+    json!({"verbs": sorted(verbs), "apiGroups": sorted(groups), "resources": sorted(resources)})
+}
+
+/// A resource rule limited to some object names.
+fn named(verbs: &[&str], groups: &[&str], resources: &[&str], names: &[&str]) -> Value {
+    let mut r = rule(verbs, groups, resources);
+    object::set(&mut r, "resourceNames", json!(sorted(names)));
+    r
+}
+
+/// A non-resource URL rule.
 fn url_rule(verbs: &[&str], urls: &[&str]) -> Value {
-    json!({"verbs": verbs, "nonResourceURLs": urls})
+    json!({"verbs": sorted(verbs), "nonResourceURLs": sorted(urls)})
+}
+
+/// Upstream's `eventsRule`: writing events in both event groups.
+fn events_rule() -> Value {
+    rule(
+        &["create", "patch", "update"],
+        &["", "events.k8s.io"],
+        &["events"],
+    )
 }
 
 fn metadata(name: &str, labels: &[(&str, &str)]) -> Value {
@@ -46,14 +98,15 @@ fn metadata(name: &str, labels: &[(&str, &str)]) -> Value {
     for (k, v) in labels {
         l.insert((*k).into(), json!(v));
     }
-    l.insert("kubernetes.io/bootstrapping".into(), json!("rbac-defaults"));
+    l.insert(BOOTSTRAPPING.into(), json!("rbac-defaults"));
     json!({
         "name": name,
         "labels": l,
-        "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"},
+        "annotations": {AUTOUPDATE: "true"},
     })
 }
 
+/// A ClusterRole.
 fn role(name: &str, labels: &[(&str, &str)], rules: Vec<Value>) -> Value {
     json!({
         "kind": "ClusterRole",
@@ -63,6 +116,7 @@ fn role(name: &str, labels: &[(&str, &str)], rules: Vec<Value>) -> Value {
     })
 }
 
+/// A ClusterRole aggregating the roles labelled `selector: "true"`.
 fn aggregated(name: &str, labels: &[(&str, &str)], selector: &str) -> Value {
     let mut r = role(name, labels, Vec::new());
     object::set(
@@ -73,288 +127,82 @@ fn aggregated(name: &str, labels: &[(&str, &str)], selector: &str) -> Value {
     r
 }
 
-const TO_ADMIN: &str = "rbac.authorization.k8s.io/aggregate-to-admin";
-const TO_EDIT: &str = "rbac.authorization.k8s.io/aggregate-to-edit";
-const TO_VIEW: &str = "rbac.authorization.k8s.io/aggregate-to-view";
-
-/// The default cluster roles, before aggregation.
-pub fn cluster_roles() -> Vec<Value> {
-    vec![
-        role(
-            "cluster-admin",
-            &[],
-            vec![rule(&["*"], &["*"], &["*"]), url_rule(&["*"], &["*"])],
-        ),
-        role(
-            "system:discovery",
-            &[],
-            vec![url_rule(
-                &["get"],
-                &[
-                    "/api",
-                    "/api/*",
-                    "/apis",
-                    "/apis/*",
-                    "/healthz",
-                    "/livez",
-                    "/openapi",
-                    "/openapi/*",
-                    "/readyz",
-                    "/version",
-                    "/version/",
-                ],
-            )],
-        ),
-        role(
-            "system:basic-user",
-            &[],
-            vec![
-                rule(
-                    &["create"],
-                    &["authentication.k8s.io"],
-                    &["selfsubjectreviews"],
-                ),
-                rule(
-                    &["create"],
-                    &["authorization.k8s.io"],
-                    &["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
-                ),
-            ],
-        ),
-        role(
-            "system:public-info-viewer",
-            &[],
-            vec![url_rule(
-                &["get"],
-                &["/healthz", "/livez", "/readyz", "/version", "/version/"],
-            )],
-        ),
-        aggregated("admin", &[], TO_ADMIN),
-        aggregated("edit", &[(TO_ADMIN, "true")], TO_EDIT),
-        aggregated("view", &[(TO_EDIT, "true")], TO_VIEW),
-        role(
-            "system:aggregate-to-admin",
-            &[(TO_ADMIN, "true")],
-            vec![
-                rule(
-                    &["create"],
-                    &["authorization.k8s.io"],
-                    &["localsubjectaccessreviews"],
-                ),
-                rule(
-                    READ_WRITE,
-                    &["rbac.authorization.k8s.io"],
-                    &["rolebindings", "roles"],
-                ),
-            ],
-        ),
-        role(
-            "system:aggregate-to-edit",
-            &[(TO_EDIT, "true")],
-            vec![
-                rule(
-                    READ,
-                    &[""],
-                    &[
-                        "pods/attach",
-                        "pods/exec",
-                        "pods/portforward",
-                        "pods/proxy",
-                        "secrets",
-                        "services/proxy",
-                    ],
-                ),
-                rule(&["impersonate"], &[""], &["serviceaccounts"]),
-                rule(
-                    WRITE,
-                    &[""],
-                    &[
-                        "pods",
-                        "pods/attach",
-                        "pods/exec",
-                        "pods/portforward",
-                        "pods/proxy",
-                    ],
-                ),
-                rule(
-                    WRITE,
-                    &[""],
-                    &[
-                        "configmaps",
-                        "persistentvolumeclaims",
-                        "replicationcontrollers",
-                        "replicationcontrollers/scale",
-                        "secrets",
-                        "serviceaccounts",
-                        "services",
-                        "services/proxy",
-                    ],
-                ),
-                rule(
-                    WRITE,
-                    &["apps"],
-                    &[
-                        "daemonsets",
-                        "deployments",
-                        "deployments/rollback",
-                        "deployments/scale",
-                        "replicasets",
-                        "replicasets/scale",
-                        "statefulsets",
-                        "statefulsets/scale",
-                    ],
-                ),
-                rule(WRITE, &["autoscaling"], &["horizontalpodautoscalers"]),
-                rule(WRITE, &["batch"], &["cronjobs", "jobs"]),
-                rule(
-                    WRITE,
-                    &["extensions"],
-                    &[
-                        "daemonsets",
-                        "deployments",
-                        "deployments/rollback",
-                        "deployments/scale",
-                        "ingresses",
-                        "networkpolicies",
-                        "replicasets",
-                        "replicasets/scale",
-                        "replicationcontrollers/scale",
-                    ],
-                ),
-                rule(WRITE, &["policy"], &["poddisruptionbudgets"]),
-                rule(
-                    WRITE,
-                    &["networking.k8s.io"],
-                    &["ingresses", "networkpolicies"],
-                ),
-            ],
-        ),
-        role(
-            "system:aggregate-to-view",
-            &[(TO_VIEW, "true")],
-            vec![
-                rule(
-                    READ,
-                    &[""],
-                    &[
-                        "configmaps",
-                        "endpoints",
-                        "persistentvolumeclaims",
-                        "persistentvolumeclaims/status",
-                        "pods",
-                        "replicationcontrollers",
-                        "replicationcontrollers/scale",
-                        "serviceaccounts",
-                        "services",
-                        "services/status",
-                    ],
-                ),
-                rule(
-                    READ,
-                    &[""],
-                    &[
-                        "bindings",
-                        "events",
-                        "limitranges",
-                        "namespaces/status",
-                        "pods/log",
-                        "pods/status",
-                        "replicationcontrollers/status",
-                        "resourcequotas",
-                        "resourcequotas/status",
-                    ],
-                ),
-                rule(READ, &[""], &["namespaces"]),
-                rule(READ, &["discovery.k8s.io"], &["endpointslices"]),
-                rule(
-                    READ,
-                    &["apps"],
-                    &[
-                        "controllerrevisions",
-                        "daemonsets",
-                        "daemonsets/status",
-                        "deployments",
-                        "deployments/scale",
-                        "deployments/status",
-                        "replicasets",
-                        "replicasets/scale",
-                        "replicasets/status",
-                        "statefulsets",
-                        "statefulsets/scale",
-                        "statefulsets/status",
-                    ],
-                ),
-                rule(
-                    READ,
-                    &["autoscaling"],
-                    &[
-                        "horizontalpodautoscalers",
-                        "horizontalpodautoscalers/status",
-                    ],
-                ),
-                rule(
-                    READ,
-                    &["batch"],
-                    &["cronjobs", "cronjobs/status", "jobs", "jobs/status"],
-                ),
-                rule(
-                    READ,
-                    &["extensions"],
-                    &[
-                        "daemonsets",
-                        "daemonsets/status",
-                        "deployments",
-                        "deployments/scale",
-                        "deployments/status",
-                        "ingresses",
-                        "ingresses/status",
-                        "networkpolicies",
-                        "replicasets",
-                        "replicasets/scale",
-                        "replicasets/status",
-                        "replicationcontrollers/scale",
-                    ],
-                ),
-                rule(
-                    READ,
-                    &["policy"],
-                    &["poddisruptionbudgets", "poddisruptionbudgets/status"],
-                ),
-                rule(
-                    READ,
-                    &["networking.k8s.io"],
-                    &["ingresses", "ingresses/status", "networkpolicies"],
-                ),
-            ],
-        ),
-    ]
+/// A Role in `namespace`.
+fn ns_role(namespace: &str, name: &str, rules: Vec<Value>) -> Value {
+    let mut meta = metadata(name, &[]);
+    object::set(&mut meta, "namespace", json!(namespace));
+    json!({
+        "kind": "Role",
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "metadata": meta,
+        "rules": rules,
+    })
 }
 
-fn binding(role: &str, groups: &[&str]) -> Value {
-    let subjects: Vec<Value> = groups
-        .iter()
-        .map(|g| json!({"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": g}))
-        .collect();
-    json!({
+fn group(name: &str) -> Value {
+    json!({"kind": "Group", "apiGroup": RBAC_GROUP, "name": name})
+}
+
+fn user(name: &str) -> Value {
+    json!({"kind": "User", "apiGroup": RBAC_GROUP, "name": name})
+}
+
+fn service_account(namespace: &str, name: &str) -> Value {
+    json!({"kind": "ServiceAccount", "name": name, "namespace": namespace})
+}
+
+/// A ClusterRoleBinding named after the ClusterRole it binds. With no
+/// subjects the field is left out, as upstream serializes it.
+fn binding(role: &str, subjects: Vec<Value>) -> Value {
+    let mut b = json!({
         "kind": "ClusterRoleBinding",
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "metadata": metadata(role, &[]),
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": role},
+    });
+    if !subjects.is_empty() {
+        object::set(&mut b, "subjects", json!(subjects));
+    }
+    b
+}
+
+/// A RoleBinding in `namespace` of the Role `role`.
+fn ns_binding(namespace: &str, name: &str, role: &str, subjects: Vec<Value>) -> Value {
+    let mut meta = metadata(name, &[]);
+    object::set(&mut meta, "namespace", json!(namespace));
+    json!({
+        "kind": "RoleBinding",
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "metadata": meta,
+        "roleRef": {"apiGroup": RBAC_GROUP, "kind": "Role", "name": role},
         "subjects": subjects,
     })
 }
 
-/// The default cluster role bindings.
+/// Every bootstrap ClusterRole, before aggregation.
+pub fn cluster_roles() -> Vec<Value> {
+    let mut roles = user_facing::roles();
+    roles.extend(components::roles());
+    roles.extend(controllers::roles());
+    roles
+}
+
+/// Every bootstrap ClusterRoleBinding.
 pub fn cluster_role_bindings() -> Vec<Value> {
-    vec![
-        binding("cluster-admin", &["system:masters"]),
-        binding("system:basic-user", &["system:authenticated"]),
-        binding("system:discovery", &["system:authenticated"]),
-        binding(
-            "system:public-info-viewer",
-            &["system:authenticated", "system:unauthenticated"],
-        ),
-    ]
+    let mut bindings = user_facing::bindings();
+    bindings.extend(components::bindings());
+    bindings.extend(controllers::bindings());
+    bindings
+}
+
+/// The bootstrap Roles, each with its `metadata.namespace`.
+pub fn roles() -> Vec<Value> {
+    namespaced::roles()
+}
+
+/// The bootstrap RoleBindings, each with its `metadata.namespace`.
+pub fn role_bindings() -> Vec<Value> {
+    namespaced::bindings()
 }
 
 /// Whether `labels` satisfy a selector's matchLabels and matchExpressions.
@@ -442,78 +290,41 @@ pub fn aggregate(roles: &mut [Value]) {
     }
 }
 
-/// Creates the default roles and bindings that are absent.
+/// Creates the bootstrap roles and bindings that are absent and reconciles
+/// those that exist (see [`reconcile`]); the error names the object.
 pub async fn ensure(store: &dyn Store) -> Result<(), (String, skiff_store::Error)> {
-    let mut roles = cluster_roles();
-    aggregate(&mut roles);
-    let pairs = [
-        ("clusterroles", roles),
+    let mut cluster_roles = cluster_roles();
+    aggregate(&mut cluster_roles);
+    let sets = [
+        ("clusterroles", cluster_roles),
         ("clusterrolebindings", cluster_role_bindings()),
+        ("roles", roles()),
+        ("rolebindings", role_bindings()),
     ];
-    for (plural, objects) in pairs {
+    for (plural, objects) in sets {
         let Some(r) = resources::find_builtin("rbac.authorization.k8s.io", "v1", plural) else {
             continue;
         };
-        for mut obj in objects {
-            let name = obj
-                .pointer("/metadata/name")
+        for obj in objects {
+            let name = object::name_of(&obj).unwrap_or("").to_string();
+            let namespace = obj
+                .pointer("/metadata/namespace")
                 .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
-            let meta = object::meta(&mut obj);
-            meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
-            meta.insert("creationTimestamp".into(), json!(object::now()));
-            let body = serde_json::to_vec(&obj).unwrap_or_default();
-            match store
-                .create(&object::key(r, None, &name), body.into())
-                .await
-            {
-                Ok(_) | Err(skiff_store::Error::AlreadyExists { .. }) => {}
-                Err(e) => return Err((name, e)),
+                .map(str::to_string);
+            let key = object::key(r, namespace.as_deref(), &name);
+            let result = if plural.ends_with("bindings") {
+                reconcile::binding(store, &key, &obj).await
+            } else {
+                reconcile::role(store, &key, &obj).await
+            };
+            if let Err(e) = result {
+                let full = match namespace {
+                    Some(ns) => format!("{ns}/{name}"),
+                    None => name,
+                };
+                return Err((full, e));
             }
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn defaults_validate_and_aggregate() {
-        let mut roles = cluster_roles();
-        aggregate(&mut roles);
-        let find = |n: &str| {
-            roles
-                .iter()
-                .find(|r| r["metadata"]["name"] == n)
-                .unwrap()
-                .clone()
-        };
-        let view = find("view")["rules"].as_array().unwrap().len();
-        let edit = find("edit")["rules"].as_array().unwrap().len();
-        let admin = find("admin")["rules"].as_array().unwrap().len();
-        assert_eq!(
-            view,
-            find("system:aggregate-to-view")["rules"]
-                .as_array()
-                .unwrap()
-                .len()
-        );
-        assert!(view < edit && edit < admin, "{view} {edit} {admin}");
-        for r in &roles {
-            assert!(
-                skiff_api::validation::rbac::cluster_role(r).is_empty(),
-                "{r}"
-            );
-            assert_eq!(
-                r["metadata"]["labels"]["kubernetes.io/bootstrapping"],
-                "rbac-defaults"
-            );
-        }
-        for b in cluster_role_bindings() {
-            assert!(skiff_api::validation::rbac::cluster_role_binding(&b).is_empty());
-        }
-    }
 }
