@@ -56,6 +56,14 @@ pub fn parse_target(catalog: &Catalog, path: &str) -> Option<Target> {
     })
 }
 
+/// The query pairs as the handlers read them: decoded, the last value of
+/// a repeated key winning. Authorization reads them through this too, so
+/// both judge the same request.
+pub fn query_map(q: Option<&str>) -> std::collections::HashMap<String, String> {
+    q.map(|q| url_pairs(q).into_iter().collect())
+        .unwrap_or_default()
+}
+
 /// Decodes `a=b&c=d` with percent-decoding.
 pub fn url_pairs(q: &str) -> Vec<(String, String)> {
     q.split('&')

@@ -10,7 +10,7 @@
 //! (`crate::authz::rbac::escalation`).
 
 use async_trait::async_trait;
-use k8s_openapi::api::rbac::v1::{AggregationRule, PolicyRule, RoleRef};
+use k8s_openapi::api::rbac::v1::{PolicyRule, RoleRef};
 use serde_json::Value;
 
 use super::{Attributes, Operation, Plugin};
@@ -23,10 +23,23 @@ const GROUP: &str = "rbac.authorization.k8s.io";
 #[derive(Debug)]
 pub struct RbacEscalation;
 
-fn field<T: serde::de::DeserializeOwned>(obj: &Value, name: &str) -> Option<T> {
-    obj.get(name)
-        .filter(|v| !v.is_null())
-        .and_then(|v| serde_json::from_value(v.clone()).ok())
+/// `obj[name]` decoded: `Ok(None)` when absent or null, an error (the
+/// check then refuses: it fails closed) when it does not decode.
+fn field<T: serde::de::DeserializeOwned>(obj: &Value, name: &str) -> Result<Option<T>, String> {
+    match obj.get(name).filter(|v| !v.is_null()) {
+        None => Ok(None),
+        Some(v) => serde_json::from_value(v.clone())
+            .map(Some)
+            .map_err(|e| format!("{name} does not decode: {e}")),
+    }
+}
+
+/// Whether an object asks to aggregate (any clusterRoleSelectors, read
+/// from the raw tree so no decoding quirk can hide one).
+fn aggregates(obj: &Value) -> bool {
+    obj.pointer("/aggregationRule/clusterRoleSelectors")
+        .and_then(Value::as_array)
+        .is_some_and(|s| !s.is_empty())
 }
 
 /// Whether `new` differs from `old` only where the garbage collector
@@ -101,18 +114,26 @@ impl Plugin for RbacEscalation {
         let name = attrs.name;
         match r.plural {
             "roles" | "clusterroles" => {
+                // The request's name, as upstream asks: none for a create.
+                let asked = if attrs.operation == Operation::Create {
+                    ""
+                } else {
+                    name
+                };
                 let escalate =
                     crate::authz::Attributes::resource(&user, "escalate", GROUP, r.plural)
                         .in_namespace(namespace)
-                        .named(name);
+                        .named(asked);
                 if Self::allowed(attrs, &escalate) {
                     return Ok(());
                 }
-                let rules: Vec<PolicyRule> = field(object, "rules").unwrap_or_default();
+                let rules: Vec<PolicyRule> = field(object, "rules")
+                    .map_err(|why| forbidden(r.plural, name, &why))?
+                    .unwrap_or_default();
                 Self::confirm(attrs, &user, namespace, &rules)
                     .map_err(|why| forbidden(r.plural, name, &why))?;
-                let aggregated = field::<AggregationRule>(object, "aggregationRule")
-                    .is_some_and(|a| a.cluster_role_selectors.is_some_and(|s| !s.is_empty()));
+                // Setting, changing or removing an aggregationRule.
+                let aggregated = aggregates(object) || attrs.old.is_some_and(aggregates);
                 if aggregated
                     && Self::confirm(attrs, &user, namespace, &escalation::full_authority())
                         .is_err()
@@ -126,8 +147,10 @@ impl Plugin for RbacEscalation {
                 Ok(())
             }
             "rolebindings" | "clusterrolebindings" => {
-                let Some(role_ref) = field::<RoleRef>(object, "roleRef") else {
-                    return Ok(()); // validation words a missing roleRef
+                let role_ref = match field::<RoleRef>(object, "roleRef") {
+                    Ok(Some(r)) => r,
+                    Ok(None) => return Ok(()), // validation words a missing roleRef
+                    Err(why) => return Err(forbidden(r.plural, name, &why)),
                 };
                 let cluster_role = role_ref.kind == "ClusterRole";
                 let role_resource = if cluster_role {

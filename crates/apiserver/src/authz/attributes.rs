@@ -11,7 +11,7 @@
 use axum::http::Method;
 
 use crate::authn::User;
-use crate::request::url_pairs;
+use crate::request::{is_true, percent_decode, query_map};
 
 /// One request as an authorizer sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,8 +86,13 @@ impl<'a> Attributes<'a> {
     /// selector), `DELETE` without one `deletecollection`; the legacy
     /// `/watch/` and `/proxy/` path prefixes are their verbs.
     pub fn of_request(user: &'a User, method: &Method, path: &str, query: Option<&str>) -> Self {
-        let non_resource = || Attributes::non_resource(user, &method.as_str().to_lowercase(), path);
-        let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+        // Segments are percent-decoded, as Go's URL.Path is and as the
+        // handlers read them (`request::parse_target`): the authorizer
+        // must judge the request the handlers will serve.
+        let decoded = percent_decode(path, false);
+        let non_resource =
+            || Attributes::non_resource(user, &method.as_str().to_lowercase(), &decoded);
+        let parts: Vec<&str> = decoded.trim_matches('/').split('/').collect();
         if parts.len() < 3 {
             return non_resource();
         }
@@ -99,17 +104,16 @@ impl<'a> Attributes<'a> {
         let version = rest[0];
         let mut rest = &rest[1..];
         let mut attrs = Attributes::resource(user, "", group, "");
-        attrs.path = path.to_string();
+        attrs.path = decoded.clone();
         attrs.api_version = version.to_string();
         let special = matches!(rest.first(), Some(&"watch") | Some(&"proxy"));
         if special {
+            attrs.verb = rest[0].to_string();
             if rest.len() < 2 {
                 // Upstream refuses the request as malformed; nothing it
                 // names can be granted.
-                attrs.verb = rest[0].to_string();
                 return attrs;
             }
-            attrs.verb = rest[0].to_string();
             rest = &rest[1..];
         } else {
             attrs.verb = match *method {
@@ -125,7 +129,10 @@ impl<'a> Attributes<'a> {
         if rest.first() == Some(&"namespaces") {
             if let Some(ns) = rest.get(1) {
                 attrs.namespace = ns.to_string();
-                if rest.len() > 2 && !NAMESPACE_SUBRESOURCES.contains(&rest[2]) {
+                // `namespaces/NS/status` and `.../finalize` are the
+                // namespace's own subresources (as the handlers read them).
+                let own = rest.len() == 3 && NAMESPACE_SUBRESOURCES.contains(&rest[2]);
+                if rest.len() > 2 && !own {
                     rest = &rest[2..];
                 }
             }
@@ -140,16 +147,16 @@ impl<'a> Attributes<'a> {
             attrs.resource = resource.to_string();
         }
         if attrs.name.is_empty() && attrs.verb == "get" {
-            let pairs = query.map(url_pairs).unwrap_or_default();
-            let watch = pairs
-                .iter()
-                .find(|(k, _)| k == "watch")
-                .is_some_and(|(_, v)| !matches!(v.to_lowercase().as_str(), "false" | "0"));
-            attrs.verb = if watch { "watch" } else { "list" }.to_string();
-            if let Some((_, selector)) = pairs.iter().find(|(k, _)| k == "fieldSelector") {
-                if let Some(name) = exact_name(selector) {
-                    attrs.name = name.to_string();
-                }
+            // The query as the handlers read it (`request::query_map`).
+            let q = query_map(query);
+            attrs.verb = if is_true(q.get("watch")) {
+                "watch"
+            } else {
+                "list"
+            }
+            .to_string();
+            if let Some(name) = q.get("fieldSelector").and_then(|s| exact_name(s)) {
+                attrs.name = name;
             }
         }
         if attrs.name.is_empty() && attrs.verb == "delete" {
@@ -169,22 +176,13 @@ impl<'a> Attributes<'a> {
 }
 
 /// The name an exact `metadata.name=X` (or `==`) term of a field selector
-/// requires, when it is a valid path segment.
-fn exact_name(selector: &str) -> Option<&str> {
-    selector.split(',').find_map(|term| {
-        let name = term
-            .trim()
-            .strip_prefix("metadata.name")?
-            .trim_start()
-            .strip_prefix('=')?;
-        let name = name.strip_prefix('=').unwrap_or(name).trim();
-        let valid = !name.is_empty()
-            && name != "."
-            && name != ".."
-            && !name.contains('/')
-            && !name.contains('%');
-        valid.then_some(name)
-    })
+/// requires (parsed as the list handlers parse it), when it is a valid
+/// path segment.
+fn exact_name(selector: &str) -> Option<String> {
+    let parsed = skiff_api::selectors::FieldSelector::parse(selector).ok()?;
+    let name = parsed.exact_name()?;
+    let valid = !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '%']);
+    valid.then(|| name.to_string())
 }
 
 /// Upstream's Forbidden message for a denied request: `pods "web" is
@@ -232,11 +230,14 @@ mod tests {
         }
     }
 
-    /// (method, path, query) → (verb, group, namespace, resource, sub, name)
+    /// (method, path, query) → (verb, group, namespace, resource, sub,
+    /// name), or `None` for a non-resource request.
+    type Case<'a> = (Method, &'a str, Option<&'a str>, Option<[&'a str; 6]>);
+
     #[test]
     fn request_info_as_upstream() {
         let u = user();
-        let cases: &[(Method, &str, Option<&str>, Option<[&str; 6]>)] = &[
+        let cases: &[Case<'_>] = &[
             (
                 Method::GET,
                 "/api/v1/namespaces/default/pods",
@@ -350,6 +351,50 @@ mod tests {
                 "/apis/example.com/v1/widgets",
                 None,
                 Some(["list", "example.com", "", "widgets", "", ""]),
+            ),
+            // The authorizer reads what the handlers serve: decoded
+            // segments, and the query's last value of a key.
+            (
+                Method::GET,
+                "/%61pi/v1/namespaces/x/secrets",
+                None,
+                Some(["list", "", "x", "secrets", "", ""]),
+            ),
+            (
+                Method::GET,
+                "/api/v1/n%61mespaces/dev/secrets",
+                None,
+                Some(["list", "", "dev", "secrets", "", ""]),
+            ),
+            (
+                Method::GET,
+                "/api/v1/pods",
+                Some("fieldSelector=metadata.name%3Dweb&fieldSelector="),
+                Some(["list", "", "", "pods", "", ""]),
+            ),
+            (
+                Method::GET,
+                "/api/v1/pods",
+                Some("fieldSelector=metadata.namespace!%3Dx%5C,metadata.name%3Dweb"),
+                Some(["list", "", "", "pods", "", ""]),
+            ),
+            (
+                Method::GET,
+                "/api/v1/pods",
+                Some("fieldSelector=metadata.name%3D..%2Fx"),
+                Some(["list", "", "", "pods", "", ""]),
+            ),
+            (
+                Method::GET,
+                "/api/v1/pods",
+                Some("watch=0&watch=1"),
+                Some(["watch", "", "", "pods", "", ""]),
+            ),
+            (
+                Method::GET,
+                "/api/v1/pods",
+                Some("watch=1&watch=0"),
+                Some(["list", "", "", "pods", "", ""]),
             ),
             (Method::GET, "/api/v1", None, None),
             (Method::GET, "/apis/apps/v1", None, None),

@@ -46,9 +46,12 @@ fn asks(headers: &HeaderMap) -> Result<Asked, ApiError> {
     let mut out = Vec::new();
     let mut other = false;
     if let Some(name) = &user {
+        // Upstream's `SplitUsername`: exactly `NS:NAME`, both non-empty
+        // and without further colons; anything else is a plain user.
         let sa = name
             .strip_prefix("system:serviceaccount:")
-            .and_then(|rest| rest.split_once(':'));
+            .and_then(|rest| rest.split_once(':'))
+            .filter(|(ns, sa)| !ns.is_empty() && !sa.is_empty() && !sa.contains(':'));
         out.push(match sa {
             Some((ns, sa)) => Ask {
                 group: "",

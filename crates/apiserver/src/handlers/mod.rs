@@ -21,7 +21,7 @@ use crate::AppState;
 pub mod apply;
 mod binding;
 
-use crate::request::{is_true, parse_target, url_pairs};
+use crate::request::{is_true, parse_target};
 use crate::table;
 mod componentstatuses;
 mod create;
@@ -51,14 +51,7 @@ use update::update;
 use watch::watch;
 
 fn query(req: &Request) -> HashMap<String, String> {
-    req.uri()
-        .query()
-        .map(|q| {
-            url_pairs(q)
-                .into_iter()
-                .collect::<HashMap<String, String>>()
-        })
-        .unwrap_or_default()
+    crate::request::query_map(req.uri().query())
 }
 
 /// The fallback handler: every resource request lands here.

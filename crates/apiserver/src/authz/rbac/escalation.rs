@@ -72,9 +72,8 @@ fn resources_cover(owner: &[String], wanted: &[String]) -> bool {
     }
     wanted.iter().all(|w| {
         has(owner, w)
-            || w.split_once('/').is_some_and(|(resource, sub)| {
-                has(owner, &format!("*/{sub}")) || has(owner, &format!("{resource}/*"))
-            })
+            || w.split_once('/')
+                .is_some_and(|(_, sub)| has(owner, &format!("*/{sub}")))
     })
 }
 
@@ -105,13 +104,45 @@ fn covers(owner: &PolicyRule, wanted: &PolicyRule) -> bool {
     verbs && groups && resources && names && urls
 }
 
-/// The broken-down rules of `wanted` that no rule of `owner` covers.
+/// How many one-verb rules a rule breaks down to.
+fn breakdown_len(rule: &PolicyRule) -> u128 {
+    let n = |l: &Option<Vec<String>>| list(l).len() as u128;
+    let verbs = rule.verbs.len() as u128;
+    n(&rule.api_groups) * n(&rule.resources) * verbs * n(&rule.resource_names).max(1)
+        + n(&rule.non_resource_urls) * verbs
+}
+
+/// Above this many one-verb rules a wanted rule is judged whole.
+const BREAKDOWN_LIMIT: u128 = 100_000;
+
+/// At most this many missing rules are named.
+const MISSING_SHOWN: usize = 100;
+
+/// The broken-down rules of `wanted` that no rule of `owner` covers (at
+/// most [`MISSING_SHOWN`] of them). A rule whose breakdown would exceed
+/// [`BREAKDOWN_LIMIT`] (a few kilobytes of lists multiply to billions) is
+/// instead covered only by one owner rule covering it whole: never more
+/// permissive than upstream, and bounded in time and memory.
 pub fn uncovered(owner: &[PolicyRule], wanted: &[PolicyRule]) -> Vec<PolicyRule> {
-    wanted
-        .iter()
-        .flat_map(breakdown)
-        .filter(|w| !owner.iter().any(|o| covers(o, w)))
-        .collect()
+    let mut missing = Vec::new();
+    for w in wanted {
+        if breakdown_len(w) > BREAKDOWN_LIMIT {
+            if !owner.iter().any(|o| covers(o, w)) {
+                missing.push(w.clone());
+            }
+        } else {
+            missing.extend(
+                breakdown(w)
+                    .into_iter()
+                    .filter(|w| !owner.iter().any(|o| covers(o, w))),
+            );
+        }
+        if missing.len() >= MISSING_SHOWN {
+            missing.truncate(MISSING_SHOWN);
+            break;
+        }
+    }
+    missing
 }
 
 /// Every permission there is (an aggregationRule can gather anything).
@@ -262,6 +293,21 @@ mod tests {
         };
         assert_eq!(uncovered(&owner, &[wanted_url]).len(), 1);
         assert!(uncovered(&full_authority(), &[rule(&["*"], &["*"], &["*"], &[])]).is_empty());
+        // `pods/*` is no wildcard: it covers only itself.
+        let literal = [rule(&["get"], &[""], &["pods/*"], &[])];
+        assert_eq!(
+            uncovered(&literal, &[rule(&["get"], &[""], &["pods/exec"], &[])]).len(),
+            1
+        );
+        // A rule of billions of combinations is judged whole, at once.
+        let many: Vec<String> = (0..2000).map(|i| format!("r{i}")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        let huge = rule(&["get", "list"], &many, &many, &many);
+        assert_eq!(
+            uncovered(&full_authority(), std::slice::from_ref(&huge)).len(),
+            0
+        );
+        assert_eq!(uncovered(&owner, std::slice::from_ref(&huge)).len(), 1);
 
         let user = User {
             name: "jane".into(),
