@@ -19,7 +19,9 @@ pub enum Command {
     /// Run a single-node cluster: store and API server (and, as they land,
     /// scheduler, controllers and node agent).
     Server(ServerArgs),
-    /// Print the admin kubeconfig of a server's data dir.
+    /// Print the admin kubeconfig of a server's data dir, or with --user
+    /// a new one for that user (a client certificate signed by the
+    /// cluster CA, as `kubeadm kubeconfig user`).
     Kubeconfig(KubeconfigArgs),
     /// Run only the scheduler, against any API server.
     Scheduler(SchedulerArgs),
@@ -360,6 +362,19 @@ impl ControllersArgs {
 pub struct KubeconfigArgs {
     #[arg(long, default_value = "/var/lib/skiff")]
     pub data_dir: PathBuf,
+    /// Mint a kubeconfig for this user name (the certificate's CN)
+    /// instead of printing the admin's; what it may do is what RBAC grants
+    /// it (`kubectl create rolebinding ... --user NAME`).
+    #[arg(long)]
+    pub user: Option<String>,
+    /// A group of the user (the certificate's O); repeatable. Only with
+    /// --user.
+    #[arg(long = "group", requires = "user")]
+    pub groups: Vec<String>,
+    /// How long the user's certificate is valid (kubeadm's default: a
+    /// year).
+    #[arg(long, default_value = "8760h", value_parser = parse_duration, requires = "user")]
+    pub validity_period: std::time::Duration,
 }
 
 #[derive(Debug, Args)]

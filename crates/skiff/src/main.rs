@@ -47,7 +47,24 @@ fn main() -> anyhow::Result<()> {
                     path.display()
                 )
             })?;
-            print!("{text}");
+            let Some(user) = &args.user else {
+                print!("{text}");
+                return Ok(());
+            };
+            anyhow::ensure!(!user.is_empty(), "--user: must not be empty");
+            let server = text
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("server: "))
+                .ok_or_else(|| anyhow::anyhow!("no server in {}", path.display()))?;
+            let groups: Vec<&str> = args.groups.iter().map(String::as_str).collect();
+            let config = skiff_apiserver::serve::pki::user_kubeconfig(
+                &args.data_dir.join("pki"),
+                server,
+                user,
+                &groups,
+                args.validity_period,
+            )?;
+            print!("{config}");
             Ok(())
         }
         cli::Command::Scheduler(args) => {

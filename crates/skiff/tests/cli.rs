@@ -388,3 +388,100 @@ fn server_keeps_serving_when_its_stderr_is_closed() {
         assert!(version.contains("gitVersion"), "{version}");
     }
 }
+
+/// `skiff kubeconfig --user NAME --group G`: a kubeconfig whose client
+/// certificate the server authenticates as that user in those groups,
+/// allowed exactly what RBAC grants it.
+#[test]
+fn kubeconfig_for_a_user_is_judged_by_rbac() {
+    let server = start_server();
+    let data_dir = server.kubeconfig.parent().unwrap().to_path_buf();
+    let minted = Command::new(SKIFF)
+        .args([
+            "kubeconfig",
+            "--user",
+            "jane",
+            "--group",
+            "devs",
+            "--validity-period",
+            "24h",
+            "--data-dir",
+        ])
+        .arg(&data_dir)
+        .output()
+        .unwrap();
+    assert!(
+        minted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&minted.stderr)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let jane_config = dir.path().join("jane.kubeconfig");
+    std::fs::write(&jane_config, &minted.stdout).unwrap();
+    let jane = |args: &[&str]| {
+        Command::new("/usr/lib/google-cloud-sdk/bin/kubectl.1.33")
+            .arg("--kubeconfig")
+            .arg(&jane_config)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let who = jane(&[
+        "auth",
+        "whoami",
+        "-o",
+        "jsonpath={.status.userInfo.username} {.status.userInfo.groups}",
+    ]);
+    let who = String::from_utf8_lossy(&who.stdout).into_owned();
+    assert!(
+        who.starts_with("jane ") && who.contains("devs") && who.contains("system:authenticated"),
+        "{who}"
+    );
+    let denied = jane(&["get", "pods"]);
+    assert!(!denied.status.success());
+    assert!(
+        String::from_utf8_lossy(&denied.stderr).contains("pods is forbidden: User \"jane\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\""),
+        "{}",
+        String::from_utf8_lossy(&denied.stderr)
+    );
+    kubectl(
+        &server,
+        &[
+            "create",
+            "rolebinding",
+            "devs-view",
+            "--clusterrole=view",
+            "--group=devs",
+        ],
+        None,
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !jane(&["get", "pods"]).status.success() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the group binding never took effect"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // The certificate's lifetime is what was asked.
+    let pem = String::from_utf8_lossy(&minted.stdout)
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("client-certificate-data: ")
+                .map(String::from)
+        })
+        .unwrap();
+    let pem = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, pem).unwrap();
+    let (_, parsed) = x509_parser::pem::parse_x509_pem(&pem).unwrap();
+    let cert = parsed.parse_x509().unwrap();
+    let life = cert.validity().not_after.timestamp() - cert.validity().not_before.timestamp();
+    assert_eq!(life, 24 * 3600 + 60, "a day, plus the minute of slack");
+    // --group without --user is refused.
+    let bad = Command::new(SKIFF)
+        .args(["kubeconfig", "--group", "devs", "--data-dir"])
+        .arg(&data_dir)
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+}

@@ -220,7 +220,20 @@ pub fn ensure(dir: &Path) -> Result<Pki> {
 
 /// An admin kubeconfig for `server` (e.g. `https://127.0.0.1:6443`).
 pub fn admin_kubeconfig(pki: &Pki, server: &str) -> String {
+    kubeconfig(
+        &pki.ca_cert,
+        server,
+        "skiff-admin",
+        &pki.admin_cert,
+        &pki.admin_key,
+    )
+}
+
+/// A kubeconfig for `server` trusting `ca_cert`, as `user_name` with a
+/// client certificate and key (PEM).
+fn kubeconfig(ca_cert: &str, server: &str, user_name: &str, cert: &str, key: &str) -> String {
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let user = serde_json::to_string(user_name).unwrap_or_default();
     format!(
         "apiVersion: v1
 kind: Config
@@ -230,7 +243,7 @@ clusters:
     server: {server}
     certificate-authority-data: {ca}
 users:
-- name: skiff-admin
+- name: {user}
   user:
     client-certificate-data: {cert}
     client-key-data: {key}
@@ -238,13 +251,51 @@ contexts:
 - name: skiff
   context:
     cluster: skiff
-    user: skiff-admin
+    user: {user}
 current-context: skiff
 ",
-        ca = b64(&pki.ca_cert),
-        cert = b64(&pki.admin_cert),
-        key = b64(&pki.admin_key),
+        ca = b64(ca_cert),
+        cert = b64(cert),
+        key = b64(key),
     )
+}
+
+/// A kubeconfig for a user of the cluster whose PKI is under `dir`: a
+/// new client certificate for `user` in `groups` (the certificate's CN
+/// and O, as upstream's x509 authenticator reads them), signed by the
+/// cluster CA and valid for `valid_for` from now (kubeadm's `kubeconfig
+/// user` gives a year), for `server`. Nothing is written.
+pub fn user_kubeconfig(
+    dir: &Path,
+    server: &str,
+    user: &str,
+    groups: &[&str],
+    valid_for: std::time::Duration,
+) -> Result<String> {
+    let ca_cert = read(dir, CA_CERT)?;
+    let ca_key = KeyPair::from_pem(&read(dir, CA_KEY)?).map_err(cert_error("CA key"))?;
+    let ca = Issuer::from_ca_cert_pem(&ca_cert, ca_key).map_err(cert_error("CA"))?;
+    let key = KeyPair::generate().map_err(cert_error("client key"))?;
+    let mut params = CertificateParams::default();
+    let mut dn = name(user, None);
+    for group in groups {
+        dn.push(DnType::OrganizationName, *group);
+    }
+    params.distinguished_name = dn;
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    let now = time::OffsetDateTime::now_utc();
+    // A minute of slack for clocks a little behind ours.
+    params.not_before = now - time::Duration::minutes(1);
+    params.not_after = now + valid_for;
+    let cert = params.signed_by(&key, &ca).map_err(cert_error("client"))?;
+    Ok(kubeconfig(
+        &ca_cert,
+        server,
+        user,
+        &cert.pem(),
+        &key.serialize_pem(),
+    ))
 }
 
 /// Writes the admin kubeconfig to `path` (mode 0600).
