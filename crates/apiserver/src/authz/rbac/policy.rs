@@ -79,11 +79,14 @@ fn subjects(list: &[Subject], binding_ns: &str) -> Vec<Who> {
 #[derive(Debug, Default)]
 pub struct Policy {
     cluster_roles: HashMap<String, Arc<[PolicyRule]>>,
-    /// By (namespace, name).
-    roles: HashMap<(String, String), Arc<[PolicyRule]>>,
+    /// By namespace, then name (looked up without allocating).
+    roles: HashMap<String, HashMap<String, Arc<[PolicyRule]>>>,
     /// By a stable id (the store key).
     bindings: HashMap<String, Binding>,
-    by_subject: HashMap<Who, BTreeSet<String>>,
+    /// Binding ids by the user name and by the group name they bind
+    /// (two maps, so a decision looks up `&str`s without allocating).
+    by_user: HashMap<String, BTreeSet<String>>,
+    by_group: HashMap<String, BTreeSet<String>>,
 }
 
 impl Policy {
@@ -97,19 +100,33 @@ impl Policy {
 
     pub fn set_role(&mut self, namespace: &str, name: &str, rules: Vec<PolicyRule>) {
         self.roles
-            .insert((namespace.to_string(), name.to_string()), rules.into());
+            .entry(namespace.to_string())
+            .or_default()
+            .insert(name.to_string(), rules.into());
     }
 
     pub fn remove_role(&mut self, namespace: &str, name: &str) {
-        self.roles
-            .remove(&(namespace.to_string(), name.to_string()));
+        if let Some(in_ns) = self.roles.get_mut(namespace) {
+            in_ns.remove(name);
+            if in_ns.is_empty() {
+                self.roles.remove(namespace);
+            }
+        }
+    }
+
+    fn index_of(&mut self, who: &Who) -> &mut HashMap<String, BTreeSet<String>> {
+        match who {
+            Who::User(_) => &mut self.by_user,
+            Who::Group(_) => &mut self.by_group,
+        }
     }
 
     pub fn set_binding(&mut self, id: &str, binding: Binding) {
         self.remove_binding(id);
         for who in &binding.subjects {
-            self.by_subject
-                .entry(who.clone())
+            let (Who::User(name) | Who::Group(name)) = who;
+            self.index_of(who)
+                .entry(name.clone())
                 .or_default()
                 .insert(id.to_string());
         }
@@ -121,10 +138,12 @@ impl Policy {
             return;
         };
         for who in &old.subjects {
-            if let Some(ids) = self.by_subject.get_mut(who) {
+            let (Who::User(name) | Who::Group(name)) = who;
+            let index = self.index_of(who);
+            if let Some(ids) = index.get_mut(name) {
                 ids.remove(id);
                 if ids.is_empty() {
-                    self.by_subject.remove(who);
+                    index.remove(name);
                 }
             }
         }
@@ -153,9 +172,14 @@ impl Policy {
 
     /// The bindings naming `user` (by name or by one of its groups).
     fn bindings_of<'a>(&'a self, user: &'a User) -> impl Iterator<Item = &'a Binding> + 'a {
-        std::iter::once(Who::User(user.name.clone()))
-            .chain(user.groups.iter().map(|g| Who::Group(g.clone())))
-            .filter_map(|who| self.by_subject.get(&who))
+        self.by_user
+            .get(user.name.as_str())
+            .into_iter()
+            .chain(
+                user.groups
+                    .iter()
+                    .filter_map(|g| self.by_group.get(g.as_str())),
+            )
             .flat_map(|ids| ids.iter())
             .filter_map(|id| self.bindings.get(id))
     }
@@ -163,10 +187,10 @@ impl Policy {
     /// The rules of a binding's role; `None` when the role does not exist.
     fn rules_of(&self, b: &Binding) -> Option<&[PolicyRule]> {
         if b.cluster_role {
-            self.cluster_roles.get(&b.role).map(|r| &r[..])
+            self.cluster_roles.get(b.role.as_str()).map(|r| &r[..])
         } else {
-            let ns = b.namespace.clone().unwrap_or_default();
-            self.roles.get(&(ns, b.role.clone())).map(|r| &r[..])
+            let ns = b.namespace.as_deref().unwrap_or("");
+            self.roles.get(ns)?.get(b.role.as_str()).map(|r| &r[..])
         }
     }
 
@@ -209,10 +233,7 @@ impl Policy {
     pub fn role_rules(&self, namespace: Option<&str>, name: &str) -> Option<Vec<PolicyRule>> {
         match namespace {
             None => self.cluster_roles.get(name).map(|r| r.to_vec()),
-            Some(ns) => self
-                .roles
-                .get(&(ns.to_string(), name.to_string()))
-                .map(|r| r.to_vec()),
+            Some(ns) => self.roles.get(ns)?.get(name).map(|r| r.to_vec()),
         }
     }
 

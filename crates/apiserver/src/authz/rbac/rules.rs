@@ -25,13 +25,19 @@ pub fn api_group_matches(rule: &PolicyRule, group: &str) -> bool {
     has(opt(&rule.api_groups), group)
 }
 
-/// `combined` is `resource` or `resource/subresource`.
-pub fn resource_matches(rule: &PolicyRule, combined: &str, subresource: &str) -> bool {
+/// Whether the rule names `resource` (with `subresource`, as
+/// `resource/subresource`), any resource (`*`) or that subresource of any
+/// (`*/subresource`). Compared in place: a decision allocates nothing.
+pub fn resource_matches(rule: &PolicyRule, resource: &str, subresource: &str) -> bool {
     opt(&rule.resources).iter().any(|r| {
-        r == "*"
-            || r == combined
-            || (!subresource.is_empty()
-                && r.strip_prefix("*/").is_some_and(|sub| sub == subresource))
+        if r == "*" {
+            return true;
+        }
+        if subresource.is_empty() {
+            return r == resource;
+        }
+        let (named, sub) = r.split_once('/').unwrap_or((r, ""));
+        sub == subresource && (named == resource || named == "*")
     })
 }
 
@@ -56,7 +62,7 @@ pub fn rule_allows(attrs: &Attributes<'_>, rule: &PolicyRule) -> bool {
     }
     if attrs.resource_request {
         api_group_matches(rule, &attrs.api_group)
-            && resource_matches(rule, &attrs.combined_resource(), &attrs.subresource)
+            && resource_matches(rule, &attrs.resource, &attrs.subresource)
             && resource_name_matches(rule, &attrs.name)
     } else {
         non_resource_url_matches(rule, &attrs.path)
