@@ -15,28 +15,33 @@ use serde_json::{json, Value};
 use crate::cluster::{cpu_seconds, create_namespace, request, rss_kib, start_server};
 use crate::stats::{ms, percentile, print_table};
 
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct Args {
     /// Pods stored before the churn starts.
     #[arg(long, default_value_t = 1_000)]
-    pods: usize,
+    pub(crate) pods: usize,
     /// Concurrent watchers on the churned namespace.
     #[arg(long, default_value_t = 1_000)]
-    watchers: usize,
+    pub(crate) watchers: usize,
     /// Writes per second during the churn.
     #[arg(long, default_value_t = 100)]
-    writes_per_sec: u64,
+    pub(crate) writes_per_sec: u64,
     /// Length of the churn.
     #[arg(long, default_value_t = 20)]
-    seconds: u64,
+    pub(crate) seconds: u64,
     /// Pods for the big LIST and the RSS measurement.
     #[arg(long, default_value_t = 10_000)]
-    list_pods: usize,
+    pub(crate) list_pods: usize,
     /// Only the node-watcher phase, against this server and against the
     /// `skiff` binary at PATH (e.g. a build of an earlier commit), side by
     /// side: `--watchers 5000 --baseline /tmp/before/skiff`.
     #[arg(long)]
-    baseline: Option<std::path::PathBuf>,
+    pub(crate) baseline: Option<std::path::PathBuf>,
+    /// Only the RBAC comparison: the same churn as the admin and as a
+    /// user holding 50 bindings, and the authorizer's decisions per second
+    /// (`--watchers` is 10 there).
+    #[arg(long)]
+    pub(crate) rbac: bool,
 }
 
 fn now_ns() -> u128 {
@@ -66,7 +71,7 @@ async fn timed<T>(
     Ok((start.elapsed(), out))
 }
 
-async fn create_many(
+pub(crate) async fn create_many(
     client: &Client,
     ns: &str,
     count: usize,
@@ -98,14 +103,14 @@ async fn create_many(
 }
 
 /// Latency samples and CPU use of one churn phase.
-struct Phase {
-    creates: Vec<Duration>,
-    updates: Vec<Duration>,
-    gets: Vec<Duration>,
-    lists: Vec<Duration>,
-    delivery: Vec<Duration>,
-    server_cpu: f64,
-    client_cpu: f64,
+pub(crate) struct Phase {
+    pub(crate) creates: Vec<Duration>,
+    pub(crate) updates: Vec<Duration>,
+    pub(crate) gets: Vec<Duration>,
+    pub(crate) lists: Vec<Duration>,
+    pub(crate) delivery: Vec<Duration>,
+    pub(crate) server_cpu: f64,
+    pub(crate) client_cpu: f64,
 }
 
 /// Starts `count` watchers on the churn namespace. With `per_node`, each
@@ -185,7 +190,7 @@ fn take<T>(m: &Arc<Mutex<Vec<T>>>) -> anyhow::Result<Vec<T>> {
 /// One churn phase: `writes_per_sec` alternating creates and updates for
 /// `seconds`, while a reader measures get and list, with the watchers
 /// started first.
-async fn churn(
+pub(crate) async fn churn(
     client: &Client,
     pid: u32,
     args: &Args,
@@ -299,7 +304,7 @@ async fn churn(
     })
 }
 
-fn p50_p99(samples: &mut [Duration]) -> String {
+pub(crate) fn p50_p99(samples: &mut [Duration]) -> String {
     format!(
         "{} / {}",
         ms(percentile(samples, 50.0)),
@@ -420,6 +425,13 @@ async fn against_baseline(args: &Args, baseline: &std::path::Path) -> anyhow::Re
 }
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
+    if args.rbac {
+        return crate::api_rbac::run(&Args {
+            watchers: 10,
+            ..args.clone()
+        })
+        .await;
+    }
     if let Some(baseline) = args.baseline.clone() {
         return against_baseline(&args, &baseline).await;
     }

@@ -94,6 +94,16 @@ pub async fn start_server(extra: &[&str]) -> anyhow::Result<(Server, Client)> {
 /// Starts the `skiff` binary at `skiff` (e.g. a baseline build) as
 /// [`start_server`] does.
 pub async fn start_server_binary(skiff: &Path, extra: &[&str]) -> anyhow::Result<(Server, Client)> {
+    start_server_prepared(skiff, extra, |_| Ok(())).await
+}
+
+/// [`start_server_binary`], with `prepare` run on the data dir before the
+/// server starts (e.g. to write its `tokens.csv`).
+pub async fn start_server_prepared(
+    skiff: &Path,
+    extra: &[&str],
+    prepare: impl FnOnce(&Path) -> std::io::Result<()>,
+) -> anyhow::Result<(Server, Client)> {
     anyhow::ensure!(
         skiff.exists(),
         "{} not found: cargo build --release -p skiff",
@@ -102,6 +112,7 @@ pub async fn start_server_binary(skiff: &Path, extra: &[&str]) -> anyhow::Result
     let dir = tempfile::Builder::new()
         .prefix("skiff-bench-api-")
         .tempdir()?;
+    prepare(dir.path())?;
     let port = skiff_testkit::free_port()?;
     let child = Command::new(skiff)
         .args([

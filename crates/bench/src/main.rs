@@ -3,6 +3,7 @@
 //! timings; it prints them.
 
 mod api;
+mod api_rbac;
 mod cluster;
 mod controllers;
 mod framework;
