@@ -103,6 +103,7 @@ pub(crate) async fn create_many(
 }
 
 /// Latency samples and CPU use of one churn phase.
+#[derive(Default)]
 pub(crate) struct Phase {
     pub(crate) creates: Vec<Duration>,
     pub(crate) updates: Vec<Duration>,
@@ -111,6 +112,24 @@ pub(crate) struct Phase {
     pub(crate) delivery: Vec<Duration>,
     pub(crate) server_cpu: f64,
     pub(crate) client_cpu: f64,
+}
+
+impl Phase {
+    /// The samples and CPU of several runs together.
+    pub(crate) fn merge(phases: Vec<Phase>) -> Phase {
+        let mut phases = phases.into_iter();
+        let mut all = phases.next().unwrap_or_default();
+        for p in phases {
+            all.creates.extend(p.creates);
+            all.updates.extend(p.updates);
+            all.gets.extend(p.gets);
+            all.lists.extend(p.lists);
+            all.delivery.extend(p.delivery);
+            all.server_cpu += p.server_cpu;
+            all.client_cpu += p.client_cpu;
+        }
+        all
+    }
 }
 
 /// Starts `count` watchers on the churn namespace. With `per_node`, each
@@ -389,20 +408,7 @@ async fn against_baseline(args: &Args, baseline: &std::path::Path) -> anyhow::Re
         eprintln!("round {round}: this build");
         ours.push(node_phase(None, args).await?);
     }
-    let merge = |phases: &mut Vec<Phase>| {
-        let mut all = phases.remove(0);
-        for p in phases.drain(..) {
-            all.creates.extend(p.creates);
-            all.updates.extend(p.updates);
-            all.gets.extend(p.gets);
-            all.lists.extend(p.lists);
-            all.delivery.extend(p.delivery);
-            all.server_cpu += p.server_cpu;
-            all.client_cpu += p.client_cpu;
-        }
-        all
-    };
-    let (mut a, mut b) = (merge(&mut ours), merge(&mut theirs));
+    let (mut a, mut b) = (Phase::merge(ours), Phase::merge(theirs));
     let ra = phase_rows("node watchers", args, &mut a);
     let rb = phase_rows("node watchers", args, &mut b);
     let rows: Vec<_> = ra

@@ -219,20 +219,6 @@ fn micro() -> (f64, f64) {
     )
 }
 
-fn merge(mut phases: Vec<Phase>) -> Phase {
-    let mut all = phases.remove(0);
-    for p in phases {
-        all.creates.extend(p.creates);
-        all.updates.extend(p.updates);
-        all.gets.extend(p.gets);
-        all.lists.extend(p.lists);
-        all.delivery.extend(p.delivery);
-        all.server_cpu += p.server_cpu;
-        all.client_cpu += p.client_cpu;
-    }
-    all
-}
-
 pub async fn run(args: &Args) -> anyhow::Result<()> {
     let skiff = crate::cluster::sibling("skiff")?;
     // Only the API server: the churned pods are bound to nodes that do
@@ -279,7 +265,7 @@ pub async fn run(args: &Args) -> anyhow::Result<()> {
         as_user.push(churn(&user, pid, args, false, watchers, &format!("ru{round}")).await?);
     }
     drop(server);
-    let (mut a, mut u) = (merge(as_admin), merge(as_user));
+    let (mut a, mut u) = (Phase::merge(as_admin), Phase::merge(as_user));
     let (allowed, denied) = micro();
     let ratio = |u: Duration, a: Duration| u.as_secs_f64() / a.as_secs_f64().max(1e-9);
     let (ca, cu) = (

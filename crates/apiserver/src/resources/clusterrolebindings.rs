@@ -1,6 +1,7 @@
 //! ClusterRoleBindings (rbac.authorization.k8s.io/v1): subjects bound to a
 //! ClusterRole cluster-wide; the role reference is immutable (upstream
-//! `registry/rbac/clusterrolebinding`). Served, not enforced.
+//! `registry/rbac/clusterrolebinding`). Enforced by `crate::authz::rbac`;
+//! escalation checked by `crate::admission`.
 
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use serde_json::Value;

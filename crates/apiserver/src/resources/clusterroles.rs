@@ -1,7 +1,8 @@
 //! ClusterRoles (rbac.authorization.k8s.io/v1): cluster-wide policy rules
 //! and the aggregation rule (its `rules` are filled from the selected
-//! roles; see `crate::rbac_bootstrap`), as upstream
-//! `registry/rbac/clusterrole`. Served, not enforced.
+//! roles by the clusterrole-aggregation controller), as upstream
+//! `registry/rbac/clusterrole`. Enforced by `crate::authz::rbac`;
+//! escalation checked by `crate::admission`.
 
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use serde_json::Value;

@@ -1,6 +1,7 @@
 //! RoleBindings (rbac.authorization.k8s.io/v1): subjects bound to a Role
 //! or ClusterRole in a namespace; the role reference is immutable
-//! (upstream `registry/rbac/rolebinding`). Served, not enforced.
+//! (upstream `registry/rbac/rolebinding`). Enforced by
+//! `crate::authz::rbac`; escalation checked by `crate::admission`.
 
 use k8s_openapi::api::rbac::v1::RoleBinding;
 use serde_json::Value;

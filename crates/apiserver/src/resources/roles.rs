@@ -1,6 +1,7 @@
 //! Roles (rbac.authorization.k8s.io/v1): namespaced policy rules, served
-//! and stored as upstream `registry/rbac/role` does; not enforced (the
-//! authorizer is `crate::authz`'s).
+//! and stored as upstream `registry/rbac/role` does. Enforced by
+//! `crate::authz::rbac`; writes that would grant what the writer lacks are
+//! refused by `crate::admission` (RBACEscalation).
 
 use k8s_openapi::api::rbac::v1::Role;
 use serde_json::Value;

@@ -124,13 +124,9 @@ fn name(cn: &str, org: Option<&str>) -> DistinguishedName {
     dn
 }
 
-/// Signs a client certificate for `user` in `groups` with the CA.
-pub fn client_cert(
-    ca: &Issuer<'_, KeyPair>,
-    user: &str,
-    groups: &[&str],
-) -> Result<(String, String)> {
-    let key = KeyPair::generate().map_err(cert_error("client key"))?;
+/// The parameters of a client certificate for `user` (CN) in `groups`
+/// (O), as upstream's x509 authenticator reads them.
+fn client_params(user: &str, groups: &[&str]) -> CertificateParams {
     let mut params = CertificateParams::default();
     let mut dn = name(user, None);
     for group in groups {
@@ -139,7 +135,19 @@ pub fn client_cert(
     params.distinguished_name = dn;
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
     params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-    let cert = params.signed_by(&key, ca).map_err(cert_error("client"))?;
+    params
+}
+
+/// Signs a client certificate for `user` in `groups` with the CA.
+pub fn client_cert(
+    ca: &Issuer<'_, KeyPair>,
+    user: &str,
+    groups: &[&str],
+) -> Result<(String, String)> {
+    let key = KeyPair::generate().map_err(cert_error("client key"))?;
+    let cert = client_params(user, groups)
+        .signed_by(&key, ca)
+        .map_err(cert_error("client"))?;
     Ok((cert.pem(), key.serialize_pem()))
 }
 
@@ -276,14 +284,7 @@ pub fn user_kubeconfig(
     let ca_key = KeyPair::from_pem(&read(dir, CA_KEY)?).map_err(cert_error("CA key"))?;
     let ca = Issuer::from_ca_cert_pem(&ca_cert, ca_key).map_err(cert_error("CA"))?;
     let key = KeyPair::generate().map_err(cert_error("client key"))?;
-    let mut params = CertificateParams::default();
-    let mut dn = name(user, None);
-    for group in groups {
-        dn.push(DnType::OrganizationName, *group);
-    }
-    params.distinguished_name = dn;
-    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    let mut params = client_params(user, groups);
     let now = time::OffsetDateTime::now_utc();
     // A minute of slack for clocks a little behind ours.
     params.not_before = now - time::Duration::minutes(1);
