@@ -27,16 +27,27 @@ async fn try_run(k: &Kubectl, args: &[&str]) -> (bool, String) {
 /// bindings through the watch cache, a moment after the write); the last
 /// output. Panics after 20 s.
 async fn until(k: &Kubectl, args: &[&str], want: bool) -> String {
+    let what = if want { "succeed" } else { "fail" };
+    until_output(k, args, what, |done, _| done == want).await
+}
+
+/// Runs `kubectl ARGS` until `ready(success, output)` holds; the last
+/// output. Panics after 20 s, saying it never did `what`.
+async fn until_output(
+    k: &Kubectl,
+    args: &[&str],
+    what: &str,
+    ready: impl Fn(bool, &str) -> bool,
+) -> String {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let (done, text) = try_run(k, args).await;
-        if done == want {
+        if ready(done, &text) {
             return text;
         }
         assert!(
             Instant::now() < deadline,
-            "kubectl {args:?} still {} after 20 s: {text}",
-            if done { "succeeds" } else { "fails" }
+            "kubectl {args:?} did not {what} in 20 s: {text}"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -308,19 +319,17 @@ async fn rbac_is_enforced() {
         ],
     )
     .await;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let (done, text) = try_run(&k, &["--as=jane", "get", "--raw", "/metrics"]).await;
-        if !text.contains("forbidden") {
-            assert!(
-                !done && text.contains("NotFound") || text.contains("not found"),
-                "{text}"
-            );
-            break;
-        }
-        assert!(Instant::now() < deadline, "still forbidden: {text}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let text = until_output(
+        &k,
+        &["--as=jane", "get", "--raw", "/metrics"],
+        "stop being forbidden",
+        |_, text| !text.contains("forbidden"),
+    )
+    .await;
+    assert!(
+        text.contains("NotFound") || text.contains("not found"),
+        "{text}"
+    );
 
     // A real bearer token (the viewer user) is judged the same way.
     let viewer = Kubectl {
