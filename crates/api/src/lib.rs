@@ -17,6 +17,7 @@
 pub mod apply;
 pub mod crd;
 pub mod defaults;
+pub mod jwt;
 pub mod kinds;
 pub mod patch;
 pub mod quantity;
