@@ -3,6 +3,8 @@
 //! agent, the controllers and the simulator next. Each part talks to the
 //! API only through a kube client (HTTP, or the in-process loopback):
 //!
+//! - [`certificate`]: a CA that signs certificate requests and re-signs
+//!   certificates, and the client certificate of a kubeconfig;
 //! - [`clock`]: time as a trait, with a fake for tests;
 //! - [`leader`]: Lease leader election;
 //! - [`recorder`]: an event recorder with upstream's aggregation and spam
@@ -23,6 +25,7 @@
 //! It knows no component's logic and never reaches into the API server.
 
 mod api_error;
+pub mod certificate;
 pub mod clock;
 pub mod correlator;
 pub mod http;

@@ -1,0 +1,15 @@
+//! Client certificates, as client-go's `util/cert` and
+//! `util/certificate` keep them:
+//!
+//! - [`authority`]: a CA that signs certificate requests and re-signs
+//!   certificates (the csrsigning controller and `skiff certs renew`),
+//!   written out field by field so a subject keeps every attribute it had
+//!   (several `O`s are several groups);
+//! - [`kubeconfig`]: reading and rewriting the client certificate of a
+//!   kubeconfig in place.
+//!
+//! Nothing here talks to the API server or decides who may have a
+//! certificate: signer rules and approval are the controllers'.
+
+pub mod authority;
+pub mod kubeconfig;
