@@ -11,7 +11,8 @@
 //!   the per-server [`catalog::Catalog`] that resolves a request's
 //!   [`catalog::Kind`] once;
 //! - [`object`] (metadata, storage keys), [`request`] (what a URL names),
-//!   [`authn`] and [`authz`] (who asks, whether they may);
+//!   [`authn`] and [`authz`] (who asks, whether they may), [`audit`] (the
+//!   audit log of who asked what);
 //! - [`watchcache`]: per-resource caches fed by one store watch;
 //! - [`allocators`]: Service ClusterIPs and NodePorts;
 //! - [`resources`]: one file per built-in kind;
@@ -38,6 +39,7 @@
 pub mod admission;
 pub mod agents;
 pub mod allocators;
+pub mod audit;
 pub mod authn;
 pub mod authz;
 pub mod bootstrap;
@@ -95,6 +97,8 @@ pub enum Error {
     #[error(transparent)]
     Auth(#[from] authn::Error),
     #[error(transparent)]
+    Audit(#[from] audit::Error),
+    #[error(transparent)]
     KubeletClient(#[from] agents::dial::Error),
     #[error("cannot listen on {addr}: {source}")]
     Listen {
@@ -133,6 +137,8 @@ pub struct Config {
     /// --advertise-address); default: the bind address, or 127.0.0.1 when
     /// bound to every address.
     pub advertise_address: Option<std::net::IpAddr>,
+    /// The audit log (`--audit-log-path` and friends); off by default.
+    pub audit: audit::Options,
 }
 
 impl Config {
@@ -145,6 +151,7 @@ impl Config {
             service_cidr: allocators::DEFAULT_SERVICE_CIDR.into(),
             service_node_port_range: allocators::DEFAULT_NODE_PORT_RANGE.into(),
             advertise_address: None,
+            audit: audit::Options::default(),
         }
     }
 }
@@ -156,13 +163,20 @@ pub struct ApiServer {
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
     router: Router,
+    /// Whether requests are audited (the listener then notes each
+    /// client's address).
+    audited: bool,
     pub local_addr: SocketAddr,
     pub kubeconfig: PathBuf,
     timeouts: serve::Timeouts,
 }
 
-/// The router for `state`.
-pub fn router(state: AppState, tokens: Arc<authn::Tokens>) -> Router {
+/// The router for `state`, auditing to `audit` when given.
+pub fn router(
+    state: AppState,
+    tokens: Arc<authn::Tokens>,
+    audit: Option<Arc<audit::Auditor>>,
+) -> Router {
     let authorizers = state.authorizers.clone();
     let reviews = reviews::Context {
         tokens: tokens.clone(),
@@ -172,6 +186,7 @@ pub fn router(state: AppState, tokens: Arc<authn::Tokens>) -> Router {
         tokens,
         authorizers,
         reviews,
+        audit,
     });
     Router::new()
         .route("/version", get(discovery::version))
@@ -253,6 +268,7 @@ impl ApiServer {
         let token_path = config.data_dir.join("tokens.csv");
         authn::ensure_token_file(&token_path)?;
         let tokens = Arc::new(authn::Tokens::load(&token_path)?);
+        let audit = audit::Auditor::start(&config.audit)?;
         bootstrap_system(store.as_ref()).await?;
         let listener = TcpListener::bind(config.bind)
             .await
@@ -290,7 +306,8 @@ impl ApiServer {
             &pki.kubelet_client_key,
         )?);
         Ok(ApiServer {
-            router: router(state.clone(), tokens),
+            audited: audit.is_some(),
+            router: router(state.clone(), tokens, audit),
             state,
             listener,
             tls,
@@ -358,6 +375,7 @@ impl ApiServer {
             self.tls,
             self.router,
             self.timeouts,
+            self.audited,
             shutdown,
         )
         .await;

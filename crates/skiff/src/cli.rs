@@ -259,6 +259,15 @@ pub struct ControllerManagerArgs {
     #[arg(long)]
     pub root_ca_file: Option<PathBuf>,
 
+    /// The CA certificate the csrsigning controller signs approved
+    /// certificate requests with (PEM); with --cluster-signing-key-file.
+    #[arg(long, requires = "cluster_signing_key_file")]
+    pub cluster_signing_cert_file: Option<PathBuf>,
+
+    /// The CA's private key (PEM).
+    #[arg(long, requires = "cluster_signing_cert_file")]
+    pub cluster_signing_key_file: Option<PathBuf>,
+
     #[command(flatten)]
     pub controllers: ControllersArgs,
 }
@@ -316,6 +325,10 @@ pub struct ControllersArgs {
     /// keeps them all.
     #[arg(long, default_value_t = 12_500, allow_negative_numbers = true)]
     pub terminated_pod_gc_threshold: i32,
+    /// The longest certificate the csrsigning controller signs (a
+    /// request's expirationSeconds may ask for less).
+    #[arg(long, default_value = "8760h", value_parser = parse_duration)]
+    pub cluster_signing_duration: std::time::Duration,
 }
 
 impl ControllersArgs {
@@ -348,6 +361,7 @@ impl ControllersArgs {
             large_cluster_size_threshold: self.large_cluster_size_threshold,
             max_endpoints_per_slice: self.max_endpoints_per_slice,
             terminated_pod_gc_threshold: self.terminated_pod_gc_threshold,
+            cluster_signing_duration: self.cluster_signing_duration,
             ..skiff_controllers::Config::default()
         };
         if let Some(cidr) = &config.cluster_cidr {
@@ -456,6 +470,51 @@ pub struct ServerArgs {
     /// Keep at most this many revisions of store history.
     #[arg(long, default_value_t = 10_000)]
     pub history_revisions: i64,
+
+    #[command(flatten)]
+    pub audit: AuditArgs,
+}
+
+/// The audit log flags of `skiff server` (kube-apiserver's names).
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Log every request to this file as audit.k8s.io/v1 Event JSON lines;
+    /// `-` is standard output. Without --audit-policy-file every request
+    /// is logged at Metadata level (kube-apiserver logs nothing without a
+    /// policy).
+    #[arg(long)]
+    pub audit_log_path: Option<PathBuf>,
+
+    /// An audit.k8s.io/v1 Policy (YAML or JSON): which requests are
+    /// logged at which level (None, Metadata, Request, RequestResponse).
+    #[arg(long)]
+    pub audit_policy_file: Option<PathBuf>,
+
+    /// Megabytes the audit log may reach before it is rotated (0: 100).
+    #[arg(long, default_value_t = 0)]
+    pub audit_log_maxsize: u64,
+
+    /// Rotated audit logs kept (0: all).
+    #[arg(long, default_value_t = 0)]
+    pub audit_log_maxbackup: usize,
+
+    /// Days a rotated audit log is kept, by the time in its name (0: no
+    /// limit).
+    #[arg(long, default_value_t = 0)]
+    pub audit_log_maxage: u32,
+}
+
+impl AuditArgs {
+    /// The API server's audit settings.
+    pub fn options(&self) -> skiff_apiserver::audit::Options {
+        skiff_apiserver::audit::Options {
+            log_path: self.audit_log_path.clone(),
+            policy_file: self.audit_policy_file.clone(),
+            max_size_mb: self.audit_log_maxsize,
+            max_backups: self.audit_log_maxbackup,
+            max_age_days: self.audit_log_maxage,
+        }
+    }
 }
 
 /// `skiff version` output.

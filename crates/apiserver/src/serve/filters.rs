@@ -1,6 +1,6 @@
 //! The request filters every request passes before its handler, in the
 //! order of kube-apiserver's handler chain: panic recovery (outermost),
-//! authentication, impersonation, authorization. They run as one
+//! authentication, auditing, impersonation, authorization. They run as one
 //! middleware: a request pays one boxed future and one clone of the routes
 //! for the whole chain, not one per filter (every API request goes through
 //! here, so that was a measurable share of the server's time).
@@ -15,8 +15,10 @@ use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use crate::audit;
 use crate::authn::{self, Tokens};
 use crate::authz::{self, Authorizer};
+use crate::status::ApiError;
 
 /// What the filters consult.
 #[derive(Debug)]
@@ -26,6 +28,8 @@ pub struct Filters {
     /// What the review handlers (TokenReview, SubjectAccessReview) read,
     /// put in every request's extensions.
     pub reviews: crate::reviews::Context,
+    /// The audit log, when on (`--audit-log-path`).
+    pub audit: Option<Arc<audit::Auditor>>,
 }
 
 /// Runs the filters over `req`, then the handler (`next`) if every filter
@@ -33,16 +37,35 @@ pub struct Filters {
 pub async fn run(filters: Arc<Filters>, mut req: Request, next: Next) -> Response {
     let (method, path) = (req.method().clone(), req.uri().path().to_string());
     req.extensions_mut().insert(filters.reviews.clone());
-    super::panic::caught(method, path, async move {
-        let passed = authn::authenticate(&filters.tokens, req)
-            .and_then(|req| authz::impersonate::impersonate(&filters.authorizers, req))
-            .and_then(|req| authz::authorize(&filters.authorizers, req));
-        match passed {
-            Ok(req) => next.run(req).await,
+    // This request's audit record when auditing is on (`crate::audit`);
+    // otherwise none, and each audit step is one branch.
+    let mut audit = filters.audit.as_ref().map(|log| log.receive(&req));
+    let response = super::panic::caught(method, path, async {
+        let response = match passes(&filters, req, &mut audit) {
+            Ok(req) => next.run(audit::handling(&mut audit, req)).await,
             Err(refused) => refused.into_response(),
-        }
+        };
+        audit::respond(&mut audit, response).await
     })
-    .await
+    .await;
+    // A record still open: the filters or the handler panicked.
+    audit::panicked(audit, response).await
+}
+
+/// Authentication, impersonation and authorization, each passing the
+/// request on or answering it, with the audit record's steps between.
+fn passes(
+    filters: &Filters,
+    req: Request,
+    audit: &mut Option<audit::Record>,
+) -> Result<Request, ApiError> {
+    let req = authn::authenticate(&filters.tokens, req)?;
+    audit::authenticated(audit, &req);
+    let req = authz::impersonate::impersonate(&filters.authorizers, req)?;
+    audit::impersonated(audit, &req);
+    let authorized = authz::authorize(&filters.authorizers, req);
+    audit::authorized(audit, &authorized);
+    authorized
 }
 
 #[cfg(test)]
@@ -66,6 +89,7 @@ mod tests {
                 tokens: Arc::new(Tokens::default()),
                 authorizers: Arc::new(Vec::new()),
             },
+            audit: None,
         });
         Router::new()
             .route("/healthz", get(|| async { "ok" }))

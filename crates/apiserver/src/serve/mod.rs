@@ -85,12 +85,15 @@ impl Default for Timeouts {
 #[derive(Debug, Clone, Copy)]
 pub struct BodyTimeout(pub std::time::Duration);
 
-/// Accepts connections until `shutdown` is cancelled.
+/// Accepts connections until `shutdown` is cancelled; with `peer_addrs`
+/// (auditing on), each request carries its client's address as an
+/// [`audit::PeerAddr`](crate::audit::PeerAddr).
 pub async fn serve(
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
     app: Router,
     timeouts: Timeouts,
+    peer_addrs: bool,
     shutdown: CancellationToken,
 ) {
     let acceptor = TlsAcceptor::from(tls);
@@ -133,11 +136,15 @@ pub async fn serve(
             // Shared: hyper clones the service for every request, and the
             // identity is cloned once more into the request.
             let connection = Arc::new((app, PeerUser(user), BodyTimeout(timeouts.body_read)));
+            let peer_addr = peer_addrs.then_some(crate::audit::PeerAddr(peer));
             let service = TowerToHyperService::new(tower::service_fn(
                 move |mut req: axum::http::Request<hyper::body::Incoming>| {
                     let (app, identity, body_timeout) = &*connection;
                     req.extensions_mut().insert(identity.clone());
                     req.extensions_mut().insert(*body_timeout);
+                    if let Some(peer_addr) = peer_addr {
+                        req.extensions_mut().insert(peer_addr);
+                    }
                     tower::ServiceExt::oneshot(app.clone(), req)
                 },
             ));
