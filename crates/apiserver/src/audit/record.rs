@@ -534,3 +534,305 @@ impl Drop for Tail {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+    use std::time::{Duration, Instant};
+
+    use axum::http::StatusCode;
+    use axum::routing::{get, post};
+    use axum::Router;
+    use serde_json::json;
+    use tower::ServiceExt as _;
+
+    use super::*;
+    use crate::audit::{log, Policy};
+    use crate::authn::Tokens;
+    use crate::authz;
+    use crate::serve::filters::{run, Filters};
+
+    const POLICY: &str = r#"
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: None
+  nonResourceURLs: ["/healthz*"]
+- level: Request
+  resources: [{group: "", resources: [configmaps]}]
+- level: Metadata
+"#;
+
+    /// Filters auditing to `<dir>/audit.log` in front of handlers that
+    /// echo a create, panic, and stream a watch.
+    fn app(dir: &Path) -> Router {
+        let policy_file = dir.join("policy.yaml");
+        std::fs::write(&policy_file, POLICY).unwrap();
+        let auditor = Auditor::new(
+            Policy::load(&policy_file).unwrap(),
+            log::Log::open(&log::Options {
+                path: dir.join("audit.log"),
+                max_size: 0,
+                max_backups: 0,
+                max_age_days: 0,
+            })
+            .unwrap(),
+        );
+        let filters = Arc::new(Filters {
+            tokens: Arc::new(Tokens::default()),
+            authorizers: Arc::new(vec![Box::new(authz::MastersOnly)]),
+            reviews: crate::reviews::Context {
+                tokens: Arc::new(Tokens::default()),
+                authorizers: Arc::new(Vec::new()),
+            },
+            audit: Some(Arc::new(auditor)),
+        });
+        async fn echo(body: Bytes) -> Response {
+            let mut object: Value = serde_json::from_slice(&body).unwrap();
+            object["metadata"]["uid"] = json!("u-1");
+            object["metadata"]["managedFields"] = json!([{"manager": "test"}]);
+            crate::response::json_response(StatusCode::CREATED, &object)
+        }
+        #[expect(clippy::panic, reason = "the panic under test")]
+        async fn boom() -> &'static str {
+            panic!("boom")
+        }
+        async fn watch() -> Body {
+            Body::from_stream(futures::stream::iter([Ok::<_, std::io::Error>(
+                Bytes::from_static(b"{\"type\":\"ADDED\"}\n"),
+            )]))
+        }
+        Router::new()
+            .route("/healthz", get(|| async { "ok" }))
+            .route("/api/v1/namespaces/{ns}/configmaps", post(echo))
+            .route("/api/v1/namespaces/{ns}/pods", post(echo).get(watch))
+            .route("/api/v1/panic", get(boom))
+            .layer(axum::middleware::from_fn(move |req, next| {
+                run(filters.clone(), req, next)
+            }))
+    }
+
+    fn as_user(
+        req: axum::http::request::Builder,
+        name: &str,
+        groups: &[&str],
+    ) -> axum::http::request::Builder {
+        req.extension(PeerUser(Some(User {
+            name: name.into(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+        })))
+    }
+
+    fn admin(req: axum::http::request::Builder) -> axum::http::request::Builder {
+        as_user(req, "admin", &["system:masters"])
+            .extension(super::super::PeerAddr("10.1.2.3:5555".parse().unwrap()))
+    }
+
+    async fn send(
+        app: &Router,
+        req: axum::http::Request<Body>,
+    ) -> (StatusCode, Option<String>, Bytes) {
+        let resp = app.clone().oneshot(req).await.unwrap();
+        let id = resp
+            .headers()
+            .get(AUDIT_ID)
+            .map(|v| v.to_str().unwrap().to_string());
+        let status = resp.status();
+        let body = axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        (status, id, body)
+    }
+
+    /// The log's events once it has `n` (polled: a thread writes them).
+    fn events(path: &PathBuf, n: usize) -> Vec<Value> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            let lines: Vec<Value> = text
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            if lines.len() >= n {
+                return lines;
+            }
+            assert!(Instant::now() < deadline, "{n} events expected: {text}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[tokio::test]
+    async fn each_outcome_is_recorded_as_upstream_records_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let app = app(dir.path());
+        let log = dir.path().join("audit.log");
+
+        // Not audited (level None), but the Audit-ID header still comes back.
+        let (status, id, _) =
+            send(&app, Request::get("/healthz").body(Body::empty()).unwrap()).await;
+        assert_eq!((status, id.is_some()), (StatusCode::OK, true));
+
+        // Request level: the request object, not the response's; the
+        // client's Audit-ID is kept.
+        let body = json!({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "cm"}});
+        let req = admin(Request::post(
+            "/api/v1/namespaces/dev/configmaps?fieldManager=x",
+        ))
+        .header("audit-id", "my-id")
+        .header("user-agent", "kubectl/v1.33.0")
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap();
+        let (status, id, answer) = send(&app, req).await;
+        assert_eq!(
+            (status, id.as_deref()),
+            (StatusCode::CREATED, Some("my-id"))
+        );
+        assert_eq!(
+            serde_json::from_slice::<Value>(&answer).unwrap()["metadata"]["uid"],
+            "u-1"
+        );
+        let event = events(&log, 1).remove(0);
+        assert_eq!(event["kind"], "Event");
+        assert_eq!(event["auditID"], "my-id");
+        assert_eq!(event["stage"], "ResponseComplete");
+        assert_eq!(event["level"], "Request");
+        assert_eq!(event["verb"], "create");
+        assert_eq!(
+            event["requestURI"],
+            "/api/v1/namespaces/dev/configmaps?fieldManager=x"
+        );
+        assert_eq!(
+            event["user"],
+            json!({"username": "admin", "groups": ["system:masters", "system:authenticated"]})
+        );
+        assert_eq!(event["sourceIPs"], json!(["10.1.2.3"]));
+        assert_eq!(event["userAgent"], "kubectl/v1.33.0");
+        assert_eq!(
+            event["objectRef"],
+            json!({"resource": "configmaps", "namespace": "dev", "name": "cm", "apiVersion": "v1"})
+        );
+        assert_eq!(
+            event["responseStatus"],
+            json!({"metadata": {}, "code": 201})
+        );
+        assert_eq!(event["requestObject"], body);
+        assert!(event.get("responseObject").is_none(), "{event}");
+        assert_eq!(
+            event["annotations"]["authorization.k8s.io/decision"],
+            "allow"
+        );
+
+        // Metadata level: no objects, but a create's name from the answer.
+        let req = admin(Request::post("/api/v1/namespaces/dev/pods"))
+            .header("content-type", "application/json")
+            .body(Body::from(json!({"metadata": {"name": "p1"}}).to_string()))
+            .unwrap();
+        assert_eq!(send(&app, req).await.0, StatusCode::CREATED);
+        let event = events(&log, 2).remove(1);
+        assert_eq!(event["level"], "Metadata");
+        assert_eq!(event["objectRef"]["name"], "p1");
+        assert!(event.get("requestObject").is_none(), "{event}");
+        assert!(
+            event.get("objectRef").unwrap().get("uid").is_none(),
+            "{event}"
+        );
+
+        // Forbidden: the Status's fields and the decision.
+        let req = as_user(Request::get("/api/v1/namespaces/dev/secrets"), "bob", &[])
+            .body(Body::empty())
+            .unwrap();
+        assert_eq!(send(&app, req).await.0, StatusCode::FORBIDDEN);
+        let event = events(&log, 3).remove(2);
+        assert_eq!(event["verb"], "list");
+        assert_eq!(event["user"]["username"], "bob");
+        assert_eq!(event["responseStatus"]["code"], 403);
+        assert_eq!(event["responseStatus"]["status"], "Failure");
+        assert_eq!(event["responseStatus"]["reason"], "Forbidden");
+        assert!(event["responseStatus"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("User \"bob\" cannot list"));
+        assert_eq!(
+            event["annotations"]["authorization.k8s.io/decision"],
+            "forbid"
+        );
+
+        // Impersonation: the admin as jane, who may not.
+        let req = admin(Request::get("/api/v1/namespaces/dev/secrets/s"))
+            .header("impersonate-user", "jane")
+            .body(Body::empty())
+            .unwrap();
+        assert_eq!(send(&app, req).await.0, StatusCode::FORBIDDEN);
+        let event = events(&log, 4).remove(3);
+        assert_eq!(event["user"]["username"], "admin");
+        assert_eq!(
+            event["impersonatedUser"],
+            json!({"username": "jane", "groups": ["system:authenticated"]})
+        );
+        assert_eq!(
+            event["annotations"]["authorization.k8s.io/decision"],
+            "forbid"
+        );
+
+        // No credentials: upstream's failed-authentication event.
+        let (status, _, _) = send(
+            &app,
+            Request::get("/api/v1/pods").body(Body::empty()).unwrap(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        let event = events(&log, 5).remove(4);
+        assert_eq!(event["stage"], "ResponseStarted");
+        assert_eq!(event["user"], json!({}));
+        assert_eq!(
+            event["responseStatus"],
+            json!({"metadata": {}, "message": "Authentication failed, no credentials provided", "code": 401})
+        );
+        assert!(event.get("annotations").is_none(), "{event}");
+
+        // A panic.
+        let (status, _, _) = send(
+            &app,
+            admin(Request::get("/api/v1/panic"))
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        let event = events(&log, 6).remove(5);
+        assert_eq!(event["stage"], "Panic");
+        assert_eq!(event["responseStatus"]["code"], 500);
+        assert!(
+            event["responseStatus"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("panicked"),
+            "{event}"
+        );
+
+        // A watch: ResponseStarted with the headers, ResponseComplete when
+        // its body ends.
+        let req = admin(Request::get("/api/v1/namespaces/dev/pods?watch=true"))
+            .body(Body::empty())
+            .unwrap();
+        let (status, id, _) = send(&app, req).await;
+        assert_eq!(status, StatusCode::OK);
+        let events = events(&log, 8);
+        let stages: Vec<_> = events[6..]
+            .iter()
+            .map(|e| (e["stage"].clone(), e["auditID"].clone()))
+            .collect();
+        let id = json!(id.unwrap());
+        assert_eq!(
+            stages,
+            [
+                (json!("ResponseStarted"), id.clone()),
+                (json!("ResponseComplete"), id)
+            ]
+        );
+        assert_eq!(events[7]["verb"], "watch");
+        assert_eq!(events[7]["responseStatus"]["code"], 200);
+    }
+}
