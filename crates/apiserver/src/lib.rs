@@ -50,6 +50,7 @@ pub mod decode;
 pub mod discovery;
 pub mod handlers;
 pub mod object;
+pub mod oidc;
 pub mod openapi;
 pub mod openapi_v2;
 pub mod protobuf;
@@ -97,6 +98,8 @@ pub enum Error {
     #[error(transparent)]
     Auth(#[from] authn::Error),
     #[error(transparent)]
+    ServiceAccountKeys(#[from] authn::serviceaccount::Error),
+    #[error(transparent)]
     Audit(#[from] audit::Error),
     #[error(transparent)]
     KubeletClient(#[from] agents::dial::Error),
@@ -137,6 +140,10 @@ pub struct Config {
     /// --advertise-address); default: the bind address, or 127.0.0.1 when
     /// bound to every address.
     pub advertise_address: Option<std::net::IpAddr>,
+    /// Admission plugins turned off by name (upstream's
+    /// `--disable-admission-plugins`), e.g. `ServiceAccount` for a server
+    /// without the ServiceAccount controller.
+    pub disable_admission_plugins: Vec<String>,
     /// The audit log (`--audit-log-path` and friends); off by default.
     pub audit: audit::Options,
 }
@@ -151,6 +158,7 @@ impl Config {
             service_cidr: allocators::DEFAULT_SERVICE_CIDR.into(),
             service_node_port_range: allocators::DEFAULT_NODE_PORT_RANGE.into(),
             advertise_address: None,
+            disable_admission_plugins: Vec::new(),
             audit: audit::Options::default(),
         }
     }
@@ -203,6 +211,8 @@ pub fn router(
         .route("/apis/{group}", get(discovery::group))
         .route("/apis/{group}/{version}", get(discovery::group_resources))
         .route("/openapi/v2", get(openapi_v2::handler))
+        .route("/.well-known/openid-configuration", get(oidc::configuration))
+        .route("/openid/v1/jwks", get(oidc::jwks))
         .route("/openapi/v3", get(openapi::index))
         .route("/openapi/v3/", get(openapi::index))
         .route("/openapi/v3/{*path}", get(openapi::document))
@@ -289,6 +299,18 @@ impl ApiServer {
         let kubeconfig = config.data_dir.join("admin.kubeconfig");
         serve::pki::write_admin_kubeconfig(&pki, &format!("https://{advertise}"), &kubeconfig)?;
         let mut state = AppState::new(store, advertise, config.bookmark_every);
+        // Service-account tokens: signed with pki/sa.key, checked against
+        // the watch caches.
+        let (signer, keys) = authn::serviceaccount::ensure_keys(&pki.dir)?;
+        let service_accounts = Arc::new(authn::serviceaccount::ServiceAccounts::new(
+            signer,
+            keys,
+            authn::serviceaccount::DEFAULT_ISSUER,
+            state.caches.clone(),
+        ));
+        state.service_accounts = Some(service_accounts.clone());
+        state.disabled_admission_plugins = config.disable_admission_plugins.clone().into();
+        let tokens = Arc::new((*tokens).clone().with_service_accounts(service_accounts));
         state.set_allocators(
             bootstrap::start(
                 state.store.as_ref(),

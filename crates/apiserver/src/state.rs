@@ -41,6 +41,11 @@ pub struct AppState {
     /// The RBAC policy, kept current from the watch caches
     /// ([`crate::authz::Rbac::follow`]).
     pub rbac: crate::authz::Rbac,
+    /// Admission plugins turned off by name.
+    pub disabled_admission_plugins: Arc<[String]>,
+    /// Service-account tokens: issued by TokenRequest, checked by the
+    /// authenticator (none: the server signs none).
+    pub service_accounts: Option<Arc<crate::authn::serviceaccount::ServiceAccounts>>,
     /// The authorizer chain: system:masters, then RBAC.
     pub authorizers: Arc<Vec<Box<dyn crate::authz::Authorizer>>>,
 }
@@ -73,6 +78,8 @@ impl AppState {
             catalog,
             crds,
             admission: Arc::default(),
+            service_accounts: None,
+            disabled_admission_plugins: Arc::new([]),
             authorizers: Arc::new(vec![
                 Box::new(crate::authz::MastersOnly),
                 Box::new(rbac.clone()),
@@ -96,6 +103,7 @@ impl AppState {
             admission: &self.admission,
             authorizers: &self.authorizers,
             rbac: &self.rbac,
+            disabled: &self.disabled_admission_plugins,
         }
     }
 

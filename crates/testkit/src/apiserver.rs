@@ -60,6 +60,9 @@ impl TestApiServer {
         let server = ApiServer::bind(
             configure(Config {
                 bookmark_every: std::time::Duration::from_millis(200),
+                // No ServiceAccount controller runs beside it: pods need
+                // no ServiceAccount (a test may turn the plugin back on).
+                disable_admission_plugins: vec!["ServiceAccount".into()],
                 ..Config::new(
                     dir.path().to_path_buf(),
                     "127.0.0.1:0".parse().expect("addr"),

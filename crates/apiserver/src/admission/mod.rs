@@ -28,10 +28,12 @@ pub mod objects;
 mod priority;
 mod rbac_escalation;
 pub mod resource_quota;
+pub mod service_account;
 pub use limit_ranger::LimitRanger;
 pub use priority::Priority;
 pub use rbac_escalation::RbacEscalation;
 pub use resource_quota::ResourceQuota;
+pub use service_account::ServiceAccount;
 
 pub use default_ingress_class::DefaultIngressClass;
 pub use default_storage_class::DefaultStorageClass;
@@ -50,6 +52,8 @@ pub struct Context<'a> {
     pub authorizers: &'a [Box<dyn crate::authz::Authorizer>],
     /// The RBAC policy, for what a user holds.
     pub rbac: &'a crate::authz::Rbac,
+    /// Plugins turned off by name (upstream's `--disable-admission-plugins`).
+    pub disabled: &'a [String],
 }
 
 impl Context<'_> {
@@ -100,6 +104,7 @@ pub trait Plugin: Send + Sync {
 pub static PLUGINS: &[&dyn Plugin] = &[
     &NamespaceLifecycle,
     &LimitRanger,
+    &ServiceAccount,
     &Priority,
     &DefaultTolerationSeconds,
     &DefaultStorageClass,
@@ -108,9 +113,18 @@ pub static PLUGINS: &[&dyn Plugin] = &[
     &RbacEscalation,
 ];
 
+/// The plugins not turned off.
+fn enabled<'a>(
+    attrs: &'a Attributes<'_>,
+) -> impl Iterator<Item = &'static &'static dyn Plugin> + 'a {
+    PLUGINS
+        .iter()
+        .filter(|p| !attrs.state.disabled.iter().any(|d| d == p.name()))
+}
+
 /// Runs every plugin's mutating step.
 pub async fn mutate(attrs: &Attributes<'_>, object: &mut Value) -> ApiResult<()> {
-    for plugin in PLUGINS {
+    for plugin in enabled(attrs) {
         plugin.mutate(attrs, object).await?;
     }
     Ok(())
@@ -118,7 +132,7 @@ pub async fn mutate(attrs: &Attributes<'_>, object: &mut Value) -> ApiResult<()>
 
 /// Runs every plugin's validating step.
 pub async fn validate(attrs: &Attributes<'_>, object: &Value) -> ApiResult<()> {
-    for plugin in PLUGINS {
+    for plugin in enabled(attrs) {
         plugin.validate(attrs, object).await?;
     }
     Ok(())

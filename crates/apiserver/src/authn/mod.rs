@@ -8,6 +8,7 @@
 //! `system:public-info-viewer` allows). What a user may do is `authz`'s.
 
 pub mod requester;
+pub mod serviceaccount;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -40,10 +41,13 @@ pub enum Error {
     Syntax { path: PathBuf, line: usize },
 }
 
-/// Static bearer tokens.
+/// Bearer tokens: the static ones, then service-account JWTs when the
+/// server signs them ([`serviceaccount`]).
 #[derive(Debug, Default, Clone)]
 pub struct Tokens {
     by_token: HashMap<String, User>,
+    /// Service-account tokens, for bearer tokens not in the file.
+    pub service_accounts: Option<std::sync::Arc<serviceaccount::ServiceAccounts>>,
 }
 
 impl Tokens {
@@ -96,7 +100,19 @@ impl Tokens {
                 },
             );
         }
-        Ok(Tokens { by_token })
+        Ok(Tokens {
+            by_token,
+            service_accounts: None,
+        })
+    }
+
+    /// These tokens, and service-account JWTs checked by `service_accounts`.
+    pub fn with_service_accounts(
+        mut self,
+        service_accounts: std::sync::Arc<serviceaccount::ServiceAccounts>,
+    ) -> Self {
+        self.service_accounts = Some(service_accounts);
+        self
     }
 
     pub fn user(&self, token: &str) -> Option<&User> {
@@ -164,12 +180,22 @@ pub const AUTHENTICATED: &str = "system:authenticated";
 /// (`crate::authz`).
 pub fn authenticate(tokens: &Tokens, mut req: Request) -> Result<Request, ApiError> {
     let from_cert = req.extensions().get::<PeerUser>().and_then(|p| p.0.clone());
-    let from_token = req
+    let bearer = req
         .headers()
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .and_then(|t| tokens.user(t.trim()).cloned());
+        .map(str::trim);
+    // A token not in the file may be a service account's JWT.
+    let mut identity = None;
+    let from_token = bearer.and_then(|t| {
+        tokens.user(t).cloned().or_else(|| {
+            let id = tokens.service_accounts.as_ref()?.authenticate(t)?;
+            let user = id.user.clone();
+            identity = Some(id);
+            Some(user)
+        })
+    });
     let path = req.uri().path().to_string();
     let mut user = match from_token.or(from_cert) {
         Some(user) => user,
@@ -183,6 +209,9 @@ pub fn authenticate(tokens: &Tokens, mut req: Request) -> Result<Request, ApiErr
         user.groups.push(AUTHENTICATED.into());
     }
     req.extensions_mut().insert(user);
+    if let Some(identity) = identity {
+        req.extensions_mut().insert(identity);
+    }
     Ok(req)
 }
 

@@ -53,6 +53,7 @@ pub fn subresource_kind(
     match sub {
         "binding" => ("", "v1", "Binding", &["create"]),
         "eviction" => ("policy", "v1", "Eviction", &["create"]),
+        "token" => ("authentication.k8s.io", "v1", "TokenRequest", &["create"]),
         "log" => ("", "v1", "Pod", &["get"]),
         "exec" => ("", "v1", "PodExecOptions", &["create", "get"]),
         "attach" => ("", "v1", "PodAttachOptions", &["create", "get"]),

@@ -35,6 +35,7 @@ pub mod params;
 mod patch;
 mod portforward;
 pub mod scale;
+mod token_request;
 mod update;
 mod watch;
 
@@ -340,6 +341,10 @@ async fn handle(state: AppState, req: Request) -> ApiResult<Response> {
             let opts = WriteOptions::parse(&q)?;
             let body = read_body(req).await?;
             crate::handlers::eviction::evict(&state, &kind, ns, name, &body, &opts).await
+        }
+        (Method::POST, Some(name), Some("token")) if r.subresources.contains(&"token") => {
+            let body = read_body(req).await?;
+            token_request::create_token(&state, &kind, ns, name, &body).await
         }
         (Method::POST, None, None) => {
             crate::customresources::strategy::check_create(crate::customresources::served_of(

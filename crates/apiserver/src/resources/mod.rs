@@ -75,6 +75,7 @@ mod serviceaccounts;
 mod servicecidrs;
 pub mod services;
 mod statefulsets;
+mod tokenrequest;
 mod workloads_status;
 pub use priorityclasses::system_classes as system_priority_classes;
 mod apiservices;
@@ -166,6 +167,7 @@ pub static KINDS: &[&KindDef] = &[
     &binding::KIND,
     &eviction::KIND,
     &scale::KIND,
+    &tokenrequest::KIND,
 ];
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ pub static KIND: KindDef = KindDef {
         true,
         &["sa"],
         NONE,
-        NONE,
+        &["token"],
     )),
     selectable_fields: &[],
     strategy: &Plain,

@@ -77,12 +77,60 @@ fn pods_request(pod: &Pod) -> kube::core::Request {
 
 /// ConfigMaps, Secrets, claims and volumes read through the API when a
 /// container starts; Services from the agent's informer (a store that
-/// follows a watch, not a list per container).
+/// follows a watch, not a list per container); service-account tokens
+/// requested (TokenRequest) and cached by the agent's token manager.
 #[derive(Clone)]
 pub(crate) struct ApiObjects(
     pub(crate) kube::Client,
     pub(crate) Option<skiff_client::informer::Informer<k8s_openapi::api::core::v1::Service>>,
+    pub(crate) std::sync::Arc<crate::pod_worker::tokens::TokenManager>,
 );
+
+/// TokenRequests through the agent's client.
+struct TokenApi<'a>(&'a kube::Client);
+
+#[async_trait]
+impl crate::pod_worker::tokens::Requester for TokenApi<'_> {
+    async fn request(
+        &self,
+        key: &crate::pod_worker::tokens::Key,
+    ) -> crate::pod_worker::tokens::Result<crate::pod_worker::tokens::Issued> {
+        use crate::pod_worker::tokens::{Error, Issued};
+        use k8s_openapi::api::authentication::v1::TokenRequest;
+        let body = serde_json::json!({
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {
+                "audiences": key.audiences,
+                "expirationSeconds": key.expiration_seconds,
+                "boundObjectRef": {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "name": key.pod_name,
+                    "uid": key.pod_uid,
+                },
+            },
+        });
+        let api: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+            Api::namespaced(self.0.clone(), &key.namespace);
+        let answer: TokenRequest = api
+            .create_subresource(
+                "token",
+                &key.service_account,
+                &kube::api::PostParams::default(),
+                &body,
+            )
+            .await
+            .map_err(|e| Error::Request(e.to_string()))?;
+        let status = answer
+            .status
+            .ok_or_else(|| Error::Request("the TokenRequest answer has no status".into()))?;
+        Ok(Issued {
+            token: status.token,
+            expires: status.expiration_timestamp.0.as_second(),
+        })
+    }
+}
 
 impl std::fmt::Debug for ApiObjects {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -161,5 +209,19 @@ impl Objects for ApiObjects {
     async fn volume(&self, name: &str) -> Result<PersistentVolume, ApiError> {
         let volumes: Api<PersistentVolume> = Api::all(self.0.clone());
         Ok(volumes.get(name).await?)
+    }
+
+    async fn service_account_token(
+        &self,
+        key: &crate::pod_worker::tokens::Key,
+    ) -> Result<(String, i64), String> {
+        self.2
+            .get(&TokenApi(&self.0), key)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    fn forget_pod(&self, uid: &str) {
+        self.2.forget_pod(uid);
     }
 }

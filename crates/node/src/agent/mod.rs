@@ -356,7 +356,11 @@ impl Agent {
             node_ip: node_ip.to_string(),
             log_root: log_root.clone(),
             network_ready: network_ready.clone(),
-            objects: Arc::new(ApiObjects(client.clone(), Some(service_informer))),
+            objects: Arc::new(ApiObjects(
+                client.clone(),
+                Some(service_informer),
+                Arc::default(),
+            )),
             node_name: config.node_name.clone(),
             node_cpu_milli: std::thread::available_parallelism()
                 .map(|n| n.get() as i64 * 1000)

@@ -62,6 +62,19 @@ pub trait Objects: Send + Sync + std::fmt::Debug {
             "persistentvolumes \"{name}\" not found"
         )))
     }
+    /// A token for `key` (TokenRequest bound to the pod) and when to ask
+    /// again (Unix seconds); none by default (no TokenRequest API).
+    async fn service_account_token(
+        &self,
+        key: &super::tokens::Key,
+    ) -> Result<(String, i64), String> {
+        let _ = key;
+        Err("serviceAccountToken projections need the TokenRequest API, which this cluster does not serve".to_string())
+    }
+    /// Forgets what was cached for pod `uid` (it is gone).
+    fn forget_pod(&self, uid: &str) {
+        let _ = uid;
+    }
 }
 
 /// What else a value may come from.

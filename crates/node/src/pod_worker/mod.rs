@@ -4,7 +4,7 @@
 //! containers, back-off, events, termination) and reports the pod's status
 //! ([`crate::status`]). CRI configs come from [`config`], environments
 //! from [`env`], volumes from [`volume_sources`] and [`volumes`] (laid out on disk
-//! by [`volume_files`]).
+//! by [`volume_files`]); service-account tokens are cached by [`tokens`].
 
 pub mod actions;
 pub mod config;
@@ -15,6 +15,7 @@ pub mod images;
 pub mod qos;
 pub mod service_env;
 pub mod sync;
+pub mod tokens;
 pub mod volume_files;
 pub mod volume_sources;
 pub mod volumes;

@@ -5,6 +5,11 @@
 //! looked up (claim → bound PersistentVolume → its directory on this
 //! node).
 //!
+//! A projection's `serviceAccountToken` is a TokenRequest bound to the
+//! pod, cached and refreshed by [`super::tokens`] (through [`Objects`]);
+//! [`Prepared::refresh_tokens_at`] says when the volume must be written
+//! again with a fresh token.
+//!
 //! It reads objects through [`Objects`] and writes only under the pod's
 //! volume dir; mounting is [`super::volumes`]'s.
 
@@ -21,6 +26,9 @@ use super::volume_files::{object_dir, select, write_atomically, Files};
 pub struct Prepared {
     /// The host directory of each persistentVolumeClaim volume, by volume name.
     pub claims: HashMap<String, PathBuf>,
+    /// When the earliest service-account token written needs refreshing
+    /// (Unix seconds).
+    pub refresh_tokens_at: Option<i64>,
 }
 
 /// A volume that cannot be set up: its name and the FailedMount event's text.
@@ -153,12 +161,53 @@ async fn secret_files(
     select(&data, items, mode, optional, "secret")
 }
 
+/// The token file of a `serviceAccountToken` projection, bound to `pod`;
+/// lowers `refresh` to when it must be asked for again.
+async fn token_files(
+    objects: &dyn Objects,
+    pod: &Pod,
+    t: &k8s_openapi::api::core::v1::ServiceAccountTokenProjection,
+    mode: Option<i32>,
+    refresh: &mut Option<i64>,
+) -> Result<Files, String> {
+    let key = super::tokens::Key {
+        namespace: pod
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into()),
+        service_account: pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.service_account_name.clone())
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "default".into()),
+        audiences: t
+            .audience
+            .iter()
+            .filter(|a| !a.is_empty())
+            .cloned()
+            .collect(),
+        expiration_seconds: t.expiration_seconds.unwrap_or(3600),
+        pod_name: pod.metadata.name.clone().unwrap_or_default(),
+        pod_uid: pod.metadata.uid.clone().unwrap_or_default(),
+    };
+    let (token, at) = objects.service_account_token(&key).await?;
+    *refresh = Some(refresh.map_or(at, |r| r.min(at)));
+    Ok(vec![(
+        t.path.clone(),
+        token.into_bytes(),
+        mode.unwrap_or(0o644) as u32,
+    )])
+}
+
 /// The files of volume `v`, `None` for volumes not backed by the API.
 async fn files(
     objects: &dyn Objects,
     pod: &Pod,
     facts: &Facts<'_>,
     v: &Volume,
+    refresh: &mut Option<i64>,
 ) -> Option<Result<Files, String>> {
     let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
     if let Some(cm) = &v.config_map {
@@ -229,8 +278,8 @@ async fn files(
                 d.items.as_deref().unwrap_or(&[]),
                 p.default_mode,
             )
-        } else if source.service_account_token.is_some() {
-            Err("serviceAccountToken projections need the TokenRequest API, which this cluster does not serve yet".to_string())
+        } else if let Some(t) = &source.service_account_token {
+            token_files(objects, pod, t, p.default_mode, refresh).await
         } else {
             Err("unsupported projected volume source".to_string())
         };
@@ -320,7 +369,10 @@ pub async fn prepare(
             prepared.claims.insert(v.name.clone(), PathBuf::from(path));
             continue;
         }
-        let (Some(kind), Some(result)) = (kind_dir(v), files(objects, pod, facts, v).await) else {
+        let (Some(kind), Some(result)) = (
+            kind_dir(v),
+            files(objects, pod, facts, v, &mut prepared.refresh_tokens_at).await,
+        ) else {
             continue;
         };
         let files = result.map_err(|e| set_up_failed(&v.name, &e))?;
@@ -370,6 +422,17 @@ mod tests {
                 }))
                 .unwrap()
             }))
+        }
+        async fn service_account_token(
+            &self,
+            key: &crate::pod_worker::tokens::Key,
+        ) -> Result<(String, i64), String> {
+            assert_eq!(key.service_account, "default");
+            assert_eq!(key.pod_uid, "u1");
+            Ok((
+                format!("token-for-{}-{:?}", key.expiration_seconds, key.audiences),
+                1000 + key.expiration_seconds,
+            ))
         }
         async fn volume(&self, name: &str) -> Result<PersistentVolume, ApiError> {
             assert_eq!(name, "pv1");
@@ -444,6 +507,26 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[tokio::test]
+    async fn token_projections_are_written_with_their_refresh_time() {
+        let root = tempfile::tempdir().unwrap();
+        let p = pod(serde_json::json!([
+            {"name": "kube-api-access-abcde", "projected": {"defaultMode": 420, "sources": [
+                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                {"serviceAccountToken": {"audience": "vault", "expirationSeconds": 600, "path": "vault"}},
+                {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"fieldPath": "metadata.namespace"}}]}}
+            ]}}
+        ]));
+        let prepared = prepare(&Fake, root.path(), &p, &facts()).await.unwrap();
+        let dir = object_dir(root.path(), "u1", "projected", "kube-api-access-abcde");
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+        assert_eq!(read("token"), "token-for-3607-[]");
+        assert_eq!(read("vault"), "token-for-600-[\"vault\"]");
+        assert_eq!(read("namespace"), "ns");
+        // The earlier of the two tokens' refresh times.
+        assert_eq!(prepared.refresh_tokens_at, Some(1600));
     }
 
     #[tokio::test]

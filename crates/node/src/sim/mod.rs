@@ -230,7 +230,7 @@ pub async fn run(
             node_ip: node_ip(i).to_string(),
             log_root: config.data_dir.join("logs").join(&name),
             network_ready: Arc::new(std::sync::atomic::AtomicBool::new(true)),
-            objects: Arc::new(ApiObjects(client.clone(), None)),
+            objects: Arc::new(ApiObjects(client.clone(), None, Arc::default())),
             node_name: name.clone(),
             node_cpu_milli: i64::from(config.cpu) * 1000,
             node_memory: config.memory_bytes as i64,

@@ -576,6 +576,7 @@ impl PodWorker {
         if ok {
             remove_log_dirs(&self.ctx.log_root, &self.uid);
             super::volumes::remove(&self.ctx.volumes_root, &self.uid);
+            self.ctx.objects.forget_pod(&self.uid);
             if let Some(cg) = &self.ctx.cgroups {
                 cg.remove(&self.uid);
             }

@@ -120,7 +120,11 @@ impl PodWorker {
         };
         // 5. Each container, init containers first (one, or sidecars in
         //    order), then the main ones: the same path for both.
-        let mut next = None;
+        // Written again with fresh service-account tokens when they age.
+        let mut next = prepared.refresh_tokens_at.map(|at| {
+            let left = at.saturating_sub(chrono::Utc::now().timestamp()).max(1);
+            now + Duration::from_secs(left.unsigned_abs())
+        });
         for c in &to_start {
             if let Err(Retry(at)) = self.start_container(pod, rt, c, &setup, now).await {
                 next = earliest(next, at);
