@@ -34,6 +34,9 @@
 //! - [`replicaset`]: ReplicaSets and ReplicationControllers keep their
 //!   replicas (one logic for both kinds);
 //! - [`serviceaccounts`]: the `default` ServiceAccount in every namespace;
+//! - [`certificates`]: signs approved CertificateSigningRequests with the
+//!   cluster CA (`csrsigning`) and approves kubelets' client requests
+//!   after a SubjectAccessReview (`csrapproving`);
 //! - [`rootcacert`]: the `kube-root-ca.crt` ConfigMap in every namespace;
 //! - `events`: Events about Nodes, claims and volumes, worded and named as
 //!   upstream's recorders write them;
@@ -60,6 +63,7 @@
 //!   nodes that are gone (upstream's pod-garbage-collector);
 //! - [`testing`]: builders of storage objects for tests.
 
+pub mod certificates;
 pub mod clusterroleaggregation;
 pub mod context;
 pub mod cronjob;

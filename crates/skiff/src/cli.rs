@@ -23,6 +23,10 @@ pub enum Command {
     /// a new one for that user (a client certificate signed by the
     /// cluster CA, as `kubeadm kubeconfig user`).
     Kubeconfig(KubeconfigArgs),
+    /// Check or renew the certificates of a server's data dir (as
+    /// `kubeadm certs`).
+    #[command(subcommand)]
+    Certs(CertsCommand),
     /// Run only the scheduler, against any API server.
     Scheduler(SchedulerArgs),
     /// Run only the controller manager (Deployments, ReplicaSets, Jobs,
@@ -370,6 +374,25 @@ impl ControllersArgs {
         }
         Ok(config)
     }
+}
+
+/// `skiff certs`.
+#[derive(Debug, Subcommand)]
+pub enum CertsCommand {
+    /// List the data dir's certificates and CAs with their expiry.
+    CheckExpiration {
+        #[arg(long, default_value = "/var/lib/skiff")]
+        data_dir: PathBuf,
+    },
+    /// Sign a certificate (or `all`) again with the cluster CA, the same
+    /// names and key, for a year; a running server serves the new one
+    /// within seconds.
+    Renew {
+        /// `all`, or a name `check-expiration` lists.
+        which: String,
+        #[arg(long, default_value = "/var/lib/skiff")]
+        data_dir: PathBuf,
+    },
 }
 
 #[derive(Debug, Args)]

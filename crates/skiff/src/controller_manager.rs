@@ -22,6 +22,14 @@ pub async fn run(args: ControllerManagerArgs) -> anyhow::Result<()> {
         ),
         None => kubeconfig_ca(&args.kubeconfig)?,
     };
+    if let (Some(cert), Some(key)) = (
+        &args.cluster_signing_cert_file,
+        &args.cluster_signing_key_file,
+    ) {
+        let ca = skiff_client::certificate::authority::Authority::load(cert, key)
+            .context("--cluster-signing-cert-file/--cluster-signing-key-file")?;
+        config.cluster_signing = Some(std::sync::Arc::new(ca));
+    }
     let shutdown = CancellationToken::new();
     let task = tokio::spawn(
         skiff_controllers::ControllerManager::new(config).run(client, shutdown.clone()),

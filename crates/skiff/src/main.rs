@@ -2,6 +2,7 @@
 //! component crates. Wiring only; no logic of its own lives here.
 
 mod agent;
+mod certs;
 mod cli;
 mod cluster_dns;
 mod controller_manager;
@@ -89,6 +90,7 @@ fn main() -> anyhow::Result<()> {
             runtime.block_on(agent::run(args))
         }
         cli::Command::Reset(args) => reset::run(args),
+        cli::Command::Certs(command) => certs::run(command),
         cli::Command::Sim(args) => {
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

@@ -79,6 +79,11 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     let local_agents = api.local_agents();
     let api = tokio::spawn(api.run(shutdown.clone()));
     crate::default_storage_class::ensure_logged(loopback.clone()).await;
+    crate::certs::autoapprove::ensure_logged(loopback.clone()).await;
+    tokio::spawn(crate::certs::expiration::warn_daily(
+        data_dir.clone(),
+        shutdown.clone(),
+    ));
     if !args.node.disable_cluster_dns {
         crate::cluster_dns::ensure_logged(loopback.clone(), cluster_dns).await;
     }
@@ -87,6 +92,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     // client of this API server through the loopback like the scheduler.
     let controllers = (!args.disable_controller_manager).then(|| {
         config.root_ca = std::fs::read_to_string(data_dir.join("pki").join("ca.crt")).ok();
+        config.cluster_signing = crate::certs::cluster_signing(&data_dir);
         tokio::spawn(
             skiff_controllers::ControllerManager::new(config)
                 .run(loopback.clone(), shutdown.clone()),

@@ -2,7 +2,9 @@
 //! against the cluster CA, HTTP/1.1 and HTTP/2, and the connection's
 //! certificate identity handed to the router as a [`PeerUser`]. HTTP/2
 //! responses are written through [`coalesce`], so the responses finished
-//! in one turn of the runtime share a TLS record and a system call.
+//! in one turn of the runtime share a TLS record and a system call. The
+//! serving certificate is read again when its files change
+//! ([`reload`]), so a renewed one is served without a restart.
 
 use std::sync::Arc;
 
@@ -10,12 +12,13 @@ mod coalesce;
 pub mod filters;
 mod panic;
 pub mod pki;
+pub mod reload;
 
 use axum::Router;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::service::TowerToHyperService;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::pki_types::CertificateDer;
 use rustls::server::WebPkiClientVerifier;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
@@ -33,6 +36,8 @@ pub enum Error {
     Tls(#[from] rustls::Error),
     #[error("client certificate verifier: {0}")]
     Verifier(#[from] rustls::server::VerifierBuilderError),
+    #[error("serving certificate: {0}")]
+    Serving(#[from] reload::Error),
 }
 
 /// The server's TLS configuration from the PKI.
@@ -45,13 +50,16 @@ pub fn tls_config(pki: &Pki) -> Result<Arc<rustls::ServerConfig>, Error> {
     let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
         .allow_unauthenticated()
         .build()?;
-    let certs = CertificateDer::pem_slice_iter(pki.serving_cert.as_bytes())
-        .collect::<Result<Vec<_>, _>>()?;
-    let key = PrivateKeyDer::from_pem_slice(pki.serving_key.as_bytes())?;
+    let serving = reload::ReloadingCert::new(
+        pki.dir.join(pki::SERVING_CERT),
+        pki.dir.join(pki::SERVING_KEY),
+        provider.clone(),
+        reload::CHECK_EVERY,
+    )?;
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?
         .with_client_cert_verifier(verifier)
-        .with_single_cert(certs, key)?;
+        .with_cert_resolver(Arc::new(serving));
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }

@@ -50,8 +50,10 @@ pub struct Pki {
 
 const CA_CERT: &str = "ca.crt";
 const CA_KEY: &str = "ca.key";
-const SERVING_CERT: &str = "apiserver.crt";
-const SERVING_KEY: &str = "apiserver.key";
+/// The serving certificate's file under the PKI directory.
+pub const SERVING_CERT: &str = "apiserver.crt";
+/// Its key's.
+pub const SERVING_KEY: &str = "apiserver.key";
 const ADMIN_CERT: &str = "admin.crt";
 const ADMIN_KEY: &str = "admin.key";
 const KUBELET_CLIENT_CERT: &str = "apiserver-kubelet-client.crt";
@@ -138,16 +140,25 @@ fn client_params(user: &str, groups: &[&str]) -> CertificateParams {
     params
 }
 
-/// Signs a client certificate for `user` in `groups` with the CA.
+/// Makes `params` valid from a minute ago for a year, as kubeadm's
+/// certificates (`skiff certs renew` renews them for another).
+fn valid_for_a_year(params: &mut CertificateParams) {
+    let now = time::OffsetDateTime::now_utc();
+    params.not_before = now - time::Duration::minutes(1);
+    params.not_after = now + time::Duration::days(365);
+}
+
+/// Signs a client certificate for `user` in `groups` with the CA, valid
+/// for a year.
 pub fn client_cert(
     ca: &Issuer<'_, KeyPair>,
     user: &str,
     groups: &[&str],
 ) -> Result<(String, String)> {
     let key = KeyPair::generate().map_err(cert_error("client key"))?;
-    let cert = client_params(user, groups)
-        .signed_by(&key, ca)
-        .map_err(cert_error("client"))?;
+    let mut params = client_params(user, groups);
+    valid_for_a_year(&mut params);
+    let cert = params.signed_by(&key, ca).map_err(cert_error("client"))?;
     Ok((cert.pem(), key.serialize_pem()))
 }
 
@@ -200,6 +211,7 @@ pub fn ensure(dir: &Path) -> Result<Pki> {
             KeyUsagePurpose::DigitalSignature,
             KeyUsagePurpose::KeyEncipherment,
         ];
+        valid_for_a_year(&mut params);
         let cert = params.signed_by(&key, &ca).map_err(cert_error("serving"))?;
         write(dir, SERVING_KEY, &key.serialize_pem(), true)?;
         write(dir, SERVING_CERT, &cert.pem(), false)?;

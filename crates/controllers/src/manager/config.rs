@@ -34,6 +34,13 @@ pub struct Config {
     /// The CA bundle published in every namespace as `kube-root-ca.crt`
     /// (`--root-ca-file`); `None` leaves the publisher off.
     pub root_ca: Option<String>,
+    /// The CA the csrsigning controller signs certificate requests with
+    /// (`--cluster-signing-cert-file`, `--cluster-signing-key-file`);
+    /// `None` leaves it off.
+    pub cluster_signing: Option<Arc<skiff_client::certificate::authority::Authority>>,
+    /// The longest certificate it signs (`--cluster-signing-duration`,
+    /// 8760h).
+    pub cluster_signing_duration: Duration,
     /// The period of the controllers' full resyncs.
     pub resync: Duration,
     /// How long a node's Lease and status may stand still before the node
@@ -133,6 +140,8 @@ impl Default for Config {
             cluster_cidr: None,
             node_cidr_mask_size: 24,
             root_ca: None,
+            cluster_signing: None,
+            cluster_signing_duration: crate::certificates::signing::DEFAULT_DURATION,
             resync: Duration::from_secs(30),
             node_monitor_grace_period: Duration::from_secs(50),
             node_startup_grace_period: Duration::from_secs(60),

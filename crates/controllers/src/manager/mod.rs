@@ -129,6 +129,16 @@ pub const CONTROLLERS: &[Entry] = &[
         start: crate::rootcacert::start,
     },
     Entry {
+        name: "csrsigning",
+        on_by_default: true,
+        start: crate::certificates::signing::start,
+    },
+    Entry {
+        name: "csrapproving",
+        on_by_default: true,
+        start: crate::certificates::approving::start,
+    },
+    Entry {
         name: "endpoint",
         on_by_default: true,
         start: crate::endpoints::start,
