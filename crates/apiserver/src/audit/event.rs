@@ -233,12 +233,16 @@ pub fn strip_managed_fields(object: &mut Value) {
     }
 }
 
-/// A JSON body as an object to record (an object, or a JSON patch's
-/// array): none for an empty body or one that is not JSON (protobuf,
-/// YAML), as upstream records only what it can encode as JSON.
+/// A body as the object to record (an object, or a JSON patch's array),
+/// written as JSON as upstream writes it: a JSON body as it is, a
+/// protobuf one (`k8s\0` envelope) decoded; none for an empty body or
+/// anything else (YAML, plain text).
 pub fn json_object(body: &[u8]) -> Option<Value> {
     if body.is_empty() {
         return None;
+    }
+    if body.starts_with(b"k8s\x00") {
+        return crate::protobuf::to_json(body).ok();
     }
     serde_json::from_slice::<Value>(body)
         .ok()
@@ -386,6 +390,7 @@ mod tests {
     fn only_json_objects_are_recorded() {
         assert!(json_object(b"").is_none());
         assert!(json_object(b"\x0ak8s\x00").is_none());
+        assert!(json_object(b"k8s\x00garbage").is_none());
         assert!(json_object(b"1").is_none());
         assert_eq!(json_object(b"[1]"), Some(json!([1])));
         assert_eq!(json_object(br#"{"a":1}"#), Some(json!({"a": 1})));

@@ -23,9 +23,10 @@
 //! A long-running request's (watch, exec, attach, port-forward, logs,
 //! proxy) ResponseComplete is written when its response body ends. A
 //! request the client abandons before the handler answers (its future
-//! dropped) gets no ResponseComplete. Bodies are recorded only when JSON
-//! and at most [`MAX_OBJECT`] bytes; nothing here changes a request or
-//! answer beyond the copy and the header. Nothing here can fail, so this
+//! dropped) gets no ResponseComplete. Bodies are recorded when JSON or
+//! protobuf (written as JSON, as upstream) and at most [`MAX_OBJECT`]
+//! bytes; nothing here changes a request or answer beyond the copy and
+//! the header. Nothing here can fail, so this
 //! module has no error type.
 
 use std::pin::Pin;
@@ -347,7 +348,9 @@ impl Record {
             .headers()
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|ct| ct.starts_with("application/json"));
+            .is_some_and(|ct| {
+                ct.starts_with("application/json") || ct.starts_with(crate::protobuf::MEDIA_TYPE)
+            });
         let pending = self.into_pending(wants);
         if !(json && (wants.status || wants.object || wants.name)) {
             pending.finish(None);
