@@ -164,6 +164,44 @@ impl Config {
     }
 }
 
+/// Makes in-process clients' routers (see [`ApiServer::loopback_as`]).
+#[derive(Clone)]
+pub struct Loopbacks(Router);
+
+impl std::fmt::Debug for Loopbacks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Loopbacks")
+    }
+}
+
+impl Loopbacks {
+    /// The routes as `user` in `groups` reaches them.
+    pub fn as_user(&self, user: &str, groups: &[&str]) -> Router {
+        self.0
+            .clone()
+            .layer(axum::Extension(authn::PeerUser(Some(authn::User {
+                name: user.to_string(),
+                groups: groups.iter().map(|g| g.to_string()).collect(),
+            }))))
+    }
+}
+
+/// Waits for the authorizers' first read of their policy (see
+/// [`ApiServer::authorization_ready`]).
+#[derive(Debug, Clone)]
+pub struct AuthorizationReady {
+    rbac: authz::Rbac,
+    node: authz::NodeAuthorizer,
+}
+
+impl AuthorizationReady {
+    /// False after `timeout`.
+    pub async fn wait(&self, timeout: std::time::Duration) -> bool {
+        let (rbac, node) = tokio::join!(self.rbac.ready(timeout), self.node.ready(timeout));
+        rbac && node
+    }
+}
+
 /// A bound, ready-to-serve API server.
 #[derive(Debug)]
 pub struct ApiServer {
@@ -349,12 +387,31 @@ impl ApiServer {
     /// it from inside the process, so the identity cannot be claimed from
     /// the network (there, `serve` sets the peer identity itself).
     pub fn loopback(&self) -> Router {
-        self.router
-            .clone()
-            .layer(axum::Extension(authn::PeerUser(Some(authn::User {
-                name: "system:apiserver".into(),
-                groups: vec!["system:masters".into()],
-            }))))
+        self.loopback_as("system:apiserver", &["system:masters"])
+    }
+
+    /// The loopback as `user` in `groups`, for a component of this process
+    /// that must have only its own rights (the scheduler as
+    /// `system:kube-scheduler`, a node agent as `system:node:NAME`, each
+    /// controller as its ServiceAccount): judged by the authorizers and
+    /// admission as that user would be over the network.
+    pub fn loopback_as(&self, user: &str, groups: &[&str]) -> Router {
+        self.loopbacks().as_user(user, groups)
+    }
+
+    /// Makes loopbacks for any user after the server is running (the
+    /// controller manager makes one per controller).
+    pub fn loopbacks(&self) -> Loopbacks {
+        Loopbacks(self.router.clone())
+    }
+
+    /// Tells when the authorizers have read their policy once, so that
+    /// components on the loopback start with their rights in place.
+    pub fn authorization_ready(&self) -> AuthorizationReady {
+        AuthorizationReady {
+            rbac: self.state.rbac.clone(),
+            node: self.state.node_authorizer.clone(),
+        }
     }
 
     /// Where node agents running in this process register, so that
@@ -376,20 +433,24 @@ impl ApiServer {
             self.state.catalog.clone(),
             shutdown.clone(),
         ));
+        tokio::spawn(self.state.node_authorizer.clone().follow(
+            self.state.caches.clone(),
+            self.state.catalog.clone(),
+            shutdown.clone(),
+        ));
         tokio::spawn(crd::controller::run(self.state.clone(), shutdown.clone()));
         tokio::spawn(bootstrap::flowcontrol::run(
             self.state.store.clone(),
             shutdown.clone(),
         ));
-        // Requests of callers outside system:masters are judged by RBAC,
-        // which needs its four kinds read once.
+        // Requests of callers outside system:masters are judged by the
+        // Node authorizer and RBAC, which need their kinds read once.
         if !self
-            .state
-            .rbac
-            .ready(std::time::Duration::from_secs(60))
+            .authorization_ready()
+            .wait(std::time::Duration::from_secs(60))
             .await
         {
-            tracing::warn!("RBAC policy not loaded after 60 s; serving anyway (RBAC allows nothing until it is)");
+            tracing::warn!("authorization not loaded after 60 s; serving anyway (RBAC and the Node authorizer allow nothing until it is)");
         }
         tracing::info!(addr = %self.local_addr, "API server listening");
         serve::serve(

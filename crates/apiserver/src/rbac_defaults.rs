@@ -14,7 +14,9 @@
 //!   kube-controller-manager controller, bound to the ServiceAccount
 //!   `kube-system/<name>` (controller_policy.go);
 //! - [`namespaced`]: the Roles and RoleBindings of `kube-system` and
-//!   `kube-public` (namespace_policy.go).
+//!   `kube-public` (namespace_policy.go);
+//! - [`skiff`]: what Skiff's node agent needs beyond upstream's kubelet
+//!   (its embedded service proxy, DNS server and local-path cleaner).
 //!
 //! Every object carries `kubernetes.io/bootstrapping: rbac-defaults` and
 //! `rbac.authorization.kubernetes.io/autoupdate: "true"`. Rule lists are
@@ -34,6 +36,7 @@ mod components;
 mod controllers;
 mod namespaced;
 mod reconcile;
+mod skiff;
 #[cfg(test)]
 mod tests;
 mod user_facing;
@@ -57,6 +60,15 @@ const BOOTSTRAPPING: &str = "kubernetes.io/bootstrapping";
 /// The annotation that lets an admin stop reconciliation (`"false"`).
 const AUTOUPDATE: &str = "rbac.authorization.kubernetes.io/autoupdate";
 const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+
+/// Upstream's `NodeRules` (the `system:node` ClusterRole's rules), which
+/// the Node authorizer applies to every node.
+pub(crate) fn node_rules() -> Vec<k8s_openapi::api::rbac::v1::PolicyRule> {
+    components::node_rules()
+        .into_iter()
+        .filter_map(|rule| serde_json::from_value(rule).ok())
+        .collect()
+}
 
 /// `items` sorted and without duplicates, as upstream's rule builder keeps
 /// its string sets.
@@ -184,6 +196,7 @@ pub fn cluster_roles() -> Vec<Value> {
     let mut roles = user_facing::roles();
     roles.extend(components::roles());
     roles.extend(controllers::roles());
+    roles.extend(skiff::roles());
     roles
 }
 
@@ -192,17 +205,22 @@ pub fn cluster_role_bindings() -> Vec<Value> {
     let mut bindings = user_facing::bindings();
     bindings.extend(components::bindings());
     bindings.extend(controllers::bindings());
+    bindings.extend(skiff::bindings());
     bindings
 }
 
 /// The bootstrap Roles, each with its `metadata.namespace`.
 pub fn roles() -> Vec<Value> {
-    namespaced::roles()
+    let mut roles = namespaced::roles();
+    roles.extend(skiff::namespaced_roles());
+    roles
 }
 
 /// The bootstrap RoleBindings, each with its `metadata.namespace`.
 pub fn role_bindings() -> Vec<Value> {
-    namespaced::bindings()
+    let mut bindings = namespaced::bindings();
+    bindings.extend(skiff::namespaced_bindings());
+    bindings
 }
 
 /// Whether `labels` satisfy a selector's matchLabels and matchExpressions.

@@ -41,12 +41,15 @@ pub struct AppState {
     /// The RBAC policy, kept current from the watch caches
     /// ([`crate::authz::Rbac::follow`]).
     pub rbac: crate::authz::Rbac,
+    /// The Node authorizer's graph, kept current from the watch caches
+    /// ([`crate::authz::NodeAuthorizer::follow`]).
+    pub node_authorizer: crate::authz::NodeAuthorizer,
     /// Admission plugins turned off by name.
     pub disabled_admission_plugins: Arc<[String]>,
     /// Service-account tokens: issued by TokenRequest, checked by the
     /// authenticator (none: the server signs none).
     pub service_accounts: Option<Arc<crate::authn::serviceaccount::ServiceAccounts>>,
-    /// The authorizer chain: system:masters, then RBAC.
+    /// The authorizer chain: system:masters, then upstream's `Node,RBAC`.
     pub authorizers: Arc<Vec<Box<dyn crate::authz::Authorizer>>>,
 }
 
@@ -60,6 +63,7 @@ impl AppState {
         let allocators: Arc<allocators::Allocators> = Arc::default();
         let catalog = catalog_of(&store, &crds, &allocators);
         let rbac = crate::authz::Rbac::default();
+        let node_authorizer = crate::authz::NodeAuthorizer::default();
         let fields = catalog.clone();
         let caches = Arc::new(watchcache::Caches::new(
             catalog.builtin().iter().map(|r| r.storage),
@@ -82,8 +86,10 @@ impl AppState {
             disabled_admission_plugins: Arc::new([]),
             authorizers: Arc::new(vec![
                 Box::new(crate::authz::MastersOnly),
+                Box::new(node_authorizer.clone()),
                 Box::new(rbac.clone()),
             ]),
+            node_authorizer,
             rbac,
         }
     }

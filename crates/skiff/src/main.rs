@@ -7,6 +7,7 @@ mod cli;
 mod cluster_dns;
 mod controller_manager;
 mod default_storage_class;
+mod node_role;
 mod reset;
 mod scheduler;
 mod server;

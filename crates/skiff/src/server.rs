@@ -76,8 +76,21 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     // The scheduler is a client of this API server like any other, through
     // the in-process loopback (same handlers and checks, no TCP or TLS).
     let loopback = kube::Client::new(api.loopback(), "default");
+    // Each component acts with its own identity and only its rights
+    // (upstream's bootstrap roles), never as system:masters.
+    let loopbacks = api.loopbacks();
+    let client_as = {
+        let loopbacks = loopbacks.clone();
+        move |user: &str, groups: &[&str]| {
+            kube::Client::new(loopbacks.as_user(user, groups), "default")
+        }
+    };
+    let authorization = api.authorization_ready();
     let local_agents = api.local_agents();
     let api = tokio::spawn(api.run(shutdown.clone()));
+    if !authorization.wait(Duration::from_secs(60)).await {
+        tracing::warn!("authorization not loaded after 60 s; components start anyway");
+    }
     crate::default_storage_class::ensure_logged(loopback.clone()).await;
     crate::certs::autoapprove::ensure_logged(loopback.clone()).await;
     tokio::spawn(crate::certs::expiration::warn_daily(
@@ -93,9 +106,25 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     let controllers = (!args.disable_controller_manager).then(|| {
         config.root_ca = std::fs::read_to_string(data_dir.join("pki").join("ca.crt")).ok();
         config.cluster_signing = crate::certs::cluster_signing(&data_dir);
+        let client_for = {
+            let client_as = client_as.clone();
+            Arc::new(move |sa: &str| {
+                client_as(
+                    &format!("system:serviceaccount:kube-system:{sa}"),
+                    &[
+                        "system:serviceaccounts",
+                        "system:serviceaccounts:kube-system",
+                    ],
+                )
+            })
+        };
         tokio::spawn(
             skiff_controllers::ControllerManager::new(config)
-                .run(loopback.clone(), shutdown.clone()),
+                .with_clients_per_controller(client_for)
+                .run(
+                    client_as("system:kube-controller-manager", &[]),
+                    shutdown.clone(),
+                ),
         )
     });
 
@@ -119,13 +148,14 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
         )?;
         // Airgap images go in the server's data dir, as with k3s.
         config.images_dir = data_dir.join("images");
-        config.labels.insert(
-            "node-role.kubernetes.io/control-plane".into(),
-            String::new(),
-        );
+        tokio::spawn(crate::node_role::label_control_plane(
+            loopback.clone(),
+            config.node_name.clone(),
+            shutdown.clone(),
+        ));
         if args.taint_control_plane {
             config.taints.push(k8s_openapi::api::core::v1::Taint {
-                key: "node-role.kubernetes.io/control-plane".into(),
+                key: crate::node_role::CONTROL_PLANE_LABEL.into(),
                 effect: "NoSchedule".into(),
                 ..Default::default()
             });
@@ -143,7 +173,11 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
                 )
             },
         )));
-        let agent = skiff_node::agent::Agent::new(config, loopback.clone());
+        let node_client = client_as(
+            &format!("system:node:{}", config.node_name),
+            &["system:nodes"],
+        );
+        let agent = skiff_node::agent::Agent::new(config, node_client);
         let shutdown = shutdown.clone();
         Some(tokio::spawn(async move {
             // The API keeps serving when the node cannot start (containerd
@@ -156,7 +190,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     let scheduler = if args.disable_scheduler {
         None
     } else {
-        let client = loopback.clone();
+        let client = client_as("system:kube-scheduler", &[]);
         Some(tokio::spawn(crate::scheduler::run_with(
             client,
             true,

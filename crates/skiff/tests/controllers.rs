@@ -48,6 +48,7 @@ fn workloads_on_one_cluster() {
         ("python client", python_client),
     ];
     cluster::run_scenarios(&c, scenarios);
+    c.assert_no_component_refused();
 }
 
 /// `kubectl -n NS get WHAT -o jsonpath=PATH`.

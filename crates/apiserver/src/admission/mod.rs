@@ -24,6 +24,7 @@ mod default_toleration_seconds;
 mod limit_ranger;
 pub mod memo;
 mod namespace_lifecycle;
+pub mod node_restriction;
 pub mod objects;
 mod priority;
 mod rbac_escalation;
@@ -39,6 +40,7 @@ pub use default_ingress_class::DefaultIngressClass;
 pub use default_storage_class::DefaultStorageClass;
 pub use default_toleration_seconds::DefaultTolerationSeconds;
 pub use namespace_lifecycle::NamespaceLifecycle;
+pub use node_restriction::NodeRestriction;
 
 /// What admission plugins read: the store, the watch caches and what
 /// the plugins decoded of them (narrower than the server's state: no
@@ -105,6 +107,7 @@ pub static PLUGINS: &[&dyn Plugin] = &[
     &NamespaceLifecycle,
     &LimitRanger,
     &ServiceAccount,
+    &NodeRestriction,
     &Priority,
     &DefaultTolerationSeconds,
     &DefaultStorageClass,

@@ -17,13 +17,19 @@ use crate::status::ApiError;
 mod attributes;
 pub mod impersonate;
 mod masters;
+pub mod node;
 pub mod rbac;
 mod rules;
 
 pub use attributes::{forbidden, Attributes};
 pub use masters::MastersOnly;
+pub use node::NodeAuthorizer;
 pub use rbac::Rbac;
 pub use rules::Rules;
+
+/// How the server's log begins the line for a `system:` user refused
+/// (the e2e tests check no component of the cluster ever is).
+pub const COMPONENT_REFUSED: &str = "system user refused";
 
 /// An authorizer's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,5 +78,11 @@ pub fn authorize(authorizers: &[Box<dyn Authorizer>], req: Request) -> Result<Re
     if allowed(authorizers, &attrs) {
         return Ok(req);
     }
-    Err(ApiError::forbidden(forbidden(&attrs)))
+    let message = forbidden(&attrs);
+    // A component of the cluster refused is a gap in the bootstrap policy
+    // (or a misbehaving node): worth a line in the server's log.
+    if user.name.starts_with("system:") {
+        tracing::warn!(user = %user.name, "{COMPONENT_REFUSED}: {message}");
+    }
+    Err(ApiError::forbidden(message))
 }

@@ -33,7 +33,7 @@ const COORDINATION: &str = "coordination.k8s.io";
 
 /// Upstream's `NodeRules`: what a kubelet may do (further narrowed by the
 /// Node authorizer and the NodeRestriction admission plugin).
-fn node_rules() -> Vec<Value> {
+pub(super) fn node_rules() -> Vec<Value> {
     vec![
         rule(&["create"], &["authentication.k8s.io"], &["tokenreviews"]),
         rule(

@@ -27,7 +27,7 @@ const GLR: &[&str] = &["get", "list", "watch"];
 const EXT_APPS: &[&str] = &["extensions", "apps"];
 
 /// The controllers and their rules, by controller name.
-fn controllers() -> Vec<(&'static str, Vec<Value>)> {
+pub(super) fn controllers() -> Vec<(&'static str, Vec<Value>)> {
     vec![
         (
             "attachdetach-controller",

@@ -62,11 +62,13 @@ fn defaults_validate_and_aggregate() {
             );
         }
     }
-    // 31 roles of policy.go and 35 controller roles; 12 + 35 bindings.
-    assert_eq!(roles.len(), 66);
-    assert_eq!(cluster_role_bindings().len(), 47);
-    assert_eq!(super::roles().len(), 7);
-    assert_eq!(role_bindings().len(), 7);
+    // 31 roles of policy.go and 35 controller roles, 12 + 35 bindings;
+    // Skiff's node role and 20 controller patch roles, each bound; and
+    // Skiff's DNS Role and RoleBinding in kube-system.
+    assert_eq!(roles.len(), 87);
+    assert_eq!(cluster_role_bindings().len(), 68);
+    assert_eq!(super::roles().len(), 8);
+    assert_eq!(role_bindings().len(), 8);
 }
 
 #[test]

@@ -250,6 +250,7 @@ pub async fn delete_one(
             }
             return Err(e);
         }
+        crate::admission::node_restriction::check_pod_delete(r.plural, r.group, &obj)?;
         // What to answer with: the bytes read, when they were.
         let read_at = |revision: i64| bytes.clone().map(|b| Stored::read(b, revision));
 

@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, OnceLock, RwLock};
 
 pub mod filter;
+pub mod follow;
 pub mod selectable;
 pub mod watchers;
 use std::time::Duration;

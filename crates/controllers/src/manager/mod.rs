@@ -43,6 +43,11 @@ pub struct Entry {
     pub name: &'static str,
     /// Whether `*` turns it on.
     pub on_by_default: bool,
+    /// The ServiceAccount in kube-system it acts as (upstream's
+    /// `--use-service-account-credentials` names, which the bootstrap
+    /// `system:controller:<name>` roles are bound to); `None`: the
+    /// manager's own identity.
+    pub service_account: Option<&'static str>,
     /// How it starts.
     pub start: Start,
 }
@@ -61,134 +66,173 @@ pub const CONTROLLERS: &[Entry] = &[
     Entry {
         name: "nodeipam",
         on_by_default: true,
+        service_account: Some("node-controller"),
         start: crate::nodeipam::start,
     },
     Entry {
         name: "persistentvolume-binder",
         on_by_default: true,
+        service_account: Some("persistent-volume-binder"),
         start: crate::persistentvolume::start,
     },
     Entry {
         name: "clusterrole-aggregation",
         on_by_default: true,
+        service_account: Some("clusterrole-aggregation-controller"),
         start: crate::clusterroleaggregation::start,
     },
     Entry {
         name: "resourcequota",
         on_by_default: true,
+        service_account: Some("resourcequota-controller"),
         start: crate::resourcequota::start,
     },
     Entry {
         name: "disruption",
         on_by_default: true,
+        service_account: Some("disruption-controller"),
         start: crate::disruption::start,
     },
     Entry {
         name: "deployment",
         on_by_default: true,
+        service_account: Some("deployment-controller"),
         start: crate::deployment::start,
     },
     Entry {
         name: "replicaset",
         on_by_default: true,
+        service_account: Some("replicaset-controller"),
         start: crate::replicaset::start_replicasets,
     },
     Entry {
         name: "replicationcontroller",
         on_by_default: true,
+        service_account: Some("replication-controller"),
         start: crate::replicaset::start_replication_controllers,
     },
     Entry {
         name: "statefulset",
         on_by_default: true,
+        service_account: Some("statefulset-controller"),
         start: crate::statefulset::start,
     },
     Entry {
         name: "daemonset",
         on_by_default: true,
+        service_account: Some("daemon-set-controller"),
         start: crate::daemonset::start,
     },
     Entry {
         name: "nodelifecycle",
         on_by_default: true,
+        service_account: Some("node-controller"),
         start: crate::nodelifecycle::start,
     },
     Entry {
         name: "taint-eviction-controller",
         on_by_default: true,
+        service_account: Some("node-controller"),
         start: crate::tainteviction::start,
     },
     Entry {
         name: "serviceaccount",
         on_by_default: true,
+        service_account: Some("service-account-controller"),
         start: crate::serviceaccounts::start,
     },
     Entry {
         name: "root-ca-cert-publisher",
         on_by_default: true,
+        service_account: Some("root-ca-cert-publisher"),
         start: crate::rootcacert::start,
     },
     Entry {
         name: "csrsigning",
         on_by_default: true,
+        service_account: Some("certificate-controller"),
         start: crate::certificates::signing::start,
     },
     Entry {
         name: "csrapproving",
         on_by_default: true,
+        service_account: Some("certificate-controller"),
         start: crate::certificates::approving::start,
     },
     Entry {
         name: "endpoint",
         on_by_default: true,
+        service_account: Some("endpoint-controller"),
         start: crate::endpoints::start,
     },
     Entry {
         name: "endpointslice",
         on_by_default: true,
+        service_account: Some("endpointslice-controller"),
         start: crate::endpointslice::start,
     },
     Entry {
         name: "service-lb-controller",
         on_by_default: true,
+        service_account: Some("service-controller"),
         start: crate::servicelb::start,
     },
     Entry {
         name: "garbagecollector",
         on_by_default: true,
+        service_account: Some("generic-garbage-collector"),
         start: crate::garbagecollector::start,
     },
     Entry {
         name: "podgc",
         on_by_default: true,
+        service_account: Some("pod-garbage-collector"),
         start: crate::podgc::start,
     },
     Entry {
         name: "namespace",
         on_by_default: true,
+        service_account: Some("namespace-controller"),
         start: crate::namespace::start,
     },
     Entry {
         name: "job",
         on_by_default: true,
+        service_account: Some("job-controller"),
         start: crate::job::start,
     },
     Entry {
         name: "cronjob",
         on_by_default: true,
+        service_account: Some("cronjob-controller"),
         start: crate::cronjob::start,
     },
     Entry {
         name: "ttl-after-finished",
         on_by_default: true,
+        service_account: Some("ttl-after-finished-controller"),
         start: crate::ttlafterfinished::start,
     },
 ];
 
+/// Makes the client a controller acts with from its ServiceAccount's
+/// name (in kube-system).
+pub type ClientFor = Arc<dyn Fn(&str) -> kube::Client + Send + Sync>;
+
 /// The controller manager.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ControllerManager {
     config: Arc<Config>,
+    client_for: Option<ClientFor>,
+}
+
+impl std::fmt::Debug for ControllerManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ControllerManager")
+            .field("config", &self.config)
+            .field("per_controller_clients", &self.client_for.is_some())
+            .finish()
+    }
 }
 
 impl ControllerManager {
@@ -196,7 +240,17 @@ impl ControllerManager {
     pub fn new(config: Config) -> Self {
         Self {
             config: Arc::new(config),
+            client_for: None,
         }
+    }
+
+    /// Each controller with a ServiceAccount acts with the client
+    /// `client_for` makes for it (upstream's
+    /// `--use-service-account-credentials`); the shared informers, the
+    /// Lease and the controllers without one use the manager's client.
+    pub fn with_clients_per_controller(mut self, client_for: ClientFor) -> Self {
+        self.client_for = Some(client_for);
+        self
     }
 
     /// Runs the enabled controllers until `shutdown`; with leader
@@ -249,7 +303,15 @@ impl ControllerManager {
             .map(|c| {
                 tracing::debug!(controller = c.name, "starting");
                 let name = c.name;
-                tokio::spawn((c.start)(context.clone(), term.clone()).map(move |()| name))
+                let mut context = context.clone();
+                if let (Some(client_for), Some(sa)) = (&self.client_for, c.service_account) {
+                    context.client = skiff_client::ratelimit::limit(
+                        client_for(sa),
+                        self.config.qps,
+                        self.config.burst,
+                    );
+                }
+                tokio::spawn((c.start)(context, term.clone()).map(move |()| name))
             })
             .collect();
         for stopped in futures::future::join_all(running).await {

@@ -138,6 +138,12 @@ impl Agent {
             );
             sc.serving_ips = vec![node_ip];
             sc.runtime = server_runtime.clone();
+            // Callers from the network are judged by the API server
+            // (SubjectAccessReview), as the kubelet's webhook authorizer.
+            sc.authorizer = Some(Arc::new(crate::server::authz::Authorizer::new(
+                config.node_name.clone(),
+                Arc::new(crate::server::authz::ApiReview(client.clone())),
+            )));
             let pods = index.clone();
             sc.lookup = Some(Arc::new(move |ns: &str, name: &str| pods.lookup(ns, name)));
             let running = index.clone();

@@ -24,6 +24,7 @@
 //! into the pod workers; the runtime it reaches only through the
 //! [`crate::runtime::Runtime`] trait, for streaming.
 
+pub mod authz;
 pub mod streaming;
 pub mod tls;
 
@@ -108,6 +109,9 @@ pub struct ServerConfig {
     /// The runtime, for exec, attach and port-forward; until it is set
     /// they answer that the runtime is not ready.
     pub runtime: streaming::RuntimeSlot,
+    /// Who may call from the network ([`authz`]); without it, any client
+    /// certificate the CA signed.
+    pub authorizer: Option<Arc<authz::Authorizer>>,
 }
 
 impl ServerConfig {
@@ -129,6 +133,7 @@ impl ServerConfig {
             running: None,
             follow_poll: Follow::default().poll,
             runtime: streaming::RuntimeSlot::default(),
+            authorizer: None,
         }
     }
 }
@@ -145,6 +150,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("running", &self.running.as_ref().map(|_| "Fn"))
             .field("follow_poll", &self.follow_poll)
             .field("runtime", &self.runtime.get())
+            .field("authorizer", &self.authorizer)
             .finish()
     }
 }
@@ -288,6 +294,19 @@ impl Server {
                             return;
                         }
                     };
+                // The caller the client certificate names, judged by
+                // `authz` on each request.
+                let caller = tls
+                    .get_ref()
+                    .1
+                    .peer_certificates()
+                    .and_then(|certs| certs.first())
+                    .map(|cert| authz::Caller::of_certificate(cert.as_ref()))
+                    .unwrap_or(authz::Caller {
+                        user: String::new(),
+                        groups: Vec::new(),
+                    });
+                let app = app.layer(axum::Extension(caller));
                 serve_connection(tls, app, shutdown, &peer.to_string()).await;
             });
         }
@@ -370,14 +389,21 @@ where
 }
 
 fn router(shared: Arc<Shared>) -> Router {
-    Router::new()
+    let authorizer = shared.config.authorizer.clone();
+    let app = Router::new()
         .route(
             "/containerLogs/{namespace}/{pod}/{container}",
             get(container_logs),
         )
         .merge(streaming::routes())
         .fallback(|| async { text(StatusCode::NOT_FOUND, "404 page not found\n") })
-        .with_state(shared)
+        .with_state(shared);
+    match authorizer {
+        Some(a) => app.layer(axum::middleware::from_fn(move |req, next| {
+            authz::check(a.clone(), req, next)
+        })),
+        None => app,
+    }
 }
 
 fn text(status: StatusCode, body: impl Into<String>) -> Response {

@@ -290,6 +290,25 @@ impl Cluster {
         self.log.lock().unwrap().join("\n")
     }
 
+    /// Fails if the server refused one of the cluster's own components
+    /// (the scheduler, a controller, the node agent: users named
+    /// `system:…`) anything: a gap in the bootstrap roles.
+    pub fn assert_no_component_refused(&self) {
+        let refused: Vec<String> = self
+            .log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.contains("system user refused"))
+            .cloned()
+            .collect();
+        assert!(
+            refused.is_empty(),
+            "components were refused:\n{}",
+            refused.join("\n")
+        );
+    }
+
     /// Stops the server with SIGTERM and waits for it.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {

@@ -17,7 +17,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Attributes, Authorizer, Decision, Rules};
 use crate::authn::User;
-use crate::watchcache::{CachedEvent, Caches, Error as CacheError};
+use crate::watchcache::follow::{follow, Change};
+use crate::watchcache::{CachedEvent, Caches};
 
 pub mod escalation;
 mod policy;
@@ -143,55 +144,26 @@ impl Rbac {
         prefix: String,
         shutdown: CancellationToken,
     ) {
-        let mut after: Option<i64> = None;
         let mut counted = false;
-        while !shutdown.is_cancelled() {
-            if !cache.wait_for(0, Duration::from_secs(1)).await {
-                continue;
-            }
-            let sub = match cache.subscribe(&prefix, after, None, None) {
-                Ok(sub) => sub,
-                Err(CacheError::TooOld { .. }) => {
-                    after = None;
-                    continue;
-                }
-                Err(CacheError::NotReady) => {
-                    tokio::select! {
-                        _ = shutdown.cancelled() => return,
-                        _ = tokio::time::sleep(Duration::from_millis(100)) => continue,
+        follow(cache, prefix, shutdown, |change| match change {
+            Change::Batch { reset, events } => {
+                {
+                    let mut policy = self.write();
+                    if reset {
+                        policy.clear(kind);
+                    }
+                    for event in events {
+                        apply(&mut policy, kind, event);
                     }
                 }
-            };
-            {
-                let mut policy = self.write();
-                if after.is_none() {
-                    policy.clear(kind);
-                }
-                for event in &sub.initial {
-                    apply(&mut policy, kind, event);
+                if !counted {
+                    counted = true;
+                    self.loaded.send_modify(|n| *n += 1);
                 }
             }
-            if !counted {
-                counted = true;
-                self.loaded.send_modify(|n| *n += 1);
-            }
-            let mut last = sub.revision;
-            let mut live = sub.live;
-            loop {
-                tokio::select! {
-                    _ = shutdown.cancelled() => return,
-                    event = live.recv() => match event {
-                        Some(event) => {
-                            last = last.max(event.revision);
-                            apply(&mut self.write(), kind, &event);
-                        }
-                        // Dropped as a slow watcher: pick up from `last`.
-                        None => break,
-                    }
-                }
-            }
-            after = Some(last);
-        }
+            Change::Event(event) => apply(&mut self.write(), kind, event),
+        })
+        .await
     }
 }
 
