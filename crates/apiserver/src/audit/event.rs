@@ -17,9 +17,10 @@ use super::policy::{Level, Stage};
 use crate::authn::User;
 use crate::authz::Attributes;
 
-/// The annotation keys upstream's authorization filter sets.
+/// The annotation upstream's authorization filter sets: `allow` or
+/// `forbid`. (Its `authorization.k8s.io/reason` needs the authorizers to
+/// give reasons, which Skiff's do not yet.)
 pub const DECISION: &str = "authorization.k8s.io/decision";
-pub const REASON: &str = "authorization.k8s.io/reason";
 
 /// An `audit.k8s.io/v1` Event.
 #[derive(Debug, Clone, Serialize)]
