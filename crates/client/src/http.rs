@@ -21,17 +21,50 @@ pub async fn client(kubeconfig: &Path) -> anyhow::Result<kube::Client> {
     if config.cluster_url.scheme_str() != Some("https") || config.proxy_url.is_some() {
         return Ok(kube::Client::try_from(config)?);
     }
-    h2_client(config)
+    h2_client(config, None)
 }
 
-fn h2_client(config: kube::Config) -> anyhow::Result<kube::Client> {
+/// A client certificate the client presents from a swappable cell, and
+/// where the kubeconfig keeps it (for [`crate::certificate::rotation`]).
+pub type RotatingCert = (
+    std::sync::Arc<crate::certificate::rotation::ClientCert>,
+    crate::certificate::kubeconfig::Location,
+);
+
+/// [`client`], presenting the kubeconfig's client certificate (if its
+/// user has one and the server is https) from a cell the caller can swap
+/// a renewed certificate into: the next connection presents it.
+pub async fn client_with_rotating_cert(
+    kubeconfig: &Path,
+) -> anyhow::Result<(kube::Client, Option<RotatingCert>)> {
+    let credential = crate::certificate::kubeconfig::read(kubeconfig)?;
+    let kc = Kubeconfig::read_from(kubeconfig)
+        .with_context(|| format!("cannot read kubeconfig {}", kubeconfig.display()))?;
+    let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
+    let plain = config.cluster_url.scheme_str() != Some("https") || config.proxy_url.is_some();
+    let Some(credential) = credential.filter(|_| !plain) else {
+        return Ok((client(kubeconfig).await?, None));
+    };
+    let cell =
+        crate::certificate::rotation::ClientCert::new(&credential.cert_pem, &credential.key_pem)?;
+    let client = h2_client(config, Some(cell.clone()))?;
+    Ok((client, Some((cell, credential.location))))
+}
+
+fn h2_client(
+    config: kube::Config,
+    client_cert: Option<std::sync::Arc<dyn rustls::client::ResolvesClientCert>>,
+) -> anyhow::Result<kube::Client> {
     use kube::client::ConfigExt;
     use tower::{BoxError, ServiceBuilder, ServiceExt};
 
     // The connector offers h2 by ALPN itself. No Nagle: a request's
     // frames are small writes, and waiting for the previous one's ACK
     // held event writes ~40 ms each (delayed ACKs).
-    let tls = config.rustls_client_config()?;
+    let mut tls = config.rustls_client_config()?;
+    if let Some(resolver) = client_cert {
+        tls.client_auth_cert_resolver = resolver;
+    }
     let mut tcp = hyper_util::client::legacy::connect::HttpConnector::new();
     tcp.set_nodelay(true);
     tcp.enforce_http(false);

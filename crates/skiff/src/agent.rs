@@ -97,7 +97,8 @@ fn kubeconfig_ca(path: &Path) -> anyhow::Result<String> {
 
 /// `skiff agent --kubeconfig FILE --node-name N --data-dir DIR`.
 pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
-    let client = crate::scheduler::client(&args.kubeconfig).await?;
+    let (client, rotating) =
+        skiff_client::http::client_with_rotating_cert(&args.kubeconfig).await?;
     let ca = match &args.client_ca_file {
         Some(file) => std::fs::read_to_string(file)
             .with_context(|| format!("cannot read {}", file.display()))?,
@@ -114,6 +115,15 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
         &args.cluster_cidr,
     )?;
     let shutdown = CancellationToken::new();
+    if let Some((cert, location)) = rotating.filter(|_| args.rotate_certificates) {
+        let rotation = skiff_client::certificate::rotation::Rotation::new(
+            client.clone(),
+            &config.node_name,
+            location,
+            cert,
+        );
+        tokio::spawn(rotation.run(shutdown.clone()));
+    }
     let task = tokio::spawn(Agent::new(config, client).run(shutdown.clone()));
     let mut task = task;
     tokio::select! {

@@ -206,6 +206,13 @@ pub struct AgentArgs {
     #[arg(long)]
     pub client_ca_file: Option<PathBuf>,
 
+    /// Renew the kubeconfig's client certificate through a
+    /// CertificateSigningRequest before it expires (the kubelet's
+    /// --rotate-certificates), when it is this node's own
+    /// (system:node:NAME in system:nodes).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub rotate_certificates: bool,
+
     /// The Service range (only to find the default --cluster-dns and to
     /// drop traffic to unallocated ClusterIPs).
     #[arg(long, default_value = "10.43.0.0/16")]

@@ -592,3 +592,102 @@ fn check_expiration_lists_and_renew_all_keeps_a_running_server_working() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown certificate \"nope\""));
     assert_eq!(file_serial(&serving), after);
 }
+
+#[test]
+fn a_node_rotates_its_client_certificate_through_a_request_when_due() {
+    use skiff_client::certificate::{authority, kubeconfig, rotation};
+    let server = Server::start();
+    let minted = Command::new(SKIFF)
+        .args([
+            "kubeconfig",
+            "--user",
+            "system:node:n1",
+            "--group",
+            "system:nodes",
+            "--validity-period",
+            "1h",
+            "--data-dir",
+        ])
+        .arg(&server.data_dir)
+        .output()
+        .unwrap();
+    assert!(
+        minted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&minted.stderr)
+    );
+    let path = server.dir.path().join("n1.kubeconfig");
+    std::fs::write(&path, &minted.stdout).unwrap();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (before, after) = runtime.block_on(async {
+        let (client, rotating) = skiff_client::http::client_with_rotating_cert(&path)
+            .await
+            .unwrap();
+        let (cert, location) = rotating.expect("a client-certificate kubeconfig");
+        let before = cert.certificate_pem();
+        let rotation =
+            rotation::Rotation::new(client.clone(), "n1", location, cert.clone()).with_jitter(0.0);
+        assert!(rotation.is_own());
+        // Issued now for an hour (and a minute back): due after 70 % of
+        // that, not before.
+        let now = time::OffsetDateTime::now_utc();
+        let due = rotation.next_deadline().unwrap();
+        assert!(
+            due > now + time::Duration::minutes(40) && due < now + time::Duration::minutes(45),
+            "{due}"
+        );
+        // A clock an hour on finds it due and rotates at once.
+        let later = now + time::Duration::hours(1);
+        let rotation = rotation.with_clock(std::sync::Arc::new(move || later));
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let running = tokio::spawn(rotation.run(shutdown.clone()));
+        let deadline = Instant::now() + TIMEOUT;
+        while cert.certificate_pem() == before {
+            assert!(
+                Instant::now() < deadline,
+                "never rotated:\n{}",
+                server.log()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        shutdown.cancel();
+        running.await.unwrap();
+        // The same running client goes on (as the node).
+        let csrs: kube::Api<k8s_openapi::api::certificates::v1::CertificateSigningRequest> =
+            kube::Api::all(client);
+        let listed = csrs.list(&Default::default()).await.unwrap();
+        let mine = listed
+            .items
+            .iter()
+            .find(|c| c.spec.username.as_deref() == Some("system:node:n1"))
+            .expect("the node's request");
+        assert_eq!(
+            mine.spec.signer_name,
+            "kubernetes.io/kube-apiserver-client-kubelet"
+        );
+        (before, cert.certificate_pem())
+    });
+    let old = authority::inspect(before.as_bytes()).unwrap();
+    let new = authority::inspect(after.as_bytes()).unwrap();
+    assert_ne!(old.serial, new.serial);
+    assert_eq!(new.common_name, "system:node:n1");
+    assert_eq!(new.organizations, ["system:nodes"]);
+    // A year by default (--cluster-signing-duration), so it is not due
+    // again soon.
+    assert!(new.not_after - new.not_before > time::Duration::days(364));
+    // Written where the kubeconfig keeps it; kubectl with it is the node.
+    let written = kubeconfig::read(&path).unwrap().unwrap();
+    assert_eq!(written.cert_pem, after);
+    let who = server.kubectl_as(
+        &path,
+        &[
+            "auth",
+            "whoami",
+            "-o",
+            "jsonpath={.status.userInfo.username}",
+        ],
+        None,
+    );
+    assert_eq!(String::from_utf8_lossy(&who.stdout), "system:node:n1");
+}
