@@ -249,7 +249,10 @@ pub fn router(
         .route("/apis/{group}", get(discovery::group))
         .route("/apis/{group}/{version}", get(discovery::group_resources))
         .route("/openapi/v2", get(openapi_v2::handler))
-        .route("/.well-known/openid-configuration", get(oidc::configuration))
+        .route(
+            "/.well-known/openid-configuration",
+            get(oidc::configuration),
+        )
         .route("/openid/v1/jwks", get(oidc::jwks))
         .route("/openapi/v3", get(openapi::index))
         .route("/openapi/v3/", get(openapi::index))
@@ -311,7 +314,15 @@ impl ApiServer {
     /// Creates the PKI and token file if needed, bootstraps the system
     /// namespaces, binds the port and writes `<data-dir>/admin.kubeconfig`.
     pub async fn bind(config: Config, store: Arc<dyn Store>) -> Result<Self, Error> {
-        let pki = serve::pki::ensure(&config.data_dir.join("pki"))?;
+        // The `kubernetes` Service's ClusterIP (the range's first) is in
+        // the serving certificate: in-cluster clients dial it.
+        let service_ip = config
+            .service_cidr
+            .parse::<allocators::ipv4::Cidr>()
+            .ok()
+            .and_then(|cidr| cidr.nth(1))
+            .map(std::net::IpAddr::V4);
+        let pki = serve::pki::ensure_with(&config.data_dir.join("pki"), service_ip.as_slice())?;
         let tls = serve::tls_config(&pki)?;
         let token_path = config.data_dir.join("tokens.csv");
         authn::ensure_token_file(&token_path)?;

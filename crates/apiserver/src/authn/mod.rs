@@ -171,6 +171,15 @@ pub fn is_public(path: &str) -> bool {
         || path.starts_with("/readyz/")
 }
 
+/// The token of an `Authorization: Bearer TOKEN` header, the scheme in any
+/// case (the Python client sends `bearer`), as upstream's `bearertoken`.
+pub fn bearer_token(header: &str) -> Option<&str> {
+    let mut parts = header.trim().splitn(3, ' ');
+    let scheme = parts.next()?;
+    let token = parts.next().filter(|t| !t.is_empty())?;
+    scheme.eq_ignore_ascii_case("bearer").then_some(token)
+}
+
 /// The group of every authenticated user.
 pub const AUTHENTICATED: &str = "system:authenticated";
 
@@ -184,8 +193,7 @@ pub fn authenticate(tokens: &Tokens, mut req: Request) -> Result<Request, ApiErr
         .headers()
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
+        .and_then(bearer_token);
     // A token not in the file may be a service account's JWT.
     let mut identity = None;
     let from_token = bearer.and_then(|t| {
@@ -238,6 +246,16 @@ mod tests {
         );
         assert_eq!(tokens.user("xyz").unwrap().groups, Vec::<String>::new());
         assert!(tokens.user("nope").is_none());
+    }
+
+    #[test]
+    fn bearer_scheme_in_any_case() {
+        assert_eq!(bearer_token("Bearer abc"), Some("abc"));
+        assert_eq!(bearer_token("bearer abc"), Some("abc"));
+        assert_eq!(bearer_token("  BEARER abc  "), Some("abc"));
+        assert_eq!(bearer_token("Basic abc"), None);
+        assert_eq!(bearer_token("Bearer"), None);
+        assert_eq!(bearer_token("Bearer  abc"), None);
     }
 
     #[test]

@@ -89,6 +89,11 @@ pub(super) async fn create_token(
             )))
         }
     }
+    // What a client sends as status is ignored, as upstream clears it
+    // (kubectl sends an empty one, which the typed status cannot hold).
+    if let Some(fields) = req.as_object_mut() {
+        fields.remove("status");
+    }
     let typed: TokenRequest = crate::decode::typed::decode_body(&req, ("TokenRequest", "v1"))?;
     if let Some(given) = typed.metadata.name.as_deref().filter(|n| !n.is_empty()) {
         if given != name {

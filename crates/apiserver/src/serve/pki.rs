@@ -164,6 +164,13 @@ pub fn client_cert(
 
 /// Loads the PKI under `dir`, creating whatever is missing.
 pub fn ensure(dir: &Path) -> Result<Pki> {
+    ensure_with(dir, &[])
+}
+
+/// [`ensure`], a new serving certificate also naming `extra_ips` (the
+/// `kubernetes` Service's ClusterIP, which in-cluster clients dial, as
+/// kubeadm adds it).
+pub fn ensure_with(dir: &Path, extra_ips: &[IpAddr]) -> Result<Pki> {
     std::fs::create_dir_all(dir).map_err(|source| Error::Io {
         path: dir.to_path_buf(),
         source,
@@ -200,7 +207,13 @@ pub fn ensure(dir: &Path) -> Result<Pki> {
 
     if !dir.join(SERVING_CERT).exists() || !dir.join(SERVING_KEY).exists() {
         let key = KeyPair::generate().map_err(cert_error("serving key"))?;
-        let (names, ips) = serving_names();
+        let (names, mut ips) = serving_names();
+        ips.extend(
+            extra_ips
+                .iter()
+                .filter(|ip| !ips.contains(ip))
+                .collect::<Vec<_>>(),
+        );
         let mut params = CertificateParams::new(names).map_err(cert_error("serving"))?;
         params
             .subject_alt_names
