@@ -25,7 +25,7 @@ struct Server {
     child: std::process::Child,
     data_dir: PathBuf,
     log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-    dir: tempfile::TempDir,
+    dir: std::sync::Arc<tempfile::TempDir>,
 }
 
 impl Drop for Server {
@@ -37,7 +37,11 @@ impl Drop for Server {
 
 impl Server {
     fn start() -> Server {
-        let dir = tempfile::tempdir().unwrap();
+        Server::start_in(std::sync::Arc::new(tempfile::tempdir().unwrap()))
+    }
+
+    /// A server on `dir`'s data dir (kept from an earlier one, say).
+    fn start_in(dir: std::sync::Arc<tempfile::TempDir>) -> Server {
         let data_dir = dir.path().join("data");
         let mut child = Command::new(SKIFF)
             .args([
@@ -690,4 +694,57 @@ fn a_node_rotates_its_client_certificate_through_a_request_when_due() {
         None,
     );
     assert_eq!(String::from_utf8_lossy(&who.stdout), "system:node:n1");
+}
+
+#[test]
+fn the_server_warns_of_a_certificate_expiring_within_30_days() {
+    use skiff_client::certificate::authority::Authority;
+    let first = Server::start();
+    let dir = first.dir.clone();
+    let pki = first.data_dir.join("pki");
+    drop(first);
+    let ca = Authority::load(&pki.join("ca.crt"), &pki.join("ca.key")).unwrap();
+    let file = pki.join("apiserver-kubelet-client.crt");
+    let now = time::OffsetDateTime::now_utc();
+    let expires = now + time::Duration::days(10);
+    let short = ca
+        .renew(
+            &std::fs::read(&file).unwrap(),
+            now - time::Duration::minutes(1),
+            expires,
+        )
+        .unwrap();
+    std::fs::write(&file, short).unwrap();
+    let second = Server::start_in(dir);
+    let month = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ][usize::from(u8::from(expires.month())) - 1];
+    let day = format!("{month} {:02}, {}", expires.day(), expires.year());
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let warned = second.log.lock().unwrap().iter().any(|l| {
+            l.contains("certificate expires within 30 days")
+                && l.contains(&file.display().to_string())
+                && l.contains(&day)
+        });
+        if warned {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no warning naming {} and {day}:\n{}",
+            file.display(),
+            second.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Only that one: the others have a year.
+    let warnings = second
+        .log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l.contains("certificate expires within 30 days"))
+        .count();
+    assert_eq!(warnings, 1, "{}", second.log());
 }

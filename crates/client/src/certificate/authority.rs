@@ -164,11 +164,16 @@ pub fn boundaries(
     signer_not_after: OffsetDateTime,
 ) -> Result<(OffsetDateTime, OffsetDateTime)> {
     let not_before = now - backdate;
-    let mut not_after = if ttl < short {
-        now + ttl
+    let lasts = if ttl < short {
+        ttl
     } else {
-        now + ttl.saturating_sub(backdate)
+        ttl.saturating_sub(backdate)
     };
+    // Past the end of time (an absurd --cluster-signing-duration): the
+    // CA's end, below, is the limit anyway.
+    let mut not_after = now
+        .checked_add(lasts.try_into().unwrap_or(time::Duration::MAX))
+        .unwrap_or(signer_not_after);
     if not_after >= signer_not_after {
         not_after = signer_not_after;
     }
@@ -743,6 +748,9 @@ mod tests {
     fn validity_is_upstreams() {
         let far = now() + Duration::from_secs(86400 * 3650);
         let (nb, na) = boundaries(now(), Duration::from_secs(600), BACKDATE, SHORT, far).unwrap();
+        // No overflow for any duration.
+        let (_, na_max) = boundaries(now(), Duration::MAX, BACKDATE, SHORT, far).unwrap();
+        assert_eq!(na_max, far);
         assert_eq!(
             (nb, na),
             (now() - BACKDATE, now() + Duration::from_secs(600))

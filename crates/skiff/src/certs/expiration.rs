@@ -209,6 +209,52 @@ mod tests {
         assert_eq!(residual(d(9 * 365 * 86400 + 100)), "9y");
     }
 
+    fn entry(name: &str, not_after: OffsetDateTime, is_ca: bool) -> Entry {
+        Entry {
+            name: name.into(),
+            source: super::super::Source::File(format!("/pki/{name}.crt").into()),
+            info: skiff_client::certificate::authority::Info {
+                common_name: name.into(),
+                organizations: Vec::new(),
+                issuer_common_name: "ca".into(),
+                not_before: not_after - time::Duration::days(365),
+                not_after,
+                serial: "01".into(),
+                is_ca,
+            },
+            pem: String::new(),
+        }
+    }
+
+    #[test]
+    fn only_what_expires_within_30_days_is_warned_of() {
+        let now = OffsetDateTime::from_unix_timestamp(1_764_941_400).unwrap();
+        let inventory = Inventory {
+            certificates: vec![
+                entry("apiserver", now + time::Duration::days(29), false),
+                entry("admin", now + time::Duration::days(31), false),
+                entry("old", now - time::Duration::days(1), false),
+            ],
+            authorities: vec![entry("ca", now + time::Duration::days(20), true)],
+        };
+        let warned: Vec<String> = expiring(&inventory, now, WARN_BEFORE)
+            .into_iter()
+            .map(|(file, _)| file)
+            .collect();
+        assert_eq!(
+            warned,
+            ["/pki/apiserver.crt", "/pki/old.crt", "/pki/ca.crt"]
+        );
+        let table = report(&inventory, now, false);
+        assert!(table.starts_with("CERTIFICATE   EXPIRES"), "{table}");
+        assert!(
+            table.contains(
+                "\nold           Dec 04, 2025 13:30 UTC   <invalid>       ca                      no\n"
+            ),
+            "{table}"
+        );
+    }
+
     #[test]
     fn dates_read_as_kubeadms() {
         let t = OffsetDateTime::from_unix_timestamp(1_764_941_400).unwrap();
