@@ -63,7 +63,7 @@ impl AppState {
         let allocators: Arc<allocators::Allocators> = Arc::default();
         let catalog = catalog_of(&store, &crds, &allocators);
         let rbac = crate::authz::Rbac::default();
-        let node_authorizer = crate::authz::NodeAuthorizer::default();
+        let node_authorizer = crate::authz::NodeAuthorizer::new(crate::rbac_defaults::node_rules());
         let fields = catalog.clone();
         let caches = Arc::new(watchcache::Caches::new(
             catalog.builtin().iter().map(|r| r.storage),

@@ -216,6 +216,7 @@ fn services_and_dns_on_one_cluster() {
     ];
     cluster::run_scenarios(&env, scenarios);
     restart_keeps_connections(&mut env);
+    env.c.assert_no_component_refused();
     let table = format!("skiff-{}", env.c.bridge);
     drop(env);
     // The cluster's reset removed the proxy's table.

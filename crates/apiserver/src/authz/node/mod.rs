@@ -43,11 +43,6 @@ pub fn node_identity(user: &User) -> Option<&str> {
     user.groups.iter().any(|g| g == NODES_GROUP).then_some(name)
 }
 
-fn node_rules() -> &'static [PolicyRule] {
-    static RULES: OnceLock<Vec<PolicyRule>> = OnceLock::new();
-    RULES.get_or_init(crate::rbac_defaults::node_rules)
-}
-
 /// The authorizer; cheap to clone (clones share one graph).
 #[derive(Debug, Clone)]
 pub struct NodeAuthorizer {
@@ -56,14 +51,19 @@ pub struct NodeAuthorizer {
     loaded: watch::Sender<usize>,
     /// The pods' cache, read on a miss (see [`NodeAuthorizer::recheck`]).
     pods: Arc<OnceLock<(Arc<crate::watchcache::WatchCache>, String)>>,
+    /// Upstream's static node rules (the `system:node` ClusterRole's),
+    /// given by whoever makes the authorizer.
+    node_rules: Arc<Vec<PolicyRule>>,
 }
 
-impl Default for NodeAuthorizer {
-    fn default() -> Self {
+impl NodeAuthorizer {
+    /// An authorizer judging nodes by `node_rules` beside its graph.
+    pub fn new(node_rules: Vec<PolicyRule>) -> Self {
         NodeAuthorizer {
             graph: Arc::default(),
             loaded: watch::channel(0).0,
             pods: Arc::default(),
+            node_rules: Arc::new(node_rules),
         }
     }
 }
@@ -203,7 +203,7 @@ impl NodeAuthorizer {
             }
         }
         allow_if(
-            node_rules()
+            self.node_rules
                 .iter()
                 .any(|rule| super::rbac::rules::rule_allows(attrs, rule)),
         )
@@ -300,6 +300,16 @@ impl Authorizer for NodeAuthorizer {
         match node_identity(attrs.user) {
             Some(node) => self.judge(node, attrs),
             None => Decision::NoOpinion,
+        }
+    }
+
+    /// Nothing for users that are not nodes; a node's rules depend on its
+    /// pods and cannot be listed (upstream's `RulesFor`).
+    fn rules(&self, user: &User, _namespace: &str) -> super::Rules {
+        if node_identity(user).is_some() {
+            super::Rules::unknown()
+        } else {
+            super::Rules::default()
         }
     }
 }

@@ -39,7 +39,7 @@ fn pod(ns: &str, name: &str, node: &str) -> serde_json::Value {
 /// A graph with pod p0 on node0 and p1 on node1 (namespace ns), and
 /// claim-p0 bound to pv0.
 fn authorizer() -> NodeAuthorizer {
-    let a = NodeAuthorizer::default();
+    let a = NodeAuthorizer::new(crate::rbac_defaults::node_rules());
     {
         let mut g = a.write();
         g.set_pod("/registry/pods/ns/p0", Some(&pod("ns", "p0", "node0")));
