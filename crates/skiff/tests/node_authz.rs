@@ -230,6 +230,59 @@ spec:
         &format!("node \"{node}\" can only delete pods with spec.nodeName set to itself"),
     );
 
+    // Tokens only for its pods' ServiceAccounts, bound to its own pods.
+    allowed(
+        &this_node,
+        &[
+            "-n",
+            "na",
+            "create",
+            "token",
+            "default",
+            "--bound-object-kind",
+            "Pod",
+            "--bound-object-name",
+            "web",
+        ],
+    );
+    refused(
+        &this_node,
+        &[
+            "-n",
+            "na",
+            "create",
+            "token",
+            "default",
+            "--bound-object-kind",
+            "Pod",
+            "--bound-object-name",
+            "elsewhere",
+        ],
+        "node requested token bound to a pod scheduled on a different node",
+    );
+    refused(
+        &this_node,
+        &["-n", "na", "create", "token", "default"],
+        "node requested token not bound to a pod",
+    );
+    refused(
+        &other_node,
+        &[
+            "-n",
+            "na",
+            "create",
+            "token",
+            "default",
+            "--bound-object-kind",
+            "Pod",
+            "--bound-object-name",
+            "web",
+        ],
+        // The Node authorizer lets ghost ask (its pod `elsewhere` uses
+        // `default` too); NodeRestriction refuses the binding.
+        "node requested token bound to a pod scheduled on a different node",
+    );
+
     // The agent's endpoint asks the API server about each caller.
     let jane = cert_files(&mint(&c, dir.path(), "jane", &["devs"]), dir.path());
     let (code, body) = agent_get(&c, "/containerLogs/na/web/main", &jane);

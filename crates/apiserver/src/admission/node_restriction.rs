@@ -7,7 +7,9 @@
 //! status only of pods bound to it, create only mirror pods bound to it,
 //! and touch only the Lease and CSINode named after it. Deleting pods of
 //! other nodes is refused in the delete path ([`check_pod_delete`]), as
-//! Skiff's admission does not see deletes.
+//! Skiff's admission does not see deletes, and a node's TokenRequest must
+//! be bound to one of its own pods ([`token_binding`],
+//! [`check_token_pod`], called by the TokenRequest handler).
 //!
 //! Other users' writes pass untouched. Messages are upstream's.
 
@@ -122,6 +124,31 @@ pub fn check_pod_delete(plural: &str, group: &str, pod: &Value) -> ApiResult<()>
     if node_name_of(pod) != node {
         return Err(ApiError::forbidden(format!(
             "pods \"{name}\" is forbidden: node \"{node}\" can only delete pods with spec.nodeName set to itself"
+        )));
+    }
+    Ok(())
+}
+
+/// A TokenRequest by a node must be bound to a pod (upstream's
+/// `admitServiceAccount`): `Ok(Some(node))` when a node asks (the pod is
+/// then checked by [`check_token_pod`]), `Ok(None)` for anyone else.
+pub fn token_binding(account: &str, bound_kind: Option<&str>) -> ApiResult<Option<String>> {
+    let Some(node) = requesting_node() else {
+        return Ok(None);
+    };
+    if bound_kind != Some("Pod") {
+        return Err(ApiError::forbidden(format!(
+            "serviceaccounts \"{account}\" is forbidden: node requested token not bound to a pod"
+        )));
+    }
+    Ok(Some(node))
+}
+
+/// The pod a node's token is bound to must run on that node.
+pub fn check_token_pod(node: &str, account: &str, pod: &Value) -> ApiResult<()> {
+    if node_name_of(pod) != node {
+        return Err(ApiError::forbidden(format!(
+            "serviceaccounts \"{account}\" is forbidden: node requested token bound to a pod scheduled on a different node"
         )));
     }
     Ok(())

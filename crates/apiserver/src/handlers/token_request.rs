@@ -143,6 +143,14 @@ pub(super) async fn create_token(
         ));
     }
     let mut binding = Binding::default();
+    let node_bound = crate::admission::node_restriction::token_binding(
+        name,
+        typed
+            .spec
+            .bound_object_ref
+            .as_ref()
+            .and_then(|r| r.kind.as_deref()),
+    )?;
     if let Some(target) = &typed.spec.bound_object_ref {
         let target_name = target.name.clone().unwrap_or_default();
         let group = target
@@ -186,6 +194,9 @@ pub(super) async fn create_token(
         };
         match plural {
             "pods" => {
+                if let Some(node) = &node_bound {
+                    crate::admission::node_restriction::check_token_pod(node, name, &obj)?;
+                }
                 if let Some(node) = obj
                     .pointer("/spec/nodeName")
                     .and_then(Value::as_str)

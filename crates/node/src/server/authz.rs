@@ -106,6 +106,12 @@ pub fn subresource(path: &str) -> &'static str {
 /// The SubjectAccessReview posted with the agent's own client.
 pub struct ApiReview(pub kube::Client);
 
+impl std::fmt::Debug for ApiReview {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiReview")
+    }
+}
+
 #[async_trait]
 impl AccessReview for ApiReview {
     async fn allowed(&self, node: &str, q: &Question) -> Result<bool, Error> {
