@@ -377,6 +377,25 @@ pub struct LegacyClaims {
     pub sub: String,
 }
 
+/// A legacy token for the Secret `secret` of ServiceAccount
+/// `namespace/name` (UID `uid`), as upstream's tokens controller signs it.
+pub fn legacy_token(
+    signer: &Signer,
+    namespace: &str,
+    name: &str,
+    uid: &str,
+    secret: &str,
+) -> Result<String> {
+    signer.sign(&LegacyClaims {
+        iss: LEGACY_ISSUER.into(),
+        namespace: namespace.into(),
+        secret_name: secret.into(),
+        service_account_name: name.into(),
+        service_account_uid: uid.into(),
+        sub: subject(namespace, name),
+    })
+}
+
 /// `system:serviceaccount:NS:NAME`.
 pub fn subject(namespace: &str, name: &str) -> String {
     format!("system:serviceaccount:{namespace}:{name}")

@@ -87,6 +87,7 @@ pub mod resourcequota;
 pub mod rootcacert;
 mod runner;
 pub mod serviceaccounts;
+pub mod serviceaccounttokens;
 pub mod servicelb;
 pub mod statefulset;
 pub mod tainteviction;

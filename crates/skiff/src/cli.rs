@@ -279,6 +279,12 @@ pub struct ControllerManagerArgs {
     #[arg(long, requires = "cluster_signing_cert_file")]
     pub cluster_signing_key_file: Option<PathBuf>,
 
+    /// The key legacy service-account token Secrets are signed with (PKCS#8
+    /// P-256 PEM, the API server's `<data-dir>/pki/sa.key`); without it
+    /// such Secrets stay empty.
+    #[arg(long)]
+    pub service_account_private_key_file: Option<PathBuf>,
+
     #[command(flatten)]
     pub controllers: ControllersArgs,
 }

@@ -30,6 +30,17 @@ pub async fn run(args: ControllerManagerArgs) -> anyhow::Result<()> {
             .context("--cluster-signing-cert-file/--cluster-signing-key-file")?;
         config.cluster_signing = Some(std::sync::Arc::new(ca));
     }
+    if let Some(file) = &args.service_account_private_key_file {
+        let pem = std::fs::read_to_string(file).with_context(|| {
+            format!(
+                "cannot read --service-account-private-key-file {}",
+                file.display()
+            )
+        })?;
+        let signer = skiff_api::jwt::Signer::from_pem(&pem)
+            .with_context(|| format!("--service-account-private-key-file {}", file.display()))?;
+        config.service_account_signer = Some(std::sync::Arc::new(signer));
+    }
     let shutdown = CancellationToken::new();
     let task = tokio::spawn(
         skiff_controllers::ControllerManager::new(config).run(client, shutdown.clone()),

@@ -105,6 +105,10 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     // client of this API server through the loopback like the scheduler.
     let controllers = (!args.disable_controller_manager).then(|| {
         config.root_ca = std::fs::read_to_string(data_dir.join("pki").join("ca.crt")).ok();
+        config.service_account_signer = std::fs::read_to_string(data_dir.join("pki/sa.key"))
+            .ok()
+            .and_then(|pem| skiff_api::jwt::Signer::from_pem(&pem).ok())
+            .map(Arc::new);
         config.cluster_signing = crate::certs::cluster_signing(&data_dir);
         let client_for = {
             let client_as = client_as.clone();

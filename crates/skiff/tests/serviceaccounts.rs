@@ -17,7 +17,9 @@
 //! - the issuer's discovery documents serve the key that signed them;
 //! - admission: the `kube-api-access-` volume and mounts, none with
 //!   `automountServiceAccountToken: false` on the pod or its account, a
-//!   missing account refused.
+//!   missing account refused;
+//! - a legacy token Secret created by hand is filled by the tokens
+//!   controller, and its token works while the Secret exists.
 
 mod cluster;
 
@@ -59,6 +61,7 @@ fn service_accounts_and_tokens() {
         ("kubectl create token", create_token),
         ("issuer discovery", issuer_discovery),
         ("admission", admission),
+        ("legacy token secret", legacy_token),
     ];
     cluster::run_scenarios(&env, scenarios);
 }
@@ -533,5 +536,83 @@ fn admission(env: &Env) {
             r#"pods "p" is forbidden: error looking up service account {ns}/ghost: serviceaccount "ghost" not found"#
         )),
         "{err}"
+    );
+}
+
+fn legacy_token(env: &Env) {
+    let c = &env.c;
+    let ns = "sa-legacy";
+    namespace(c, ns);
+    c.kubectl(&["-n", ns, "create", "serviceaccount", "old"]);
+    c.apply(&format!(
+        r#"apiVersion: v1
+kind: Secret
+metadata:
+  name: old-token
+  namespace: {ns}
+  annotations: {{kubernetes.io/service-account.name: old}}
+type: kubernetes.io/service-account-token
+"#
+    ));
+    let token = wait_for("the token controller", Duration::from_secs(30), || {
+        let out = c.kubectl(&[
+            "-n",
+            ns,
+            "get",
+            "secret",
+            "old-token",
+            "-o",
+            "jsonpath={.data.token}",
+        ]);
+        (!out.is_empty()).then_some(out)
+    });
+    let token = String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(token.trim())
+            .unwrap(),
+    )
+    .unwrap();
+    let claimed = claims(&token);
+    assert_eq!(claimed["iss"], "kubernetes/serviceaccount");
+    assert_eq!(
+        claimed["kubernetes.io/serviceaccount/secret.name"],
+        "old-token"
+    );
+    let ca = c.kubectl(&[
+        "-n",
+        ns,
+        "get",
+        "secret",
+        "old-token",
+        "-o",
+        "jsonpath={.data.ca\\.crt}",
+    ]);
+    assert!(!ca.is_empty());
+    let out = as_token(
+        env,
+        &token,
+        &[
+            "auth",
+            "whoami",
+            "-o",
+            "jsonpath={.status.userInfo.username}",
+        ],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("system:serviceaccount:{ns}:old"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    c.kubectl(&["-n", ns, "delete", "secret", "old-token"]);
+    wait_for(
+        "the legacy token to be refused",
+        Duration::from_secs(30),
+        || {
+            let out = as_token(env, &token, &["auth", "whoami"]);
+            String::from_utf8_lossy(&out.stderr)
+                .contains("Unauthorized")
+                .then_some(())
+        },
     );
 }

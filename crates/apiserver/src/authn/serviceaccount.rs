@@ -444,7 +444,7 @@ impl ServiceAccounts {
     }
 }
 
-/// A legacy token signed by `signer`.
+/// A legacy token signed by `signer` (see [`jwt::legacy_token`]).
 pub fn legacy_token(
     signer: &Signer,
     namespace: &str,
@@ -452,16 +452,7 @@ pub fn legacy_token(
     uid: &str,
     secret: &str,
 ) -> Result<String> {
-    signer
-        .sign(&LegacyClaims {
-            iss: jwt::LEGACY_ISSUER.into(),
-            namespace: namespace.into(),
-            secret_name: secret.into(),
-            service_account_name: name.into(),
-            service_account_uid: uid.into(),
-            sub: jwt::subject(namespace, name),
-        })
-        .map_err(Error::Sign)
+    jwt::legacy_token(signer, namespace, name, uid, secret).map_err(Error::Sign)
 }
 
 fn user_of(namespace: &str, name: &str) -> User {

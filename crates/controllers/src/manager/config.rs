@@ -34,6 +34,10 @@ pub struct Config {
     /// The CA bundle published in every namespace as `kube-root-ca.crt`
     /// (`--root-ca-file`); `None` leaves the publisher off.
     pub root_ca: Option<String>,
+    /// The key legacy service-account token Secrets are signed with
+    /// (`--service-account-private-key-file`); `None` leaves the
+    /// serviceaccount-token controller off.
+    pub service_account_signer: Option<Arc<skiff_api::jwt::Signer>>,
     /// The CA the csrsigning controller signs certificate requests with
     /// (`--cluster-signing-cert-file`, `--cluster-signing-key-file`);
     /// `None` leaves it off.
@@ -140,6 +144,7 @@ impl Default for Config {
             cluster_cidr: None,
             node_cidr_mask_size: 24,
             root_ca: None,
+            service_account_signer: None,
             cluster_signing: None,
             cluster_signing_duration: crate::certificates::signing::DEFAULT_DURATION,
             resync: Duration::from_secs(30),

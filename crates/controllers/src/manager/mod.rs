@@ -142,6 +142,13 @@ pub const CONTROLLERS: &[Entry] = &[
         start: crate::serviceaccounts::start,
     },
     Entry {
+        name: "serviceaccount-token",
+        on_by_default: true,
+        // Upstream runs it with the manager's own credentials.
+        service_account: None,
+        start: crate::serviceaccounttokens::start,
+    },
+    Entry {
         name: "root-ca-cert-publisher",
         on_by_default: true,
         service_account: Some("root-ca-cert-publisher"),

@@ -6,9 +6,9 @@
 //! node).
 //!
 //! A projection's `serviceAccountToken` is a TokenRequest bound to the
-//! pod, cached and refreshed by [`super::tokens`] (through [`Objects`]);
-//! [`Prepared::refresh_tokens_at`] says when the volume must be written
-//! again with a fresh token.
+//! pod, cached and refreshed by [`super::tokens`] (through [`Objects`]):
+//! each sync writes the volume again, with a fresh token once
+//! [`Prepared::refresh_tokens_at`] has passed.
 //!
 //! It reads objects through [`Objects`] and writes only under the pod's
 //! volume dir; mounting is [`super::volumes`]'s.

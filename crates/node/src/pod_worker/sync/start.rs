@@ -120,11 +120,10 @@ impl PodWorker {
         };
         // 5. Each container, init containers first (one, or sidecars in
         //    order), then the main ones: the same path for both.
-        // Written again with fresh service-account tokens when they age.
-        let mut next = prepared.refresh_tokens_at.map(|at| {
-            let left = at.saturating_sub(chrono::Utc::now().timestamp()).max(1);
-            now + Duration::from_secs(left.unsigned_abs())
-        });
+        // Service-account tokens are refreshed by the volumes' writing on a
+        // later sync (the worker's periodic resync comes far sooner than a
+        // token's 80 %), so they ask for no earlier one.
+        let mut next = None;
         for c in &to_start {
             if let Err(Retry(at)) = self.start_container(pod, rt, c, &setup, now).await {
                 next = earliest(next, at);
