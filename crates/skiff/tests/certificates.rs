@@ -748,3 +748,44 @@ fn the_server_warns_of_a_certificate_expiring_within_30_days() {
         .count();
     assert_eq!(warnings, 1, "{}", second.log());
 }
+
+#[test]
+fn a_minted_user_kubeconfig_keeps_every_group() {
+    let server = Server::start();
+    let minted = Command::new(SKIFF)
+        .args([
+            "kubeconfig",
+            "--user",
+            "jane",
+            "--group",
+            "devs",
+            "--group",
+            "ops",
+            "--data-dir",
+        ])
+        .arg(&server.data_dir)
+        .output()
+        .unwrap();
+    assert!(
+        minted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&minted.stderr)
+    );
+    let path = server.dir.path().join("jane.kubeconfig");
+    std::fs::write(&path, &minted.stdout).unwrap();
+    let who = server.kubectl_as(
+        &path,
+        &[
+            "auth",
+            "whoami",
+            "-o",
+            "jsonpath={.status.userInfo.username} {.status.userInfo.groups}",
+        ],
+        None,
+    );
+    let who = String::from_utf8_lossy(&who.stdout).into_owned();
+    assert!(
+        who.starts_with("jane ") && who.contains("devs") && who.contains("ops"),
+        "{who}"
+    );
+}

@@ -14,6 +14,7 @@ use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
     Issuer, KeyPair, KeyUsagePurpose, SanType,
 };
+use skiff_client::certificate::authority::Authority;
 
 /// Why the PKI could not be created or loaded.
 #[derive(Debug, thiserror::Error)]
@@ -29,6 +30,12 @@ pub enum Error {
         what: &'static str,
         #[source]
         source: rcgen::Error,
+    },
+    #[error("cannot sign certificate {what}: {source}")]
+    Signing {
+        what: &'static str,
+        #[source]
+        source: skiff_client::certificate::authority::Error,
     },
 }
 
@@ -126,20 +133,6 @@ fn name(cn: &str, org: Option<&str>) -> DistinguishedName {
     dn
 }
 
-/// The parameters of a client certificate for `user` (CN) in `groups`
-/// (O), as upstream's x509 authenticator reads them.
-fn client_params(user: &str, groups: &[&str]) -> CertificateParams {
-    let mut params = CertificateParams::default();
-    let mut dn = name(user, None);
-    for group in groups {
-        dn.push(DnType::OrganizationName, *group);
-    }
-    params.distinguished_name = dn;
-    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-    params
-}
-
 /// Makes `params` valid from a minute ago for a year, as kubeadm's
 /// certificates (`skiff certs renew` renews them for another).
 fn valid_for_a_year(params: &mut CertificateParams) {
@@ -148,18 +141,45 @@ fn valid_for_a_year(params: &mut CertificateParams) {
     params.not_after = now + time::Duration::days(365);
 }
 
-/// Signs a client certificate for `user` in `groups` with the CA, valid
-/// for a year.
+/// kubeadm's certificate lifetime.
+const A_YEAR: std::time::Duration = std::time::Duration::from_secs(365 * 86400);
+
+/// The cluster CA of the PKI under `dir`, as skiff-client's signer.
+fn authority(dir: &Path) -> Result<Authority> {
+    Authority::from_pem(&read(dir, CA_CERT)?, &read(dir, CA_KEY)?)
+        .map_err(|source| Error::Signing { what: "CA", source })
+}
+
+/// A new key and a client certificate for `user` (CN) in `groups` (one
+/// O each, as upstream's x509 authenticator reads them), signed by the CA
+/// and valid from a minute ago (slack for clocks a little behind ours)
+/// for `valid_for`, never past the CA; both PEM. skiff-client's CA writes
+/// it: rcgen's names keep one O.
 pub fn client_cert(
-    ca: &Issuer<'_, KeyPair>,
+    ca: &Authority,
     user: &str,
     groups: &[&str],
+    valid_for: std::time::Duration,
 ) -> Result<(String, String)> {
+    use rcgen::PublicKeyData as _;
     let key = KeyPair::generate().map_err(cert_error("client key"))?;
-    let mut params = client_params(user, groups);
-    valid_for_a_year(&mut params);
-    let cert = params.signed_by(&key, ca).map_err(cert_error("client"))?;
-    Ok((cert.pem(), key.serialize_pem()))
+    let now = time::OffsetDateTime::now_utc();
+    let not_after = now
+        .checked_add(valid_for.try_into().unwrap_or(time::Duration::MAX))
+        .unwrap_or_else(|| ca.not_after());
+    let cert = ca
+        .client_certificate(
+            user,
+            groups,
+            &key.subject_public_key_info(),
+            now - time::Duration::minutes(1),
+            not_after,
+        )
+        .map_err(|source| Error::Signing {
+            what: "client",
+            source,
+        })?;
+    Ok((cert, key.serialize_pem()))
 }
 
 /// Loads the PKI under `dir`, creating whatever is missing.
@@ -229,13 +249,19 @@ pub fn ensure_with(dir: &Path, extra_ips: &[IpAddr]) -> Result<Pki> {
         write(dir, SERVING_KEY, &key.serialize_pem(), true)?;
         write(dir, SERVING_CERT, &cert.pem(), false)?;
     }
+    let authority = authority(dir)?;
     if !dir.join(ADMIN_CERT).exists() || !dir.join(ADMIN_KEY).exists() {
-        let (cert, key) = client_cert(&ca, "kubernetes-admin", &["system:masters"])?;
+        let (cert, key) = client_cert(&authority, "kubernetes-admin", &["system:masters"], A_YEAR)?;
         write(dir, ADMIN_KEY, &key, true)?;
         write(dir, ADMIN_CERT, &cert, false)?;
     }
     if !dir.join(KUBELET_CLIENT_CERT).exists() || !dir.join(KUBELET_CLIENT_KEY).exists() {
-        let (cert, key) = client_cert(&ca, "kube-apiserver-kubelet-client", &["system:masters"])?;
+        let (cert, key) = client_cert(
+            &authority,
+            "kube-apiserver-kubelet-client",
+            &["system:masters"],
+            A_YEAR,
+        )?;
         write(dir, KUBELET_CLIENT_KEY, &key, true)?;
         write(dir, KUBELET_CLIENT_CERT, &cert, false)?;
     }
@@ -306,22 +332,8 @@ pub fn user_kubeconfig(
     valid_for: std::time::Duration,
 ) -> Result<String> {
     let ca_cert = read(dir, CA_CERT)?;
-    let ca_key = KeyPair::from_pem(&read(dir, CA_KEY)?).map_err(cert_error("CA key"))?;
-    let ca = Issuer::from_ca_cert_pem(&ca_cert, ca_key).map_err(cert_error("CA"))?;
-    let key = KeyPair::generate().map_err(cert_error("client key"))?;
-    let mut params = client_params(user, groups);
-    let now = time::OffsetDateTime::now_utc();
-    // A minute of slack for clocks a little behind ours.
-    params.not_before = now - time::Duration::minutes(1);
-    params.not_after = now + valid_for;
-    let cert = params.signed_by(&key, &ca).map_err(cert_error("client"))?;
-    Ok(kubeconfig(
-        &ca_cert,
-        server,
-        user,
-        &cert.pem(),
-        &key.serialize_pem(),
-    ))
+    let (cert, key) = client_cert(&authority(dir)?, user, groups, valid_for)?;
+    Ok(kubeconfig(&ca_cert, server, user, &cert, &key))
 }
 
 /// Writes the admin kubeconfig to `path` (mode 0600).
