@@ -36,6 +36,10 @@ struct PodEntry {
     refs: Vec<Ref>,
 }
 
+/// Objects of one kind in one namespace by name: node → how many of the
+/// node's pods refer to the object.
+type ByName = HashMap<String, HashMap<String, u32>>;
+
 /// The graph; see the module doc.
 #[derive(Debug, Default)]
 pub struct Graph {
@@ -44,7 +48,7 @@ pub struct Graph {
     /// Each referred object (kind → namespace → name): node → how many
     /// of the node's pods refer to it. Nested so a decision looks up by
     /// `&str` without building a key.
-    reach: HashMap<Kind, HashMap<String, HashMap<String, HashMap<String, u32>>>>,
+    reach: HashMap<Kind, HashMap<String, ByName>>,
     /// Claim (namespace, name) → the PersistentVolume it is bound to.
     claim_volume: HashMap<(String, String), String>,
     /// PersistentVolume → the claims bound to it.
