@@ -42,6 +42,11 @@ impl Server {
 
     /// A server on `dir`'s data dir (kept from an earlier one, say).
     fn start_in(dir: std::sync::Arc<tempfile::TempDir>) -> Server {
+        Server::start_with(dir, &[])
+    }
+
+    /// A server on `dir`'s data dir with more flags.
+    fn start_with(dir: std::sync::Arc<tempfile::TempDir>, flags: &[&str]) -> Server {
         let data_dir = dir.path().join("data");
         let mut child = Command::new(SKIFF)
             .args([
@@ -54,6 +59,7 @@ impl Server {
                 "--data-dir",
             ])
             .arg(&data_dir)
+            .args(flags)
             .env("SKIFF_LOG", "info")
             .stderr(Stdio::piped())
             .spawn()
@@ -788,4 +794,74 @@ fn a_minted_user_kubeconfig_keeps_every_group() {
         who.starts_with("jane ") && who.contains("devs") && who.contains("ops"),
         "{who}"
     );
+}
+
+/// `skiff controller-manager` alone signs with the CA it is given.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_separate_controller_manager_signs_with_the_cluster_signing_flags() {
+    let server = Server::start_with(
+        std::sync::Arc::new(tempfile::tempdir().unwrap()),
+        &["--disable-controller-manager"],
+    );
+    let pki = server.data_dir.join("pki");
+    let _manager = Killed(
+        Command::new(SKIFF)
+            .args([
+                "controller-manager",
+                "--leader-elect=false",
+                "--controllers=csrsigning",
+                "--kubeconfig",
+            ])
+            .arg(server.admin())
+            .arg("--cluster-signing-cert-file")
+            .arg(pki.join("ca.crt"))
+            .arg("--cluster-signing-key-file")
+            .arg(pki.join("ca.key"))
+            .args(["--cluster-signing-duration", "2h"])
+            .env("SKIFF_LOG", "warn")
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let (_, request) = openssl_request("/CN=sam");
+    server.kubectl(
+        &["apply", "-f", "-"],
+        Some(&csr_yaml(
+            "sam",
+            &request,
+            "kubernetes.io/kube-apiserver-client",
+            &["client auth"],
+            Some(86400),
+        )),
+    );
+    server.kubectl(&["certificate", "approve", "sam"], None);
+    let b64 = server.wait_csr("sam", "{.status.certificate}", |c| !c.is_empty());
+    let pem = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .unwrap();
+    let parsed = parse_pem(&pem);
+    let cert = parsed.parse_x509().unwrap();
+    // A day asked, two hours allowed (short-lived: plus the five minutes
+    // of backdating).
+    let life = cert.validity().not_after.timestamp() - cert.validity().not_before.timestamp();
+    assert_eq!(life, 2 * 3600 + 300);
+    // Only one of the pair is refused before anything starts.
+    let half = Command::new(SKIFF)
+        .args(["controller-manager", "--kubeconfig"])
+        .arg(server.admin())
+        .arg("--cluster-signing-cert-file")
+        .arg(pki.join("ca.crt"))
+        .output()
+        .unwrap();
+    assert!(!half.status.success());
+    assert!(String::from_utf8_lossy(&half.stderr).contains("--cluster-signing-key-file"));
 }
