@@ -448,6 +448,12 @@ pub struct ServerArgs {
     #[arg(long)]
     pub advertise_address: Option<std::net::IpAddr>,
 
+    /// Admission plugins to turn off, by upstream's names (e.g.
+    /// `ServiceAccount`, whose pods wait for their ServiceAccount, when no
+    /// controller manager creates them).
+    #[arg(long, value_delimiter = ',')]
+    pub disable_admission_plugins: Vec<String>,
+
     /// Use this etcd cluster (comma-separated client URLs) instead of the
     /// embedded SQLite store.
     #[arg(long, value_delimiter = ',')]
