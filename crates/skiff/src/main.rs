@@ -104,7 +104,7 @@ fn main() -> anyhow::Result<()> {
                 .enable_all()
                 .thread_name("skiff")
                 .build()?;
-            runtime.block_on(server::run(args))
+            runtime.block_on(server::run(*args))
         }
     }
 }
