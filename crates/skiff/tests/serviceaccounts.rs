@@ -401,6 +401,24 @@ spec:
         whoami["status"]["userInfo"]["username"],
         format!("system:serviceaccount:{ns}:robot")
     );
+    assert_eq!(
+        whoami["status"]["userInfo"]["uid"],
+        c.kubectl(&[
+            "-n",
+            ns,
+            "get",
+            "sa",
+            "robot",
+            "-o",
+            "jsonpath={.metadata.uid}"
+        ])
+    );
+    assert!(
+        whoami["status"]["userInfo"]["extra"]["authentication.kubernetes.io/credential-id"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("JTI=")
+    );
     // Too short, and a missing account: upstream's answers.
     let out = c.kubectl_output(&["-n", ns, "create", "token", "robot", "--duration", "5m"]);
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -86,7 +86,11 @@ pub(super) fn token_review(ctx: &Context, obj: Value) -> ApiResult<Value> {
     Ok(with_status(obj, status))
 }
 
-pub(super) fn self_subject_review(user: Option<&User>, obj: Value) -> ApiResult<Value> {
+pub(super) fn self_subject_review(
+    user: Option<&User>,
+    identity: Option<&crate::authn::serviceaccount::Identity>,
+    obj: Value,
+) -> ApiResult<Value> {
     let Some(user) = user else {
         return Err(ApiError::bad_request("no user present on request"));
     };
@@ -95,5 +99,12 @@ pub(super) fn self_subject_review(user: Option<&User>, obj: Value) -> ApiResult<
         "apiVersion": obj.get("apiVersion").cloned().unwrap_or(json!("authentication.k8s.io/v1")),
         "metadata": obj.get("metadata").cloned().unwrap_or(json!({})),
     });
-    Ok(with_status(out, json!({"userInfo": user_info(user)})))
+    let mut info = user_info(user);
+    // A service account's token also tells its UID and extra (pod, node,
+    // credential id), as upstream's.
+    if let Some(id) = identity.filter(|id| id.user.name == user.name) {
+        crate::object::set(&mut info, "uid", json!(id.uid));
+        crate::object::set(&mut info, "extra", json!(id.extra));
+    }
+    Ok(with_status(out, json!({"userInfo": info})))
 }

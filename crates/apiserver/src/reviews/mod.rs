@@ -160,6 +160,11 @@ async fn answer(review: Review, req: Request) -> ApiResult<Response> {
         return Err(ApiError::internal("the reviews are not configured"));
     };
     let user = req.extensions().get::<User>().cloned();
+    // A service-account token's UID and extra, for SelfSubjectReview.
+    let identity = req
+        .extensions()
+        .get::<crate::authn::serviceaccount::Identity>()
+        .cloned();
     let q: HashMap<String, String> = req
         .uri()
         .query()
@@ -192,7 +197,9 @@ async fn answer(review: Review, req: Request) -> ApiResult<Response> {
     crate::object::set(&mut obj, "apiVersion", json!(format!("{group}/{version}")));
     let answered = match review {
         Review::Token => authentication::token_review(&ctx, obj)?,
-        Review::SelfSubject(_) => authentication::self_subject_review(user.as_ref(), obj)?,
+        Review::SelfSubject(_) => {
+            authentication::self_subject_review(user.as_ref(), identity.as_ref(), obj)?
+        }
         Review::SubjectAccess => authorization::subject_access_review(&ctx, obj)?,
         Review::SelfSubjectAccess => {
             authorization::self_subject_access_review(&ctx, user.as_ref(), obj)?
