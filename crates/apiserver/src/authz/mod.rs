@@ -64,6 +64,17 @@ pub fn allowed(authorizers: &[Box<dyn Authorizer>], attrs: &Attributes<'_>) -> b
     decide(authorizers, attrs) == Decision::Allow
 }
 
+/// Whether `user` is one of the cluster's own components: a `system:`
+/// user, but of the ServiceAccounts only kube-system's (the controllers');
+/// a workload's ServiceAccount refused what its Role does not grant is
+/// RBAC working, not a gap in the bootstrap policy.
+fn is_component(user: &str) -> bool {
+    match user.strip_prefix("system:serviceaccount:") {
+        Some(account) => account.starts_with("kube-system:"),
+        None => user.starts_with("system:"),
+    }
+}
+
 /// Request filter (see `crate::serve::filters`): asks the chain; no Allow
 /// is a 403. Public paths pass.
 pub fn authorize(authorizers: &[Box<dyn Authorizer>], req: Request) -> Result<Request, ApiError> {
@@ -81,8 +92,25 @@ pub fn authorize(authorizers: &[Box<dyn Authorizer>], req: Request) -> Result<Re
     let message = forbidden(&attrs);
     // A component of the cluster refused is a gap in the bootstrap policy
     // (or a misbehaving node): worth a line in the server's log.
-    if user.name.starts_with("system:") {
+    if is_component(&user.name) {
         tracing::warn!(user = %user.name, "{COMPONENT_REFUSED}: {message}");
     }
     Err(ApiError::forbidden(message))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn components_are_system_users_and_kube_system_accounts() {
+        for user in [
+            "system:kube-scheduler",
+            "system:node:n1",
+            "system:serviceaccount:kube-system:deployment-controller",
+        ] {
+            assert!(super::is_component(user), "{user}");
+        }
+        for user in ["jane", "system:serviceaccount:apps:lister"] {
+            assert!(!super::is_component(user), "{user}");
+        }
+    }
 }

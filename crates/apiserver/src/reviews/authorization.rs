@@ -246,11 +246,13 @@ pub(super) fn self_subject_rules_review(
         .iter()
         .map(|a| a.rules(user, namespace))
         .fold(Rules::default(), Rules::union);
-    // Upstream answers a fresh object: metadata, status, no spec.
+    // Upstream answers a fresh object: metadata, status and an empty spec
+    // (a struct, not omitempty: `"spec":{}`, which clients' models need).
     let out = json!({
         "kind": "SelfSubjectRulesReview",
         "apiVersion": "authorization.k8s.io/v1",
         "metadata": {},
+        "spec": {},
     });
     Ok(with_status(
         out,
