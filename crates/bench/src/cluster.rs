@@ -171,7 +171,21 @@ pub async fn create_namespace(client: &Client, name: &str) -> anyhow::Result<()>
     client
         .request_text(request("POST", "/api/v1/namespaces", Some(&ns)))
         .await?;
-    Ok(())
+    // Pods need their ServiceAccount (the ServiceAccount admission
+    // plugin); the benchmarks' servers may run without the controller
+    // that makes it.
+    let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}});
+    let made = client
+        .request_text(request(
+            "POST",
+            &format!("/api/v1/namespaces/{name}/serviceaccounts"),
+            Some(&sa),
+        ))
+        .await;
+    match made {
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+        other => other.map(drop).map_err(Into::into),
+    }
 }
 
 /// The path of a binary built beside this one.
