@@ -221,6 +221,10 @@ impl Objects for ApiObjects {
             .map_err(|e| e.to_string())
     }
 
+    fn token_fresh(&self, key: &crate::pod_worker::tokens::Key) -> bool {
+        self.2.fresh(key)
+    }
+
     fn forget_pod(&self, uid: &str) {
         self.2.forget_pod(uid);
     }

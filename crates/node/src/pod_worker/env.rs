@@ -71,6 +71,11 @@ pub trait Objects: Send + Sync + std::fmt::Debug {
         let _ = key;
         Err("serviceAccountToken projections need the TokenRequest API, which this cluster does not serve".to_string())
     }
+    /// Whether the token for `key` is cached and not yet due for refresh.
+    fn token_fresh(&self, key: &super::tokens::Key) -> bool {
+        let _ = key;
+        false
+    }
     /// Forgets what was cached for pod `uid` (it is gone).
     fn forget_pod(&self, uid: &str) {
         let _ = uid;

@@ -130,6 +130,14 @@ impl TokenManager {
         }
     }
 
+    /// Whether a token for `key` is cached and not yet due for refresh.
+    pub fn fresh(&self, key: &Key) -> bool {
+        let now = self.clock.now();
+        self.cache()
+            .get(key)
+            .is_some_and(|t| now < refresh_at(t.expires, key.expiration_seconds))
+    }
+
     /// Drops the tokens of pod `uid` (it is gone), and any expired ones.
     pub fn forget_pod(&self, uid: &str) {
         let now = self.clock.now();
@@ -211,8 +219,10 @@ mod tests {
         clock.0.store(1_000_000 + 2879, Ordering::SeqCst);
         assert_eq!(tokens.get(&api, &k).await.unwrap().0, "token-0");
         assert_eq!(api.calls.load(Ordering::SeqCst), 1);
+        assert!(tokens.fresh(&k));
         // Past it: a new one.
         clock.0.store(1_000_000 + 2880, Ordering::SeqCst);
+        assert!(!tokens.fresh(&k));
         let (second, at) = tokens.get(&api, &k).await.unwrap();
         assert_eq!(second, "token-1");
         assert_eq!(at, 1_000_000 + 2880 + 2880);

@@ -161,16 +161,13 @@ async fn secret_files(
     select(&data, items, mode, optional, "secret")
 }
 
-/// The token file of a `serviceAccountToken` projection, bound to `pod`;
-/// lowers `refresh` to when it must be asked for again.
-async fn token_files(
-    objects: &dyn Objects,
+/// What the token of a `serviceAccountToken` projection of `pod` is
+/// requested for.
+fn token_key(
     pod: &Pod,
     t: &k8s_openapi::api::core::v1::ServiceAccountTokenProjection,
-    mode: Option<i32>,
-    refresh: &mut Option<i64>,
-) -> Result<Files, String> {
-    let key = super::tokens::Key {
+) -> super::tokens::Key {
+    super::tokens::Key {
         namespace: pod
             .metadata
             .namespace
@@ -191,7 +188,36 @@ async fn token_files(
         expiration_seconds: t.expiration_seconds.unwrap_or(3600),
         pod_name: pod.metadata.name.clone().unwrap_or_default(),
         pod_uid: pod.metadata.uid.clone().unwrap_or_default(),
+    }
+}
+
+/// Whether projected volume `v` carries service-account tokens that are
+/// all still fresh: it is then left as written (its other sources are
+/// read again with the next token, well within the token's life), so a
+/// running pod's syncs do not read the root CA ConfigMap every time.
+fn tokens_fresh(objects: &dyn Objects, pod: &Pod, v: &Volume) -> bool {
+    let Some(p) = &v.projected else {
+        return false;
     };
+    let mut tokens = p
+        .sources
+        .iter()
+        .flatten()
+        .filter_map(|s| s.service_account_token.as_ref())
+        .peekable();
+    tokens.peek().is_some() && tokens.all(|t| objects.token_fresh(&token_key(pod, t)))
+}
+
+/// The token file of a `serviceAccountToken` projection, bound to `pod`;
+/// lowers `refresh` to when it must be asked for again.
+async fn token_files(
+    objects: &dyn Objects,
+    pod: &Pod,
+    t: &k8s_openapi::api::core::v1::ServiceAccountTokenProjection,
+    mode: Option<i32>,
+    refresh: &mut Option<i64>,
+) -> Result<Files, String> {
+    let key = token_key(pod, t);
     let (token, at) = objects.service_account_token(&key).await?;
     *refresh = Some(refresh.map_or(at, |r| r.min(at)));
     Ok(vec![(
@@ -369,6 +395,12 @@ pub async fn prepare(
             prepared.claims.insert(v.name.clone(), PathBuf::from(path));
             continue;
         }
+        if kind_dir(v).is_some_and(|kind| {
+            object_dir(root, uid, kind, &v.name).join("..data").exists()
+                && tokens_fresh(objects, pod, v)
+        }) {
+            continue;
+        }
         let (Some(kind), Some(result)) = (
             kind_dir(v),
             files(objects, pod, facts, v, &mut prepared.refresh_tokens_at).await,
@@ -527,6 +559,32 @@ mod tests {
         assert_eq!(read("namespace"), "ns");
         // The earlier of the two tokens' refresh times.
         assert_eq!(prepared.refresh_tokens_at, Some(1600));
+        // Written, with fresh tokens: left alone by the next sync.
+        #[derive(Debug)]
+        struct Fresh;
+        #[async_trait]
+        impl Objects for Fresh {
+            async fn config_map(
+                &self,
+                _: &str,
+                _: &str,
+            ) -> Result<Option<BTreeMap<String, String>>, ApiError> {
+                unreachable!("a volume with fresh tokens is not read again")
+            }
+            async fn secret(
+                &self,
+                _: &str,
+                _: &str,
+            ) -> Result<Option<BTreeMap<String, Vec<u8>>>, ApiError> {
+                unreachable!()
+            }
+            fn token_fresh(&self, _: &crate::pod_worker::tokens::Key) -> bool {
+                true
+            }
+        }
+        let before = std::fs::read_link(dir.join("..data")).unwrap();
+        prepare(&Fresh, root.path(), &p, &facts()).await.unwrap();
+        assert_eq!(std::fs::read_link(dir.join("..data")).unwrap(), before);
     }
 
     #[tokio::test]
