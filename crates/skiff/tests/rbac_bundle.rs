@@ -14,7 +14,6 @@
 
 mod cluster;
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -233,17 +232,7 @@ time.sleep(36000)"#;
 
 /// The bundle, as a chart would render it: one multi-document YAML.
 fn bundle() -> String {
-    let venv: PathBuf = std::env::var("SKIFF_PYTHON")
-        .map(|p| {
-            Path::new(&p)
-                .parent()
-                .unwrap()
-                .parent()
-                .unwrap()
-                .to_path_buf()
-        })
-        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv"));
-    let venv = std::fs::canonicalize(&venv).expect("the .venv of scripts/deps.sh");
+    let venv = cluster::python_venv();
     let script = CHECKS.replace('\n', "\n          ");
     format!(
         r#"apiVersion: v1

@@ -23,7 +23,7 @@
 
 mod cluster;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
@@ -175,17 +175,7 @@ fn header(token: &str) -> Value {
 /// The host's Python and the venv with the `kubernetes` client, mounted
 /// into a busybox pod running as `account`.
 fn python_pod_yaml(ns: &str, name: &str, account: &str, script: &str) -> String {
-    let venv: PathBuf = std::env::var("SKIFF_PYTHON")
-        .map(|p| {
-            Path::new(&p)
-                .parent()
-                .unwrap()
-                .parent()
-                .unwrap()
-                .to_path_buf()
-        })
-        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv"));
-    let venv = std::fs::canonicalize(&venv).expect("the .venv of scripts/deps.sh");
+    let venv = cluster::python_venv();
     let script = script.replace('\n', "\n      ");
     format!(
         r#"apiVersion: v1

@@ -22,7 +22,6 @@
 
 mod cluster;
 
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -805,17 +804,7 @@ spec:
 /// The host's Python and the venv with the `kubernetes` client, mounted
 /// into a busybox pod.
 fn python_pod_yaml(ns: &str, name: &str, script: &str) -> String {
-    let venv: PathBuf = std::env::var("SKIFF_PYTHON")
-        .map(|p| {
-            Path::new(&p)
-                .parent()
-                .unwrap()
-                .parent()
-                .unwrap()
-                .to_path_buf()
-        })
-        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv"));
-    let venv = std::fs::canonicalize(&venv).expect("the .venv of scripts/deps.sh");
+    let venv = cluster::python_venv();
     let script = script.replace('\n', "\n      ");
     format!(
         r#"apiVersion: v1

@@ -129,6 +129,22 @@ pub fn wait_for<T>(what: &str, timeout: Duration, f: impl FnMut() -> Option<T>) 
     wait_for_explained(what, timeout, f, String::new)
 }
 
+/// The venv with the Python `kubernetes` client (scripts/deps.sh makes
+/// it; `SKIFF_PYTHON` names its python instead), for pods that mount it
+/// with the host's Python.
+pub fn python_venv() -> PathBuf {
+    let venv: PathBuf = std::env::var("SKIFF_PYTHON")
+        .map(|p| {
+            Path::new(&p)
+                .parent()
+                .and_then(Path::parent)
+                .unwrap_or(Path::new("/"))
+                .to_path_buf()
+        })
+        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv"));
+    std::fs::canonicalize(&venv).expect("the .venv of scripts/deps.sh")
+}
+
 /// [`wait_for`], failing with what `explain` says then (a log).
 pub fn wait_for_explained<T>(
     what: &str,
