@@ -896,6 +896,9 @@ mod tests {
             assert!(sa.authenticate_at(&token, &[], NOW).is_some());
         }
         let per_sec = n as f64 / start.elapsed().as_secs_f64();
-        println!("service-account token, memoized: {per_sec:.0} authentications/s");
+        println!(
+            "service-account token bound to a pod on a node: {} bytes; memoized: {per_sec:.0} authentications/s",
+            token.len()
+        );
     }
 }
