@@ -351,11 +351,16 @@ impl ApiServer {
         // Service-account tokens: signed with pki/sa.key, checked against
         // the watch caches.
         let (signer, keys) = authn::serviceaccount::ensure_keys(&pki.dir)?;
+        let caches = state.caches.clone();
         let service_accounts = Arc::new(authn::serviceaccount::ServiceAccounts::new(
             signer,
             keys,
             authn::serviceaccount::DEFAULT_ISSUER,
-            state.caches.clone(),
+            Arc::new(move |key: &str| {
+                let storage = key.strip_prefix("/registry/")?.split('/').next()?;
+                let cached = caches.get(storage)?.get(key)?;
+                Some((cached.revision, cached.json()?.clone()))
+            }),
         ));
         state.service_accounts = Some(service_accounts.clone());
         state.disabled_admission_plugins = config.disable_admission_plugins.clone().into();

@@ -30,7 +30,6 @@ use serde::Deserialize;
 use skiff_api::jwt::{self, Claims, LegacyClaims, PublicKey, Signer};
 
 use super::User;
-use crate::watchcache::Caches;
 
 /// The default issuer, also the API server's audience (upstream's
 /// `--service-account-issuer` as kubeadm sets it).
@@ -38,6 +37,11 @@ pub const DEFAULT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
 
 /// The group of every service account, and the prefix of a namespace's.
 pub const ALL_GROUP: &str = "system:serviceaccounts";
+
+/// Reads an object as the watch caches hold it, by storage key: the
+/// revision of its cached version and its JSON (the server wires it to
+/// `crate::watchcache::Caches`; authentication sits below the caches).
+pub type Lookup = Arc<dyn Fn(&str) -> Option<(i64, bytes::Bytes)> + Send + Sync>;
 
 /// Key files under the PKI dir.
 pub const PRIVATE_KEY: &str = "sa.key";
@@ -180,7 +184,7 @@ pub struct ServiceAccounts {
     keys: Vec<PublicKey>,
     issuer: String,
     api_audiences: Vec<String>,
-    caches: Arc<Caches>,
+    lookup: Lookup,
     memo: Mutex<HashMap<String, Arc<Verified>>>,
 }
 
@@ -240,13 +244,13 @@ struct Issuer {
 
 impl ServiceAccounts {
     /// `issuer` is also the API audience.
-    pub fn new(signer: Signer, keys: Vec<PublicKey>, issuer: &str, caches: Arc<Caches>) -> Self {
+    pub fn new(signer: Signer, keys: Vec<PublicKey>, issuer: &str, lookup: Lookup) -> Self {
         ServiceAccounts {
             signer,
             keys,
             issuer: issuer.to_string(),
             api_audiences: vec![issuer.to_string()],
-            caches,
+            lookup,
             memo: Mutex::default(),
         }
     }
@@ -394,23 +398,13 @@ impl ServiceAccounts {
     /// pod, not deleted long ago; for a legacy Secret, still holding
     /// `token`).
     fn still_there(&self, named: &Named, token: &str, now: i64) -> bool {
-        let Some(storage) = named
-            .key
-            .strip_prefix("/registry/")
-            .and_then(|k| k.split('/').next())
-        else {
+        let Some((revision, json)) = (self.lookup)(&named.key) else {
             return false;
         };
-        let Some(cached) = self.caches.get(storage).and_then(|c| c.get(&named.key)) else {
-            return false;
-        };
-        if cached.revision == named.matched.load(Ordering::Relaxed) {
+        if revision == named.matched.load(Ordering::Relaxed) {
             return true;
         }
-        let Some(checked) = cached
-            .json()
-            .and_then(|j| serde_json::from_slice::<Checked>(j).ok())
-        else {
+        let Ok(checked) = serde_json::from_slice::<Checked>(&json) else {
             return false;
         };
         if !named.uid.is_empty() && checked.metadata.uid != named.uid {
@@ -439,7 +433,7 @@ impl ServiceAccounts {
                 return false;
             }
         }
-        named.matched.store(cached.revision, Ordering::Relaxed);
+        named.matched.store(revision, Ordering::Relaxed);
         true
     }
 }
@@ -558,6 +552,7 @@ fn legacy_verified(claims: LegacyClaims) -> Option<Verified> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::watchcache::Caches;
     use serde_json::json;
 
     const NOW: i64 = 1_700_000_000;
@@ -582,10 +577,19 @@ mod tests {
         json!({"metadata": {"name": name, "namespace": "ns", "uid": uid}})
     }
 
+    /// What the server wires: the watch caches by storage key.
+    fn cache_lookup(caches: Arc<Caches>) -> Lookup {
+        Arc::new(move |key: &str| {
+            let storage = key.strip_prefix("/registry/")?.split('/').next()?;
+            let cached = caches.get(storage)?.get(key)?;
+            Some((cached.revision, cached.json()?.clone()))
+        })
+    }
+
     fn server(caches: Arc<Caches>) -> ServiceAccounts {
         let signer = Signer::from_pem(&jwt::generate_private_key_pem().unwrap()).unwrap();
         let keys = vec![signer.public().clone()];
-        ServiceAccounts::new(signer, keys, DEFAULT_ISSUER, caches)
+        ServiceAccounts::new(signer, keys, DEFAULT_ISSUER, cache_lookup(caches))
     }
 
     fn pod_binding(uid: &str) -> Binding {
