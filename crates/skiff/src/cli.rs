@@ -18,7 +18,8 @@ pub enum Command {
     Version,
     /// Run a single-node cluster: store and API server (and, as they land,
     /// scheduler, controllers and node agent).
-    Server(ServerArgs),
+    // Boxed: its flags are most of the enum (clippy's large_enum_variant).
+    Server(Box<ServerArgs>),
     /// Print the admin kubeconfig of a server's data dir, or with --user
     /// a new one for that user (a client certificate signed by the
     /// cluster CA, as `kubeadm kubeconfig user`).
