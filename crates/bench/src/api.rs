@@ -56,7 +56,10 @@ fn pod(ns: &str, name: &str) -> Value {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "namespace": ns, "labels": {"app": "bench", "tier": "web"},
             "annotations": {"skiff-bench/sent": now_ns().to_string()}},
-        "spec": {"containers": [{"name": "app", "image": "registry.local/bench/app:1.0",
+        // The ServiceAccount named and its token not mounted, so an update
+        // that sends this body again changes only what it means to.
+        "spec": {"serviceAccountName": "default", "automountServiceAccountToken": false,
+            "containers": [{"name": "app", "image": "registry.local/bench/app:1.0",
             "ports": [{"containerPort": 8080}],
             "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
             "env": [{"name": "MODE", "value": "bench"}]}]},

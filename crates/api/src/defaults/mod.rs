@@ -156,6 +156,19 @@ pub fn pod_spec(spec: &mut Value) {
     default(obj, "schedulerName", json!("default-scheduler"));
     default(obj, "securityContext", json!({}));
     default(obj, "enableServiceLinks", json!(true));
+    // `serviceAccount` is the deprecated alias of `serviceAccountName`:
+    // upstream keeps one field and writes both out, so a body that names
+    // only one means the same as a stored pod that has both.
+    let named = |key: &str| {
+        obj.get(key)
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .map(String::from)
+    };
+    if let Some(account) = named("serviceAccountName").or_else(|| named("serviceAccount")) {
+        obj.insert("serviceAccountName".into(), json!(account));
+        obj.insert("serviceAccount".into(), json!(account));
+    }
     for list in ["containers", "initContainers"] {
         if let Some(cs) = obj.get_mut(list).and_then(Value::as_array_mut) {
             cs.iter_mut().for_each(default_container);
@@ -476,6 +489,23 @@ pub fn default_storage_class<'a>(
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+
+    #[test]
+    fn service_account_and_its_deprecated_alias_are_one() {
+        for spec in [
+            json!({"serviceAccountName": "sa"}),
+            json!({"serviceAccount": "sa"}),
+            json!({"serviceAccountName": "sa", "serviceAccount": ""}),
+        ] {
+            let mut spec = spec;
+            super::pod_spec(&mut spec);
+            assert_eq!(spec["serviceAccountName"], "sa", "{spec}");
+            assert_eq!(spec["serviceAccount"], "sa", "{spec}");
+        }
+        let mut none = json!({});
+        super::pod_spec(&mut none);
+        assert!(none.get("serviceAccount").is_none());
+    }
 
     #[test]
     fn an_empty_deployment_strategy_is_rolling_update_25_percent() {
