@@ -672,11 +672,12 @@ mod tests {
         // (case, audiences the token is for, what is cached, time of use,
         // audiences asked for)
         type Setup = fn(&Caches);
+        type Case = (&'static str, Vec<String>, Setup, i64, Vec<String>);
         let sa_and_pod: Setup = |c| {
             put(c, "serviceaccounts", "ns", "sa", meta("sa", "sa-uid"), 1);
             put(c, "pods", "ns", "p", meta("p", "pod-uid"), 2);
         };
-        let cases: Vec<(&str, Vec<String>, Setup, i64, Vec<String>)> = vec![
+        let cases: Vec<Case> = vec![
             ("expired", aud(), sa_and_pod, NOW + 3600 + 61, vec![]),
             ("not yet valid", aud(), sa_and_pod, NOW - 61, vec![]),
             (
