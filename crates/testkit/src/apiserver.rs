@@ -77,7 +77,14 @@ impl TestApiServer {
         let local_agents = server.local_agents();
         let url = format!("https://127.0.0.1:{}", server.local_addr.port());
         let shutdown = CancellationToken::new();
+        let authorization = server.authorization_ready();
         tokio::spawn(server.run(shutdown.clone()));
+        // The loopback is served at once; the authorizers are read by
+        // then, as they are before the listener serves.
+        assert!(
+            authorization.wait(std::time::Duration::from_secs(60)).await,
+            "authorization not loaded after 60 s"
+        );
         TestApiServer {
             dir,
             kubeconfig,
