@@ -341,9 +341,19 @@ fn upstream_answer(request: &[u8], truncated: bool) -> Vec<u8> {
 }
 
 async fn upstream() -> Upstream {
-    let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-    let addr = socket.local_addr().unwrap();
-    let listener = TcpListener::bind(addr).await.unwrap();
+    // The kernel's UDP pick may be taken on TCP (another test's listener):
+    // pick again until both are free.
+    let mut attempt = 0;
+    let (socket, addr, listener) = loop {
+        attempt += 1;
+        let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let addr = socket.local_addr().unwrap();
+        match TcpListener::bind(addr).await {
+            Ok(listener) => break (socket, addr, listener),
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && attempt < 50 => continue,
+            Err(e) => panic!("no port free on both UDP and TCP: {e}"),
+        }
+    };
     let udp_queries = Arc::new(AtomicUsize::new(0));
     let tcp_queries = Arc::new(AtomicUsize::new(0));
     let count = udp_queries.clone();
