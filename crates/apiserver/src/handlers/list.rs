@@ -130,27 +130,22 @@ pub(super) async fn list_from_cache(
         return Err(ApiError::unavailable("the watch cache is not ready yet"));
     }
     let prefix = object::prefix(r, ns);
-    let (revision, mut items) = cache
-        .list(&prefix)
-        .map_err(|e| ApiError::unavailable(e.to_string()))?;
-    // Objects whose stored bytes do not parse are left out.
-    items.retain(|item| {
-        item.selectable()
-            .is_some_and(|s| filter.is_everything() || filter.matches(s))
-    });
     let limit = q
         .get("limit")
         .and_then(|l| l.parse::<usize>().ok())
         .filter(|l| *l > 0 && at_least.is_some());
-    let mut continue_token = None;
-    if let Some(limit) = limit {
-        if items.len() > limit {
-            items.truncate(limit);
-            if let Some(last) = items.last() {
-                continue_token = Some(skiff_store::encode_continue(&prefix, &last.key, revision));
-            }
-        }
-    }
+    // Objects whose stored bytes do not parse are left out.
+    let page = cache
+        .page(&prefix, limit, |item| {
+            item.selectable()
+                .is_some_and(|s| filter.is_everything() || filter.matches(s))
+        })
+        .map_err(|e| ApiError::unavailable(e.to_string()))?;
+    let (revision, items) = (page.revision, page.items);
+    let continue_token = match items.last() {
+        Some(last) if page.more => Some(skiff_store::encode_continue(&prefix, &last.key, revision)),
+        _ => None,
+    };
     let mut metadata = json!({ "resourceVersion": revision.to_string() });
     if let Some(token) = &continue_token {
         crate::object::set(&mut metadata, "continue", json!(token));

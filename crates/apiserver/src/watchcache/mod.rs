@@ -16,6 +16,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, OnceLock, RwLock};
 
+mod counts;
 pub mod filter;
 pub mod follow;
 pub mod selectable;
@@ -157,6 +158,16 @@ impl Cached {
     pub fn object(&self) -> Option<Value> {
         serde_json::from_slice(self.json()?).ok()
     }
+}
+
+/// One page of a cache list ([`WatchCache::page`]).
+#[derive(Debug)]
+pub struct Page {
+    /// The revision the page reflects.
+    pub revision: i64,
+    pub items: Vec<Arc<Cached>>,
+    /// Whether objects past the page matched too.
+    pub more: bool,
 }
 
 /// One change, shared by every watcher.
@@ -409,6 +420,44 @@ impl WatchCache {
             .map(|(_, v)| v.clone())
             .collect();
         Ok((state.revision, items))
+    }
+
+    /// A page of the objects under `prefix` that `keep` accepts, in key
+    /// order: at most `limit` of them, and whether more follow. Stops at
+    /// the first object past the page, so a limited LIST costs its page,
+    /// not the whole collection.
+    pub fn page(
+        &self,
+        prefix: &str,
+        limit: Option<usize>,
+        mut keep: impl FnMut(&Cached) -> bool,
+    ) -> Result<Page, Error> {
+        let state = self.read();
+        if !state.ready {
+            return Err(Error::NotReady);
+        }
+        let limit = limit.unwrap_or(usize::MAX);
+        let mut items = Vec::new();
+        let mut more = false;
+        for (_, item) in state
+            .objects
+            .range(prefix.to_string()..)
+            .take_while(|(k, _)| k.starts_with(prefix))
+        {
+            if !keep(item) {
+                continue;
+            }
+            if items.len() == limit {
+                more = true;
+                break;
+            }
+            items.push(item.clone());
+        }
+        Ok(Page {
+            revision: state.revision,
+            items,
+            more,
+        })
     }
 
     /// Starts a watch on `prefix`: from `after` (events after that
