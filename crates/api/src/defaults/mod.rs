@@ -169,7 +169,9 @@ pub fn pod_spec(spec: &mut Value) {
         obj.insert("serviceAccountName".into(), json!(account));
         obj.insert("serviceAccount".into(), json!(account));
     }
-    for list in ["containers", "initContainers"] {
+    // Ephemeral containers too (upstream's SetDefaults_EphemeralContainer
+    // defaults their common part as a container's).
+    for list in ["containers", "initContainers", "ephemeralContainers"] {
         if let Some(cs) = obj.get_mut(list).and_then(Value::as_array_mut) {
             cs.iter_mut().for_each(default_container);
         }

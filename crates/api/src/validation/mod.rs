@@ -12,6 +12,7 @@ pub mod coordination;
 pub mod csi;
 pub mod discovery;
 pub mod endpoints;
+mod ephemeral;
 pub mod flowcontrol;
 pub mod meta;
 pub mod names;
@@ -287,7 +288,25 @@ pub fn pod(obj: &Value) -> Vec<FieldError> {
         None => vec![required("spec.containers".into())],
     };
     errors.extend(workloads::pod_spec_extras(obj.get("spec"), "spec"));
+    if let Some(spec) = obj.get("spec") {
+        errors.extend(ephemeral::containers(spec, "spec"));
+    }
     errors
+}
+
+/// A Pod on create (upstream ValidatePodCreate): as any pod, and without
+/// ephemeral containers (they come through `pods/ephemeralcontainers`).
+pub fn pod_create(obj: &Value) -> Vec<FieldError> {
+    let mut errors = pod(obj);
+    errors.extend(ephemeral::on_create(obj));
+    errors
+}
+
+/// An update through `pods/ephemeralcontainers` (upstream
+/// ValidatePodEphemeralContainersUpdate): ephemeral containers may only
+/// be added.
+pub fn pod_ephemeral_containers_update(old: &Value, new: &Value) -> Vec<FieldError> {
+    ephemeral::update(old, new)
 }
 
 /// A Pod update: the new object, then what may change.

@@ -522,7 +522,13 @@ fn ids(errors: &mut Vec<FieldError>, sc: &Value, at: &str, fields: &[&str]) {
     }
 }
 
-fn container(errors: &mut Vec<FieldError>, c: &Value, at: &str, init: bool, volumes: &[&str]) {
+pub(super) fn container(
+    errors: &mut Vec<FieldError>,
+    c: &Value,
+    at: &str,
+    init: bool,
+    volumes: &[&str],
+) {
     let restart = str_at(c, "restartPolicy");
     let sidecar = init && restart == Some("Always");
     if let Some(p) = restart {
