@@ -14,6 +14,8 @@
 //!   [`authn`] and [`authz`] (who asks, whether they may), [`audit`] (the
 //!   audit log of who asked what);
 //! - [`watchcache`]: per-resource caches fed by one store watch;
+//! - [`metrics`]: the server's metrics (requests, watch events, stored
+//!   objects, the process) and `GET /metrics`;
 //! - [`allocators`]: Service ClusterIPs and NodePorts;
 //! - [`resources`]: one file per built-in kind;
 //! - [`admission`]: mutating then validating plugins, one file each, over a
@@ -49,6 +51,7 @@ pub mod customresources;
 pub mod decode;
 pub mod discovery;
 pub mod handlers;
+pub mod metrics;
 pub mod object;
 pub mod oidc;
 pub mod openapi;
@@ -73,6 +76,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use axum::extract::State;
 use axum::routing::get;
 use axum::Router;
 use serde_json::json;
@@ -233,6 +237,7 @@ pub fn router(
         authorizers,
         reviews,
         audit,
+        metrics: Some(state.metrics.clone()),
     });
     Router::new()
         .route("/version", get(discovery::version))
@@ -254,6 +259,10 @@ pub fn router(
             get(oidc::configuration),
         )
         .route("/openid/v1/jwks", get(oidc::jwks))
+        .route(
+            "/metrics",
+            get(|State(state): State<AppState>| async move { state.metrics.response() }),
+        )
         .route("/openapi/v3", get(openapi::index))
         .route("/openapi/v3/", get(openapi::index))
         .route("/openapi/v3/{*path}", get(openapi::document))
@@ -428,6 +437,13 @@ impl ApiServer {
             rbac: self.state.rbac.clone(),
             node: self.state.node_authorizer.clone(),
         }
+    }
+
+    /// The process's metrics registry, served on `/metrics`: `skiff
+    /// server` registers its scheduler's and controller manager's metrics
+    /// here too.
+    pub fn metrics_registry(&self) -> skiff_metrics::Registry {
+        self.state.metrics.registry().clone()
     }
 
     /// Where node agents running in this process register, so that

@@ -51,6 +51,8 @@ pub struct AppState {
     pub service_accounts: Option<Arc<crate::authn::serviceaccount::ServiceAccounts>>,
     /// The authorizer chain: system:masters, then upstream's `Node,RBAC`.
     pub authorizers: Arc<Vec<Box<dyn crate::authz::Authorizer>>>,
+    /// Requests, watch events and stored objects counted (`/metrics`).
+    pub metrics: Arc<crate::metrics::ApiMetrics>,
 }
 
 impl AppState {
@@ -71,7 +73,12 @@ impl AppState {
                 fields.selectable_for_storage(storage)
             })),
         ));
+        let metrics = Arc::new(crate::metrics::ApiMetrics::new(
+            catalog.clone(),
+            caches.clone(),
+        ));
         AppState {
+            metrics,
             store,
             advertise: advertise.into(),
             bookmark_every,

@@ -61,6 +61,8 @@
 //!   then finalizes them (upstream's namespace-controller);
 //! - [`podgc`]: deletes terminated pods beyond a threshold and pods of
 //!   nodes that are gone (upstream's pod-garbage-collector);
+//! - [`metrics`]: the work-queue metrics every controller's runner
+//!   reports to;
 //! - [`testing`]: builders of storage objects for tests.
 
 pub mod certificates;
@@ -77,6 +79,7 @@ mod events;
 pub mod garbagecollector;
 pub mod job;
 pub mod manager;
+pub mod metrics;
 pub mod namespace;
 pub mod nodeipam;
 pub mod nodelifecycle;

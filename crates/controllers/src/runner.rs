@@ -3,9 +3,10 @@
 //! flight finish), with a number of workers, and its errors logged with
 //! the controller's name.
 //!
-//! This module owns only that plumbing and the error policy's back-off
-//! ([`backoff`]); what a controller watches and how it reconciles are its
-//! own module's.
+//! This module owns only that plumbing, the error policy's back-off
+//! ([`backoff`]) and reporting the queue's traffic to the work-queue
+//! metrics ([`crate::metrics`]); what a controller watches and how it
+//! reconciles are its own module's.
 
 use std::fmt::{Debug, Display};
 use std::future::Future;
@@ -43,6 +44,11 @@ pub async fn run<K, E, Fut, Ctx>(
         _ = shutdown.cancelled() => return,
     }
     tracing::info!(controller = name, "starting");
+    let queue = crate::metrics::queue(name);
+    let adds = queue
+        .clone()
+        .map(|q| tokio::spawn(count_adds(q, informer.changes(), shutdown.clone())));
+    let (reconcile, error_policy) = metered(queue, reconcile, error_policy);
     controller
         .graceful_shutdown_on(async move { shutdown.cancelled_owned().await })
         .with_config(controller::Config::default().concurrency(workers))
@@ -59,7 +65,67 @@ pub async fn run<K, E, Fut, Ctx>(
             }
         })
         .await;
+    if let Some(adds) = adds {
+        adds.abort();
+    }
     tracing::info!(controller = name, "stopped");
+}
+
+/// Reports each change of the primary objects to `queue` as an add.
+async fn count_adds<K: Watched>(
+    queue: Arc<crate::metrics::Queue>,
+    changes: impl futures::Stream<Item = Change<K>>,
+    shutdown: CancellationToken,
+) {
+    let mut changes = std::pin::pin!(changes.take_until(shutdown.cancelled_owned()));
+    while let Some(change) = changes.next().await {
+        match change {
+            Change::Applied(obj) => queue.added(crate::metrics::key_of(obj.as_ref())),
+            Change::Deleted(obj) => queue.forget(&crate::metrics::key_of(obj.as_ref())),
+            Change::Resync => {}
+        }
+    }
+}
+
+/// `reconcile` and `error_policy`, reporting to `queue` (when metrics are
+/// on) when an object is taken, how long its reconcile took, and retries.
+#[allow(clippy::type_complexity)] // two closures, spelled out once here
+fn metered<K, E, Fut, Ctx>(
+    queue: Option<Arc<crate::metrics::Queue>>,
+    mut reconcile: impl FnMut(Arc<K>, Arc<Ctx>) -> Fut,
+    error_policy: impl Fn(Arc<K>, &E, Arc<Ctx>) -> Action,
+) -> (
+    impl FnMut(Arc<K>, Arc<Ctx>) -> std::pin::Pin<Box<dyn Future<Output = Result<Action, E>> + Send>>,
+    impl Fn(Arc<K>, &E, Arc<Ctx>) -> Action,
+)
+where
+    K: Watched,
+    E: Send + 'static,
+    Fut: Future<Output = Result<Action, E>> + Send + 'static,
+{
+    let failures = queue.clone();
+    let reconcile = move |obj: Arc<K>, ctx: Arc<Ctx>| {
+        let queue = queue.clone();
+        if let Some(q) = &queue {
+            q.taken(&crate::metrics::key_of(obj.as_ref()));
+        }
+        let work = reconcile(obj, ctx);
+        Box::pin(async move {
+            let started = std::time::Instant::now();
+            let result = work.await;
+            if let Some(q) = &queue {
+                q.done(started.elapsed());
+            }
+            result
+        }) as std::pin::Pin<Box<dyn Future<Output = Result<Action, E>> + Send>>
+    };
+    let error_policy = move |obj: Arc<K>, e: &E, ctx: Arc<Ctx>| {
+        if let Some(q) = &failures {
+            q.retried();
+        }
+        error_policy(obj, e, ctx)
+    };
+    (reconcile, error_policy)
 }
 
 /// Calls `forget` with each object `changes` reports deleted, until

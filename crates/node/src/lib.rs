@@ -22,6 +22,8 @@
 //!   [`status::api::PodApi`] seam through which it is written;
 //! - [`storage`]: this node's part of local-path volumes (removing a
 //!   deleted volume's directory);
+//! - [`metrics`]: the kubelet's metrics and resource metrics (cgroups),
+//!   served on the endpoint;
 //! - [`logs`]: CRI log files; [`server`]: the agent's HTTPS endpoint
 //!   (logs; exec, attach and port-forward proxied to the runtime's
 //!   streaming server);
@@ -49,6 +51,7 @@ pub mod backoff;
 pub mod events;
 pub mod images;
 pub mod logs;
+pub mod metrics;
 pub mod network;
 pub mod observed;
 pub mod pod_worker;

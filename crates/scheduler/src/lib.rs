@@ -17,7 +17,7 @@
 //! after the plugins' PreBind work ([`binder`]), reports failures as a pod condition and
 //! events ([`report`], with `skiff_client::recorder`), and acts only while
 //! it holds the leader Lease (`skiff_client::leader`); [`Config`] carries
-//! its settings. Object builders are in `skiff_client::testing`.
+//! its settings; [`metrics`] records attempts, latencies and the queue. Object builders are in `skiff_client::testing`.
 
 pub mod cache;
 pub mod cluster_event;
@@ -28,6 +28,7 @@ pub mod resources;
 
 pub mod binder;
 pub mod config;
+pub mod metrics;
 pub mod report;
 mod run;
 mod scheduler_loop;

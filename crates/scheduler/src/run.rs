@@ -27,6 +27,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, Clone)]
 pub struct Scheduler {
     config: Config,
+    /// Where attempts and the queue are recorded, when metrics are on.
+    metrics: Option<std::sync::Arc<crate::metrics::SchedulerMetrics>>,
     /// Whether this instance is scheduling now (holds the lease, or runs
     /// without leader election).
     leading: std::sync::Arc<tokio::sync::watch::Sender<bool>>,
@@ -37,8 +39,15 @@ impl Scheduler {
     pub fn new(config: Config) -> Self {
         Self {
             config,
+            metrics: None,
             leading: std::sync::Arc::new(tokio::sync::watch::channel(false).0),
         }
+    }
+
+    /// Records its metrics in `registry` (the process's).
+    pub fn with_metrics(mut self, registry: &skiff_metrics::Registry) -> Self {
+        self.metrics = Some(crate::metrics::SchedulerMetrics::register(registry));
+        self
     }
 
     /// Follows whether this instance is scheduling (for health reporting
@@ -58,7 +67,9 @@ impl Scheduler {
         match self.config.leader_election.clone() {
             None => {
                 self.leading.send_replace(true);
-                SchedulerLoop::new(client, &self.config).run(shutdown).await;
+                SchedulerLoop::new(client, &self.config, self.metrics.clone())
+                    .run(shutdown)
+                    .await;
                 self.leading.send_replace(false);
                 Ok(())
             }
@@ -84,7 +95,7 @@ impl Scheduler {
             self.leading.send_replace(true);
             let term = shutdown.child_token();
             let scheduling = async {
-                SchedulerLoop::new(client.clone(), &self.config)
+                SchedulerLoop::new(client.clone(), &self.config, self.metrics.clone())
                     .run(term.clone())
                     .await;
                 term.cancel();

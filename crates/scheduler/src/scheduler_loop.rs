@@ -70,6 +70,8 @@ pub(crate) struct SchedulerLoop {
     claims: Relist,
     volumes: Relist,
     classes: Relist,
+    /// Attempts, latencies and the queue's sizes (`crate::metrics`).
+    metrics: crate::metrics::Recorder,
 }
 
 fn deleting(pod: &Pod) -> bool {
@@ -77,8 +79,13 @@ fn deleting(pod: &Pod) -> bool {
 }
 
 impl SchedulerLoop {
-    pub(crate) fn new(client: Client, config: &Config) -> Self {
+    pub(crate) fn new(
+        client: Client,
+        config: &Config,
+        metrics: Option<Arc<crate::metrics::SchedulerMetrics>>,
+    ) -> Self {
         Self {
+            metrics: crate::metrics::Recorder::new(metrics, &config.scheduler_name),
             recorder: Recorder::new(client.clone(), &config.scheduler_name, &config.identity),
             client,
             scheduler_name: config.scheduler_name.clone(),
@@ -149,6 +156,11 @@ impl SchedulerLoop {
                     continue;
                 }
             }
+            self.metrics.pending(
+                self.queue.active_len(),
+                self.queue.backoff_len(),
+                self.queue.unschedulable_len(),
+            );
             let backoff = self.queue.next_backoff_expiry();
             let wake = tokio::select! {
                 _ = stop.cancelled() => Wake::Shutdown,
@@ -292,6 +304,7 @@ impl SchedulerLoop {
                     .is_some_and(|n| !n.is_empty());
                 if assigned {
                     self.queue.delete(&key);
+                    self.metrics.forget(&key);
                     let event = self.cache.add_or_update_pod(pod);
                     self.on_event(event);
                     return;
@@ -300,13 +313,16 @@ impl SchedulerLoop {
                     == Some(self.scheduler_name.as_str());
                 if deleting(&pod) || !ours {
                     self.queue.delete(&key);
+                    self.metrics.forget(&key);
                 } else {
+                    self.metrics.queued(&key);
                     self.queue.add(pod);
                 }
             }
             Event::Delete(pod) => {
                 let key = pod_key(&pod);
                 self.queue.delete(&key);
+                self.metrics.forget(&key);
                 let event = self.cache.remove_pod(&key);
                 self.on_event(event);
             }
@@ -354,6 +370,7 @@ impl SchedulerLoop {
             Ok(()) => {
                 tracing::debug!(pod = %outcome.key, node = %outcome.node, "bound");
                 self.queue.done(&outcome.key);
+                self.metrics.bound(&outcome.key);
             }
             Err(_) => {
                 // Its resources are free again for the pods that wanted them.
@@ -361,6 +378,7 @@ impl SchedulerLoop {
                     self.on_event(Some(ClusterEvent::AssignedPodDelete));
                 }
                 self.queue.requeue_backoff(&outcome.key);
+                self.metrics.bind_failed(&outcome.key);
             }
         }
     }
@@ -373,6 +391,7 @@ impl SchedulerLoop {
             self.queue.done(&key);
             return;
         }
+        let started = std::time::Instant::now();
         let mut state = CycleState::new();
         let result =
             self.framework
@@ -383,6 +402,7 @@ impl SchedulerLoop {
                 let status = self.framework.run_reserve_plugins(&mut state, &pod, &node);
                 if !status.is_success() {
                     self.queue.requeue_backoff(&key);
+                    self.metrics.failed(&key, "error", started);
                     let message = format!("running Reserve plugin: {}", status.message());
                     self.report_failure(pod, REASON_SCHEDULER_ERROR, message);
                     return;
@@ -391,6 +411,7 @@ impl SchedulerLoop {
                     self.framework
                         .run_unreserve_plugins(&mut state, &pod, &node);
                     self.queue.requeue_backoff(&key);
+                    self.metrics.failed(&key, "error", started);
                     self.report_failure(pod, REASON_SCHEDULER_ERROR, e.to_string());
                     return;
                 }
@@ -401,6 +422,7 @@ impl SchedulerLoop {
                             .run_unreserve_plugins(&mut state, &pod, &node);
                         self.cache.forget(&key);
                         self.queue.requeue_backoff(&key);
+                        self.metrics.failed(&key, "error", started);
                         let message = format!(
                             "running PreBind plugin {:?}: {}",
                             status.plugin.unwrap_or_default(),
@@ -411,6 +433,7 @@ impl SchedulerLoop {
                     }
                 };
                 tracing::debug!(pod = %key, %node, attempts = popped.attempts, "assumed");
+                self.metrics.binding(&key, started, popped.attempts);
                 binder.bind_after(pod, node, pre_bind);
             }
             Err(ScheduleError::Unschedulable(fit)) => {
@@ -418,15 +441,18 @@ impl SchedulerLoop {
                 tracing::debug!(pod = %key, %message, "unschedulable");
                 self.queue
                     .requeue_unschedulable(&key, fit.diagnosis.unschedulable_plugins);
+                self.metrics.failed(&key, "unschedulable", started);
                 self.report_failure(pod, REASON_UNSCHEDULABLE, message);
             }
             Err(e @ ScheduleError::NoNodesAvailable) => {
                 self.queue.requeue_unschedulable(&key, BTreeSet::new());
+                self.metrics.failed(&key, "unschedulable", started);
                 self.report_failure(pod, REASON_UNSCHEDULABLE, e.to_string());
             }
             Err(e @ ScheduleError::Plugin { .. }) => {
                 tracing::warn!(pod = %key, error = %e, "scheduling error");
                 self.queue.requeue_backoff(&key);
+                self.metrics.failed(&key, "error", started);
                 self.report_failure(pod, REASON_SCHEDULER_ERROR, e.to_string());
             }
         }

@@ -13,17 +13,24 @@ pub async fn client(kubeconfig: &Path) -> anyhow::Result<kube::Client> {
     skiff_client::http::client(kubeconfig).await
 }
 
-/// Runs a scheduler until `shutdown`.
+/// Runs a scheduler until `shutdown`, recording its metrics in `metrics`
+/// when given (the server's registry, served on the API server's
+/// `/metrics`).
 pub async fn run_with(
     client: kube::Client,
     leader_elect: bool,
+    metrics: Option<skiff_metrics::Registry>,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     let mut config = Config::default();
     if !leader_elect {
         config.leader_election = None;
     }
-    Scheduler::new(config).run(client, shutdown).await?;
+    let mut scheduler = Scheduler::new(config);
+    if let Some(registry) = &metrics {
+        scheduler = scheduler.with_metrics(registry);
+    }
+    scheduler.run(client, shutdown).await?;
     Ok(())
 }
 
@@ -31,7 +38,7 @@ pub async fn run_with(
 pub async fn run(args: SchedulerArgs) -> anyhow::Result<()> {
     let client = client(&args.kubeconfig).await?;
     let shutdown = CancellationToken::new();
-    let task = tokio::spawn(run_with(client, args.leader_elect, shutdown.clone()));
+    let task = tokio::spawn(run_with(client, args.leader_elect, None, shutdown.clone()));
     crate::server::wait_for_signal().await?;
     shutdown.cancel();
     task.await?

@@ -88,6 +88,9 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     };
     let authorization = api.authorization_ready();
     let local_agents = api.local_agents();
+    // The scheduler's and the controller manager's metrics are served
+    // with the API server's on its /metrics (one registry per process).
+    let metrics = api.metrics_registry();
     let api = tokio::spawn(api.run(shutdown.clone()));
     if !authorization.wait(Duration::from_secs(60)).await {
         tracing::warn!("authorization not loaded after 60 s; components start anyway");
@@ -123,6 +126,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
                 )
             })
         };
+        skiff_controllers::metrics::install(&metrics);
         tokio::spawn(
             skiff_controllers::ControllerManager::new(config)
                 .with_clients_per_controller(client_for)
@@ -199,6 +203,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
         Some(tokio::spawn(crate::scheduler::run_with(
             client,
             true,
+            Some(metrics.clone()),
             shutdown.clone(),
         )))
     };

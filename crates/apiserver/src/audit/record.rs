@@ -590,6 +590,7 @@ rules:
                 authorizers: Arc::new(Vec::new()),
             },
             audit: Some(Arc::new(auditor)),
+            metrics: None,
         });
         async fn echo(body: Bytes) -> Response {
             let mut object: Value = serde_json::from_slice(&body).unwrap();

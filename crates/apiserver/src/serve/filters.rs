@@ -7,7 +7,9 @@
 //!
 //! Each filter is a plain function that passes the request on or answers
 //! it; this module owns only their order. Adding a filter is one line in
-//! [`run`].
+//! [`run`]. A request that passes them all is counted in the metrics
+//! (`apiserver_request_total`, as upstream counts requests its routes
+//! serve) once answered.
 
 use std::sync::Arc;
 
@@ -30,11 +32,19 @@ pub struct Filters {
     pub reviews: crate::reviews::Context,
     /// The audit log, when on (`--audit-log-path`).
     pub audit: Option<Arc<audit::Auditor>>,
+    /// Where served requests are counted.
+    pub metrics: Option<Arc<crate::metrics::ApiMetrics>>,
 }
 
 /// Runs the filters over `req`, then the handler (`next`) if every filter
 /// passed it on; a panic anywhere in them is a 500.
 pub async fn run(filters: Arc<Filters>, mut req: Request, next: Next) -> Response {
+    let started = std::time::Instant::now();
+    // The labels are read before the request moves on (no allocation).
+    let counted = filters
+        .metrics
+        .as_ref()
+        .and_then(|m| Some((m, m.classify(&req)?)));
     let (method, path) = (req.method().clone(), req.uri().path().to_string());
     req.extensions_mut().insert(filters.reviews.clone());
     // This request's audit record when auditing is on (`crate::audit`);
@@ -42,7 +52,13 @@ pub async fn run(filters: Arc<Filters>, mut req: Request, next: Next) -> Respons
     let mut audit = filters.audit.as_ref().map(|log| log.receive(&req));
     let response = super::panic::caught(method, path, async {
         let response = match passes(&filters, req, &mut audit) {
-            Ok(req) => next.run(audit::handling(&mut audit, req)).await,
+            Ok(req) => {
+                let response = next.run(audit::handling(&mut audit, req)).await;
+                match counted {
+                    Some((metrics, labels)) => metrics.observe(labels, started, response),
+                    None => response,
+                }
+            }
             Err(refused) => refused.into_response(),
         };
         audit::respond(&mut audit, response).await
@@ -90,6 +106,7 @@ mod tests {
                 authorizers: Arc::new(Vec::new()),
             },
             audit: None,
+            metrics: None,
         });
         Router::new()
             .route("/healthz", get(|| async { "ok" }))

@@ -60,11 +60,25 @@ async fn more_urgent(mut rx: watch::Receiver<Option<Arc<Pod>>>, current: Option<
     }
 }
 
+/// What a pass of a worker is, as upstream's pod workers name it in
+/// `kubelet_pod_worker_duration_seconds`: the first (`create`), one for a
+/// new version of the pod (`update`), one for the pod gone (`kill`), or
+/// one woken by the runtime or a timer (`sync`).
+fn pass_kind(first: bool, pod: Option<&Arc<Pod>>, last: Option<&Arc<Pod>>) -> &'static str {
+    match (pod, last) {
+        (None, _) => "kill",
+        _ if first => "create",
+        (Some(p), Some(l)) if Arc::ptr_eq(p, l) => "sync",
+        _ => "update",
+    }
+}
+
 /// Spawns a worker task for `uid`.
 fn spawn_worker(
     ctx: Arc<Context>,
     uid: String,
     pod: Option<Arc<Pod>>,
+    metrics: Option<Arc<crate::metrics::NodeMetrics>>,
     shutdown: CancellationToken,
 ) -> Handle {
     let (tx, mut rx) = watch::channel(pod);
@@ -73,12 +87,18 @@ fn spawn_worker(
     tokio::spawn(async move {
         let mut worker = PodWorker::new(ctx, uid).with_wake(notify.clone());
         let mut gone = false;
+        let mut last: Option<Arc<Pod>> = None;
+        let mut first = true;
         loop {
             let pod = if gone {
                 None
             } else {
                 rx.borrow_and_update().clone()
             };
+            let kind = pass_kind(first, pod.as_ref(), last.as_ref());
+            first = false;
+            last.clone_from(&pod);
+            let started = Instant::now();
             // A deletion (or a shorter grace period) arriving during a
             // long sync (a pull, a stop) cuts it short: the next pass
             // acts on it, as upstream's pod workers cancel the sync.
@@ -89,6 +109,9 @@ fn spawn_worker(
                 () = more_urgent(rx.clone(), pod.as_deref()), if !gone => Outcome::Continue(Some(Instant::now())),
                 _ = shutdown.cancelled() => return,
             };
+            if let Some(metrics) = &metrics {
+                metrics.pod_synced(kind, started.elapsed());
+            }
             let deadline = match outcome {
                 Outcome::Done => return,
                 Outcome::Continue(at) => {
@@ -183,6 +206,9 @@ pub(crate) async fn run_pods(
                     Ok(watcher::Event::Apply(pod)) | Ok(watcher::Event::InitApply(pod)) => {
                         let Some(uid) = pod.metadata.uid.clone() else { continue };
                         index.set(&pod);
+                        if let Some(metrics) = index.metrics() {
+                            metrics.pod_observed(&pod);
+                        }
                         if let Some(seen) = listing.as_mut() {
                             seen.insert(uid.clone());
                         }
@@ -190,13 +216,16 @@ pub(crate) async fn run_pods(
                         match workers.get(&uid) {
                             Some(h) if !h.pod.is_closed() => { h.pod.send_replace(Some(pod)); }
                             _ => {
-                                let h = spawn_worker(ctx.clone(), uid.clone(), Some(pod), shutdown.clone());
+                                let h = spawn_worker(ctx.clone(), uid.clone(), Some(pod), index.metrics().cloned(), shutdown.clone());
                                 workers.insert(uid, h);
                             }
                         }
                     }
                     Ok(watcher::Event::Delete(pod)) => {
                         index.remove(&pod);
+                        if let (Some(metrics), Some(uid)) = (index.metrics(), pod.metadata.uid.as_deref()) {
+                            metrics.pod_gone(uid);
+                        }
                         if let Some(h) = pod.metadata.uid.as_deref().and_then(|uid| workers.get(uid)) {
                             h.pod.send_replace(None);
                         }
@@ -222,6 +251,10 @@ pub(crate) async fn run_pods(
             }
             Some((now, running)) = relists.recv() => {
                 index.set_running(running);
+                if let Some(metrics) = index.metrics() {
+                    let (ready, states) = relist::runtime_counts(&now);
+                    metrics.relisted(ready, states.into_iter());
+                }
                 for (uid, fp) in &now {
                     match workers.get(uid) {
                         Some(h) if fingerprints.get(uid) != Some(fp) => h.wake.notify_one(),
@@ -230,7 +263,7 @@ pub(crate) async fn run_pods(
                         // (deleted while the agent was away, say).
                         None if synced => {
                             tracing::info!(%uid, "removing containers of a pod that is not in the API");
-                            let h = spawn_worker(ctx.clone(), uid.clone(), None, shutdown.clone());
+                            let h = spawn_worker(ctx.clone(), uid.clone(), None, index.metrics().cloned(), shutdown.clone());
                             workers.insert(uid.clone(), h);
                         }
                         None => {}

@@ -126,7 +126,17 @@ impl Agent {
 
         // The agent's HTTPS endpoint (logs), bound first: the Node
         // reports its port.
-        let index = PodIndex::default();
+        // The kubelet's metrics, served on the endpoint; the pods' cgroups
+        // are read under the node's own cgroup when the agent keeps them.
+        let metrics = Arc::new(crate::metrics::NodeMetrics::new());
+        let metrics_endpoint = Arc::new(crate::metrics::Endpoint::new(
+            metrics.clone(),
+            config
+                .container_runtime_endpoint
+                .is_none()
+                .then(|| format!("skiff/{}", config.node_name)),
+        ));
+        let index = PodIndex::default().with_metrics(metrics.clone());
         let server_runtime = crate::server::streaming::RuntimeSlot::default();
         let server = {
             let mut sc = crate::server::ServerConfig::new(
@@ -138,6 +148,7 @@ impl Agent {
             );
             sc.serving_ips = vec![node_ip];
             sc.runtime = server_runtime.clone();
+            sc.metrics = Some(metrics_endpoint.clone());
             // Callers from the network are judged by the API server
             // (SubjectAccessReview), as the kubelet's webhook authorizer.
             sc.authorizer = Some(Arc::new(crate::server::authz::Authorizer::new(
@@ -262,8 +273,12 @@ impl Agent {
             }
             retry = (retry * 2).min(Duration::from_secs(30));
         };
-        let runtime: Arc<dyn Runtime> =
-            Arc::new(CriRuntime::new(socket.clone()).map_err(Error::Runtime)?);
+        // Every CRI call timed for kubelet_runtime_operations_*.
+        let runtime: Arc<dyn Runtime> = Arc::new(crate::metrics::runtime::Metered::new(
+            Arc::new(CriRuntime::new(socket.clone()).map_err(Error::Runtime)?),
+            metrics.clone(),
+        ));
+        let _ = metrics_endpoint.runtime.set(runtime.clone());
         // exec, attach and port-forward on the endpoint from now on.
         let _ = server_runtime.set(runtime.clone());
         let version = runtime.version().await.map_err(Error::Runtime)?;

@@ -3,7 +3,9 @@
 //! dispatcher) and which containers run (from the relist). Cheap reads
 //! behind locks.
 //!
-//! It only mirrors; it never asks the API or the runtime itself.
+//! It only mirrors; it never asks the API or the runtime itself. It also
+//! carries the agent's metrics (served by the same endpoint) to the
+//! dispatcher that feeds them.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -17,9 +19,21 @@ use k8s_openapi::api::core::v1::Pod;
 pub(crate) struct PodIndex {
     pods: Arc<std::sync::RwLock<HashMap<(String, String), crate::server::PodLogInfo>>>,
     running: Arc<std::sync::RwLock<HashSet<(String, String)>>>,
+    /// Where the dispatcher reports pod starts, syncs and relists.
+    metrics: Option<Arc<crate::metrics::NodeMetrics>>,
 }
 
 impl PodIndex {
+    /// The index of an agent whose dispatcher feeds `metrics`.
+    pub(crate) fn with_metrics(mut self, metrics: Arc<crate::metrics::NodeMetrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    pub(crate) fn metrics(&self) -> Option<&Arc<crate::metrics::NodeMetrics>> {
+        self.metrics.as_ref()
+    }
+
     pub(crate) fn lookup(&self, namespace: &str, name: &str) -> Option<crate::server::PodLogInfo> {
         let pods = self.pods.read().unwrap_or_else(|p| p.into_inner());
         pods.get(&(namespace.to_string(), name.to_string()))

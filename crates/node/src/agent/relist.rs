@@ -98,6 +98,22 @@ async fn relist_fingerprints(runtime: &dyn Runtime) -> crate::runtime::Result<Fo
 
 pub(super) type Fingerprints = BTreeMap<String, Vec<(String, i32)>>;
 
+/// For `kubelet_running_pods` and `kubelet_running_containers`: how many
+/// pods have a ready sandbox, and each container's CRI state.
+pub(super) fn runtime_counts(found: &Fingerprints) -> (usize, Vec<i32>) {
+    let ready = crate::runtime::api::PodSandboxState::SandboxReady as i32;
+    let pods = found
+        .values()
+        .filter(|objects| objects.iter().any(|(_, state)| *state == ready))
+        .count();
+    let containers = found
+        .values()
+        .flatten()
+        .filter_map(|(_, state)| state.checked_sub(10).filter(|s| *s >= 0))
+        .collect();
+    (pods, containers)
+}
+
 /// Removes pod log dirs (`<ns>_<name>_<uid>`) of pods that neither the
 /// API nor the runtime has any more (deleted while the agent was away).
 pub(super) fn remove_stale_log_dirs(log_root: &std::path::Path, known: impl Fn(&str) -> bool) {
@@ -113,5 +129,26 @@ pub(super) fn remove_stale_log_dirs(log_root: &std::path::Path, known: impl Fn(&
             tracing::info!(dir = %e.path().display(), "removing the logs of a pod that is gone");
             let _ = std::fs::remove_dir_all(e.path());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn running_pods_have_a_ready_sandbox_and_containers_keep_their_state() {
+        let found: Fingerprints = BTreeMap::from([
+            // Ready sandbox (0), a running (1) and an exited (2) container.
+            (
+                "a".to_string(),
+                vec![("s1".into(), 0), ("c1".into(), 11), ("c2".into(), 12)],
+            ),
+            // Sandbox not ready (1), a created container (0).
+            ("b".to_string(), vec![("s2".into(), 1), ("c3".into(), 10)]),
+        ]);
+        let (pods, mut states) = runtime_counts(&found);
+        states.sort();
+        assert_eq!((pods, states), (1, vec![0, 1, 2]));
     }
 }

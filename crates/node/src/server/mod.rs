@@ -8,7 +8,8 @@
 //! answered from the CRI log files under the log root, with the kubelet's
 //! statuses and words for what is missing; and `/exec`, `/attach`,
 //! `/portForward` ([`streaming`]), upgrades proxied to the runtime's
-//! streaming server.
+//! streaming server; `/metrics` and `/metrics/resource` from
+//! [`crate::metrics`].
 //!
 //! Clients must present a certificate signed by the cluster's client CA
 //! (the API server's kubelet-client certificate): without one the TLS
@@ -112,6 +113,9 @@ pub struct ServerConfig {
     /// Who may call from the network ([`authz`]); without it, any client
     /// certificate the CA signed.
     pub authorizer: Option<Arc<authz::Authorizer>>,
+    /// `/metrics` and `/metrics/resource` ([`crate::metrics`]); without
+    /// it they are 404.
+    pub metrics: Option<Arc<crate::metrics::Endpoint>>,
 }
 
 impl ServerConfig {
@@ -134,6 +138,7 @@ impl ServerConfig {
             follow_poll: Follow::default().poll,
             runtime: streaming::RuntimeSlot::default(),
             authorizer: None,
+            metrics: None,
         }
     }
 }
@@ -151,6 +156,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("follow_poll", &self.follow_poll)
             .field("runtime", &self.runtime.get())
             .field("authorizer", &self.authorizer)
+            .field("metrics", &self.metrics.is_some())
             .finish()
     }
 }
@@ -390,12 +396,16 @@ where
 
 fn router(shared: Arc<Shared>) -> Router {
     let authorizer = shared.config.authorizer.clone();
-    let app = Router::new()
+    let mut app = Router::new()
         .route(
             "/containerLogs/{namespace}/{pod}/{container}",
             get(container_logs),
         )
-        .merge(streaming::routes())
+        .merge(streaming::routes());
+    if let Some(metrics) = shared.config.metrics.clone() {
+        app = app.merge(crate::metrics::routes(metrics));
+    }
+    let app = app
         .fallback(|| async { text(StatusCode::NOT_FOUND, "404 page not found\n") })
         .with_state(shared);
     match authorizer {
