@@ -41,6 +41,39 @@ pub enum Command {
     /// Run simulated nodes (the real node agent on a fake runtime), many
     /// in one process, against any API server (as kwok).
     Sim(SimArgs),
+    /// Why is a pod not Ready: names the failing stage, shows the evidence
+    /// (conditions, events, `logs --previous`) and prints a fix. Also
+    /// `deploy/NAME`, `statefulset/NAME`, `job/NAME` (their newest
+    /// unavailable pod) and `svc/NAME`. Exits 0 when healthy, 1 when it
+    /// found a problem, 2 when it could not look.
+    Explain(ExplainArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// `pod NAME`, `NAME`, `KIND/NAME` or `KIND NAME` (pod, deploy,
+    /// statefulset, job, svc).
+    #[arg(required = true, num_args = 1..=2)]
+    pub target: Vec<String>,
+
+    /// Namespace (default: the kubeconfig context's, else `default`).
+    #[arg(short, long)]
+    pub namespace: Option<String>,
+
+    /// Kubeconfig (default: $KUBECONFIG, ~/.kube/config or in-cluster).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Output: human or json.
+    #[arg(short, long, value_enum, default_value_t = ExplainOutput::Human)]
+    pub output: ExplainOutput,
+}
+
+/// How `skiff explain` prints its report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExplainOutput {
+    Human,
+    Json,
 }
 
 /// A duration as `500ms`, `2s`, `1m` or `1h`.

@@ -7,6 +7,7 @@ mod cli;
 mod cluster_dns;
 mod controller_manager;
 mod default_storage_class;
+mod explain;
 mod node_role;
 mod reset;
 mod scheduler;
@@ -92,6 +93,19 @@ fn main() -> anyhow::Result<()> {
         }
         cli::Command::Reset(args) => reset::run(args),
         cli::Command::Certs(command) => certs::run(command),
+        cli::Command::Explain(args) => {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            let code = match runtime.block_on(explain::run(args)) {
+                Ok(code) => code,
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    explain::FAILED
+                }
+            };
+            std::process::exit(code)
+        }
         cli::Command::Sim(args) => {
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
