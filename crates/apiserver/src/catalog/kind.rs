@@ -65,13 +65,17 @@ pub trait Strategy: Sync + std::fmt::Debug {
     /// What a write to the `approval` subresource (CertificateSigningRequests)
     /// sets, given the stored object and the new one as sent.
     fn prepare_for_approval_update(&self, _old: &Value, _new: &mut Value) {}
+    /// What a write to the `ephemeralcontainers` subresource (Pods)
+    /// takes from the object as sent (`sent`) into `new`, the stored
+    /// object (upstream's dropNonEphemeralContainerUpdates).
+    fn prepare_for_ephemeral_containers_update(&self, _sent: &Value, _new: &mut Value) {}
     /// Validation of a write to the status subresource (upstream's status
     /// strategy); most kinds check every update alike.
     fn validate_status_update(&self, old: &Value, new: &Value) -> Vec<FieldError> {
         self.validate_update(old, new)
     }
     /// Validation of an update through `subresource` ("status",
-    /// "approval", or none for the object itself).
+    /// "approval", "ephemeralcontainers", or none for the object itself).
     fn validate_subresource_update(
         &self,
         subresource: Option<&str>,

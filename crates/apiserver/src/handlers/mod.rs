@@ -267,11 +267,15 @@ async fn handle(state: AppState, req: Request) -> ApiResult<Response> {
         target.subresource.as_deref(),
     ) {
         (Method::GET, Some(name), None | Some("status")) => get(&state, &kind, ns, name, out).await,
-        (Method::GET, Some(name), Some("approval")) if r.subresources.contains(&"approval") => {
+        // Subresources that read as the object and write part of it:
+        // a CSR's approval, a pod's ephemeral containers.
+        (Method::GET, Some(name), Some(sub @ ("approval" | "ephemeralcontainers")))
+            if r.subresources.contains(&sub) =>
+        {
             get(&state, &kind, ns, name, out).await
         }
-        (Method::PATCH, Some(name), sub @ Some("approval"))
-            if r.subresources.contains(&"approval") =>
+        (Method::PATCH, Some(name), sub @ Some(s @ ("approval" | "ephemeralcontainers")))
+            if r.subresources.contains(&s) =>
         {
             let opts = WriteOptions::parse(&q)?;
             let ct = content_type(req.headers());
@@ -282,8 +286,8 @@ async fn handle(state: AppState, req: Request) -> ApiResult<Response> {
             };
             patch(&state, &kind, ns, name, sub, body, &opts).await
         }
-        (Method::PUT, Some(name), sub @ Some("approval"))
-            if r.subresources.contains(&"approval") =>
+        (Method::PUT, Some(name), sub @ Some(s @ ("approval" | "ephemeralcontainers")))
+            if r.subresources.contains(&s) =>
         {
             let opts = WriteOptions::parse(&q)?;
             let body = read_body(req).await?;

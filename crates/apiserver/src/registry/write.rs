@@ -443,7 +443,8 @@ fn same_metadata(old: &Value, new: &Value) -> bool {
 
 /// Updates one object: `mutate` gets the current object (served form,
 /// resourceVersion included) and returns the desired one. `subresource`
-/// "status" keeps everything but status; otherwise status is kept.
+/// "status" keeps everything but status, "ephemeralcontainers"
+/// everything but spec.ephemeralContainers; otherwise status is kept.
 pub async fn update(
     state: &AppState,
     kind: &Kind,
@@ -570,6 +571,14 @@ pub async fn update(
                 let mut obj = candidate;
                 strategy.prepare_for_approval_update(&old, &mut obj);
                 obj
+            }
+            Some("ephemeralcontainers") => {
+                // Only spec.ephemeralContainers changes (Pods), defaulted
+                // as on any write.
+                let mut merged = old.clone();
+                strategy.prepare_for_ephemeral_containers_update(&candidate, &mut merged);
+                strategy.defaults(&mut merged);
+                merged
             }
             _ if !strategy.keeps_status() => {
                 // Status is no subresource: the body's status is written.
