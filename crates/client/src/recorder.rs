@@ -11,12 +11,12 @@
 //! never hold up scheduling or binding.
 //! As upstream, events are best effort: when more than
 //! [`MAX_QUEUED_EVENTS`] wait, new ones are dropped and counted in a
-//! warning. An event with the same pod, type, reason and message as one
-//! the sink wrote before is not created again: its `count` is incremented
-//! and `lastTimestamp` moved (a strategic-merge PATCH of the remembered
-//! event, as client-go's sink does), falling back to a new event if that
-//! one is gone. Only the name and count of a written event are kept, for
-//! at most [`MAX_REMEMBERED`] keys.
+//! warning. An event with the same object (and fieldPath), type, reason
+//! and message as one the sink wrote before is not created again: its
+//! `count` is incremented and `lastTimestamp` moved (a strategic-merge
+//! PATCH of the remembered event, as client-go's sink does), falling back
+//! to a new event if that one is gone. Only the name and count of a
+//! written event are kept, for at most [`MAX_REMEMBERED`] keys.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -94,6 +94,9 @@ struct Key {
     namespace: String,
     name: String,
     uid: String,
+    /// `involvedObject.fieldPath`: events about two containers of one pod
+    /// are two events.
+    field_path: String,
     type_: EventType,
     reason: String,
     message: String,
@@ -205,10 +208,25 @@ impl Recorder {
         action: &str,
         message: &str,
     ) {
+        self.record_annotated(about, type_, reason, action, message, &[]);
+    }
+
+    /// As [`Recorder::record_for`], with `annotations` on the event (a
+    /// machine-readable form of what the message says).
+    pub fn record_annotated(
+        &self,
+        about: &ObjectReference,
+        type_: EventType,
+        reason: &str,
+        action: &str,
+        message: &str,
+        annotations: &[(&str, &str)],
+    ) {
         let key = Key {
             namespace: about.namespace.clone().unwrap_or_else(|| "default".into()),
             name: about.name.clone().unwrap_or_default(),
             uid: about.uid.clone().unwrap_or_default(),
+            field_path: about.field_path.clone().unwrap_or_default(),
             type_,
             reason: reason.to_string(),
             message: message.to_string(),
@@ -247,7 +265,7 @@ impl Recorder {
                 combined,
             ),
         };
-        let ev = self.new_event(
+        let mut ev = self.new_event(
             about,
             type_,
             reason,
@@ -255,6 +273,14 @@ impl Recorder {
             &message,
             Time(Timestamp::now()),
         );
+        if !annotations.is_empty() {
+            ev.metadata.annotations = Some(
+                annotations
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            );
+        }
         // Closed only when the runtime is going away: nothing to tell.
         if let Err(mpsc::error::TrySendError::Full(_)) =
             self.queue.try_send(Item::Event(Box::new((key, ev))))
@@ -490,6 +516,7 @@ mod tests {
             namespace: "default".into(),
             name: pod.into(),
             uid: String::new(),
+            field_path: String::new(),
             type_: EventType::Normal,
             reason: reason.into(),
             message: String::new(),

@@ -18,6 +18,8 @@
 //! - [`pod_worker`]: one worker per pod UID: compute actions (pure), then
 //!   carry them out;
 //! - [`prober`]: startup, liveness and readiness probes on their timers;
+//! - [`timeline`]: each pod start's timeline (what the worker and the
+//!   prober recorded, turned into phases when the pod is first Ready);
 //! - [`status`]: pod status from what the runtime reports, and the
 //!   [`status::api::PodApi`] seam through which it is written;
 //! - [`storage`]: this node's part of local-path volumes (removing a
@@ -63,3 +65,4 @@ pub mod server;
 pub mod sim;
 pub mod status;
 pub mod storage;
+pub mod timeline;

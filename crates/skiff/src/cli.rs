@@ -41,6 +41,9 @@ pub enum Command {
     /// Run simulated nodes (the real node agent on a fake runtime), many
     /// in one process, against any API server (as kwok).
     Sim(SimArgs),
+    /// Print a node's own log: `agent` (what `journalctl -u kubelet`
+    /// shows upstream) or `containerd`.
+    Logs(LogsArgs),
     /// Why is a pod not Ready: names the failing stage, shows the evidence
     /// (conditions, events, `logs --previous`) and prints a fix. Also
     /// `deploy/NAME`, `statefulset/NAME`, `job/NAME` (their newest
@@ -74,6 +77,25 @@ pub struct ExplainArgs {
 pub enum ExplainOutput {
     Human,
     Json,
+}
+
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// Which log.
+    #[arg(value_enum)]
+    pub which: crate::logs::Which,
+
+    /// The data dir of `skiff server` or of `skiff agent`.
+    #[arg(long, default_value = "/var/lib/skiff")]
+    pub data_dir: PathBuf,
+
+    /// Only the last N lines.
+    #[arg(long)]
+    pub tail: Option<usize>,
+
+    /// Keep printing what is written next.
+    #[arg(short, long)]
+    pub follow: bool,
 }
 
 /// A duration as `500ms`, `2s`, `1m` or `1h`.

@@ -8,6 +8,7 @@ mod cluster_dns;
 mod controller_manager;
 mod default_storage_class;
 mod explain;
+mod logs;
 mod node_role;
 mod reset;
 mod scheduler;
@@ -26,17 +27,7 @@ fn main() -> anyhow::Result<()> {
     // Several rustls providers may be compiled in; the kube client needs
     // one chosen explicitly.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("SKIFF_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        // A closed stderr (`skiff server 2>&1 | head`) must not turn the
-        // next log line into a panic: tracing-subscriber reports failed
-        // writes with `eprintln!`, which panics when stderr is gone.
-        .log_internal_errors(false)
-        .init();
+    init_logging(&cli.command);
     match cli.command {
         cli::Command::Version => {
             println!("{}", cli::version_line());
@@ -92,6 +83,12 @@ fn main() -> anyhow::Result<()> {
             runtime.block_on(agent::run(args))
         }
         cli::Command::Reset(args) => reset::run(args),
+        cli::Command::Logs(args) => Ok(logs::print(
+            &args.data_dir,
+            args.which,
+            args.tail,
+            args.follow,
+        )?),
         cli::Command::Certs(command) => certs::run(command),
         cli::Command::Explain(args) => {
             let runtime = tokio::runtime::Builder::new_current_thread()
@@ -120,5 +117,61 @@ fn main() -> anyhow::Result<()> {
                 .build()?;
             runtime.block_on(server::run(*args))
         }
+    }
+}
+
+/// Logs to stderr, and the node agent's lines also to its own file
+/// ([`logs::AgentLog`], what `skiff logs agent` prints): everything of a
+/// `skiff agent`, the agent's crates' lines of a `skiff server`.
+fn init_logging(command: &cli::Command) {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::Layer;
+
+    let filter = || {
+        tracing_subscriber::EnvFilter::try_from_env("SKIFF_LOG")
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
+    };
+    let stderr = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        // A closed stderr (`skiff server 2>&1 | head`) must not turn the
+        // next log line into a panic: tracing-subscriber reports failed
+        // writes with `eprintln!`, which panics when stderr is gone.
+        .log_internal_errors(false)
+        .with_filter(filter());
+    let (dir, agent_only) = match command {
+        cli::Command::Server(args) if !args.disable_agent => {
+            (Some(args.data_dir.join("node")), true)
+        }
+        cli::Command::Agent(args) => (Some(args.data_dir.clone()), false),
+        _ => (None, false),
+    };
+    let mut failed = None;
+    let file = dir.and_then(|dir| match logs::AgentLog::open(&dir) {
+        Ok(log) => Some(log),
+        Err(e) => {
+            failed = Some(e);
+            None
+        }
+    });
+    let file = file.map(|log| {
+        tracing_subscriber::fmt::layer()
+            .with_ansi(false)
+            .with_writer(log)
+            .log_internal_errors(false)
+            .with_filter(filter())
+            .with_filter(tracing_subscriber::filter::filter_fn(move |meta| {
+                !agent_only
+                    || ["skiff_node", "skiff_proxy", "skiff_dns"]
+                        .iter()
+                        .any(|t| meta.target().starts_with(t))
+            }))
+    });
+    tracing_subscriber::registry()
+        .with(stderr)
+        .with(file)
+        .init();
+    if let Some(e) = failed {
+        tracing::warn!(error = %e, "the agent's log file cannot be written; logging to stderr only");
     }
 }

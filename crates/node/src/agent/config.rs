@@ -66,6 +66,10 @@ pub struct Config {
     /// once it is bound (`skiff server` hands it to its API
     /// server, which then reaches this node without TCP or TLS).
     pub on_local_endpoint: Option<LocalEndpointHook>,
+    /// Where pods' finished startup timelines are kept (readers in the
+    /// process share it); `None` records none and writes no
+    /// `StartupTimeline` events.
+    pub timelines: Option<crate::timeline::Store>,
 }
 
 /// See [`Config::on_local_endpoint`].
@@ -108,6 +112,7 @@ impl Config {
             cluster_cidr: None,
             service_cidr: None,
             on_local_endpoint: None,
+            timelines: Some(crate::timeline::Store::new()),
         }
     }
 

@@ -171,6 +171,13 @@ impl Agent {
         }
         let server_task = tokio::spawn(server.run(shutdown.clone()));
 
+        // The kubelet's events (about pods and about this node), and its
+        // first: Starting.
+        let recorder =
+            skiff_client::recorder::Recorder::new(client.clone(), "kubelet", &config.node_name)
+                .with_host(&config.node_name);
+        registration::events::NodeEvents::new(recorder.clone(), &config.node_name).starting();
+
         // Registration, status and Lease: first, so that a node whose
         // runtime cannot start is seen NotReady with the reason.
         let registration = Registration::new(
@@ -192,7 +199,8 @@ impl Agent {
                 status_update_frequency: config.status_update_frequency,
                 ..registration::Config::new(&config.node_name, &config.data_dir)
             },
-        );
+        )
+        .with_events(recorder.clone());
         let mut pod_cidr = registration.pod_cidr();
         // Services (container environments, the proxy, DNS) through one
         // shared informer per kind.
@@ -364,9 +372,6 @@ impl Agent {
         };
 
         // Pods.
-        let recorder =
-            skiff_client::recorder::Recorder::new(client.clone(), "kubelet", &config.node_name)
-                .with_host(&config.node_name);
         let ctx = Arc::new(Context {
             runtime: runtime.clone(),
             events: Arc::new(recorder.clone()),
@@ -396,6 +401,7 @@ impl Agent {
             resolv_conf: config.resolv_conf.clone(),
             cluster_domain: config.cluster_domain.clone(),
             cgroups: pod_cgroups(&config),
+            timelines: config.timelines.clone(),
         });
         let cleaner = tokio::spawn(
             crate::storage::LocalPathCleaner {

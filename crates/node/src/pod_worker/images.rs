@@ -12,6 +12,7 @@ use crate::backoff::Backoff;
 use crate::events::{EventType, Events};
 use crate::runtime::{api, Runtime};
 use crate::status::Waiting;
+use crate::timeline::ImageOutcome;
 
 /// Pull back-off per pod and image, with the error that started it (the
 /// back-off message repeats it, as upstream's since 1.32).
@@ -116,6 +117,22 @@ pub async fn ensure_image(
     sandbox: Option<api::PodSandboxConfig>,
     now: Instant,
 ) -> Result<String, Waiting> {
+    ensure_image_traced(runtime, events, pulls, pod, c, sandbox, now)
+        .await
+        .map(|(image, _)| image)
+}
+
+/// As [`ensure_image`], also saying whether the image was present or
+/// pulled (and its size), for the pod's startup timeline.
+pub async fn ensure_image_traced(
+    runtime: &dyn Runtime,
+    events: &dyn Events,
+    pulls: &mut Pulls,
+    pod: &Pod,
+    c: &Container,
+    sandbox: Option<api::PodSandboxConfig>,
+    now: Instant,
+) -> Result<(String, ImageOutcome), Waiting> {
     let image = c.image.clone().unwrap_or_default();
     if !valid_reference(&image) {
         let mut msg = format!(
@@ -133,8 +150,14 @@ pub async fn ensure_image(
                 ": repository name ({normalized}) must be lowercase"
             ));
         }
-        events.event(pod, EventType::Warning, "InspectFailed", &msg);
-        events.event(pod, EventType::Warning, "Failed", "Error: InvalidImageName");
+        events.container_event(pod, &c.name, EventType::Warning, "InspectFailed", &msg);
+        events.container_event(
+            pod,
+            &c.name,
+            EventType::Warning,
+            "Failed",
+            "Error: InvalidImageName",
+        );
         return Err(Waiting::new("InvalidImageName", msg));
     }
     let policy = pull_policy(c);
@@ -142,9 +165,10 @@ pub async fn ensure_image(
         Ok(i) => i.is_some(),
         Err(e) => {
             let msg = format!("Failed to inspect image \"{image}\": {}", e.go_text());
-            events.event(pod, EventType::Warning, "InspectFailed", &msg);
-            events.event(
+            events.container_event(pod, &c.name, EventType::Warning, "InspectFailed", &msg);
+            events.container_event(
                 pod,
+                &c.name,
                 EventType::Warning,
                 "Failed",
                 "Error: ImageInspectError",
@@ -153,19 +177,21 @@ pub async fn ensure_image(
         }
     };
     if present && policy != "Always" {
-        events.event(
+        events.container_event(
             pod,
+            &c.name,
             EventType::Normal,
             "Pulled",
             &format!("Container image \"{image}\" already present on machine"),
         );
-        return Ok(image);
+        return Ok((image, ImageOutcome::Present));
     }
     if !present && policy == "Never" {
         let msg = format!("Container image \"{image}\" is not present with pull policy of Never");
-        events.event(pod, EventType::Warning, "ErrImageNeverPull", &msg);
-        events.event(
+        events.container_event(pod, &c.name, EventType::Warning, "ErrImageNeverPull", &msg);
+        events.container_event(
             pod,
+            &c.name,
             EventType::Warning,
             "Failed",
             "Error: ErrImageNeverPull",
@@ -180,16 +206,23 @@ pub async fn ensure_image(
     let failed_at = pulls.backoff.last_update(&key).unwrap_or(now);
     if pulls.backoff.in_backoff_since(&key, failed_at, now) {
         let event = format!("Back-off pulling image \"{image}\"");
-        events.event(pod, EventType::Normal, "BackOff", &event);
+        events.container_event(pod, &c.name, EventType::Normal, "BackOff", &event);
         let msg = match pulls.errors.get(&key) {
             Some(err) => format!("{event}: ErrImagePull: {err}"),
             None => event,
         };
-        events.event(pod, EventType::Warning, "Failed", "Error: ImagePullBackOff");
+        events.container_event(
+            pod,
+            &c.name,
+            EventType::Warning,
+            "Failed",
+            "Error: ImagePullBackOff",
+        );
         return Err(Waiting::new("ImagePullBackOff", msg));
     }
-    events.event(
+    events.container_event(
         pod,
+        &c.name,
         EventType::Normal,
         "Pulling",
         &format!("Pulling image \"{image}\""),
@@ -205,8 +238,9 @@ pub async fn ensure_image(
                 .flatten()
                 .map(|i| i.size)
                 .unwrap_or(0);
-            events.event(
+            events.container_event(
                 pod,
+                &c.name,
                 EventType::Normal,
                 "Pulled",
                 &format!(
@@ -216,15 +250,16 @@ pub async fn ensure_image(
             );
             pulls.backoff.forget(&key);
             pulls.errors.remove(&key);
-            Ok(image)
+            Ok((image, ImageOutcome::Pulled { bytes: size }))
         }
         Err(e) if present && registry_unreachable(&e) => {
             // Offline first: with no registry to ask, an image the node
             // already has (imported, airgap) is used as IfNotPresent
             // would. Upstream would fail here; a node with no internet
             // could then never run `kubectl run --image=busybox`.
-            events.event(
+            events.container_event(
                 pod,
+                &c.name,
                 EventType::Warning,
                 "Failed",
                 &format!(
@@ -232,25 +267,33 @@ pub async fn ensure_image(
                     e.go_text()
                 ),
             );
-            events.event(
+            events.container_event(
                 pod,
+                &c.name,
                 EventType::Normal,
                 "Pulled",
                 &format!("Container image \"{image}\" already present on machine"),
             );
-            Ok(image)
+            Ok((image, ImageOutcome::Present))
         }
         Err(e) => {
             pulls.backoff.next(&key, now);
             let err = e.go_text();
             pulls.errors.insert(key.clone(), err.clone());
-            events.event(
+            events.container_event(
                 pod,
+                &c.name,
                 EventType::Warning,
                 "Failed",
                 &format!("Failed to pull image \"{image}\": {err}"),
             );
-            events.event(pod, EventType::Warning, "Failed", "Error: ErrImagePull");
+            events.container_event(
+                pod,
+                &c.name,
+                EventType::Warning,
+                "Failed",
+                "Error: ErrImagePull",
+            );
             Err(Waiting::new("ErrImagePull", err))
         }
     }

@@ -25,7 +25,7 @@ mod tests;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Container, Pod, Probe};
 use tokio::sync::Notify;
@@ -69,8 +69,9 @@ impl Kind {
     }
 }
 
-/// One probe's verdict so far: `None` until its thresholds decide.
-type Results = Arc<Mutex<HashMap<(String, Kind), bool>>>;
+/// One probe's verdict so far (`None` until its thresholds decide), and
+/// when it was reached.
+type Results = Arc<Mutex<HashMap<(String, Kind), (bool, Instant)>>>;
 
 /// The probes of one pod's containers.
 #[derive(Debug, Default)]
@@ -97,7 +98,17 @@ impl Drop for Prober {
 impl Prober {
     fn get(&self, id: &str, kind: Kind) -> Option<bool> {
         let results = self.results.lock().unwrap_or_else(|p| p.into_inner());
-        results.get(&(id.to_string(), kind)).copied()
+        results.get(&(id.to_string(), kind)).map(|(v, _)| *v)
+    }
+
+    /// When container `id`'s probe `kind` last turned to passing, if it
+    /// passes now (the startup timeline's probe steps).
+    pub fn passed_at(&self, id: &str, kind: Kind) -> Option<Instant> {
+        let results = self.results.lock().unwrap_or_else(|p| p.into_inner());
+        match results.get(&(id.to_string(), kind)) {
+            Some((true, at)) => Some(*at),
+            _ => None,
+        }
     }
 
     /// Records a probe's verdict as its task would (for tests of what
@@ -105,7 +116,7 @@ impl Prober {
     #[cfg(test)]
     pub(crate) fn set(&self, id: &str, kind: Kind, verdict: bool) {
         let mut results = self.results.lock().unwrap_or_else(|p| p.into_inner());
-        results.insert((id.to_string(), kind), verdict);
+        results.insert((id.to_string(), kind), (verdict, Instant::now()));
     }
 
     /// Whether the container's startup probe has passed (true without one).
@@ -209,15 +220,16 @@ async fn run_probe(
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .get(&(target.container_id.clone(), Kind::Startup))
-                .copied();
+                .map(|(v, _)| *v);
             if started != Some(true) {
                 continue;
             }
         }
         let outcome = handlers::try_once(&probe, &c, &target, runtime.as_ref(), timeout).await;
         if let Outcome::Warning(output) = &outcome {
-            events.event(
+            events.container_event(
                 &pod,
+                &c.name,
                 EventType::Warning,
                 "ProbeWarning",
                 &format!("{} probe warning: {output}", kind.name()),
@@ -232,8 +244,9 @@ async fn run_probe(
             Outcome::Failure(output) => {
                 failures += 1;
                 successes = 0;
-                events.event(
+                events.container_event(
                     &pod,
+                    &c.name,
                     EventType::Warning,
                     "Unhealthy",
                     &format!("{} probe failed: {output}", kind.name()),
@@ -244,7 +257,11 @@ async fn run_probe(
         if let Some(v) = verdict {
             let changed = {
                 let mut r = results.lock().unwrap_or_else(|p| p.into_inner());
-                r.insert(key.clone(), v) != Some(v)
+                let changed = r.get(&key).map(|(old, _)| *old) != Some(v);
+                if changed {
+                    r.insert(key.clone(), (v, Instant::now()));
+                }
+                changed
             };
             if changed {
                 wake.notify_one();

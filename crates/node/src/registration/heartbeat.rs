@@ -170,6 +170,7 @@ pub(super) async fn run(
     mut health: watch::Receiver<Health>,
     every: Every,
     registered: Node,
+    events: Option<super::events::NodeEvents>,
     shutdown: CancellationToken,
 ) {
     let mut ticker = tokio::time::interval(every.update);
@@ -180,6 +181,11 @@ pub(super) async fn run(
         registered.status.unwrap_or_default(),
         tokio::time::Instant::now(),
     ));
+    // The conditions last written, for the node's status events.
+    let mut known = last
+        .as_ref()
+        .and_then(|(s, _)| s.conditions.clone())
+        .unwrap_or_default();
     loop {
         tokio::select! {
             biased;
@@ -205,7 +211,15 @@ pub(super) async fn run(
         tokio::select! {
             _ = shutdown.cancelled() => return,
             result = update_status(&api, facts, &current) => match result {
-                Ok(node) => last = Some((node.status.unwrap_or_default(), tokio::time::Instant::now())),
+                Ok(node) => {
+                    let status = node.status.unwrap_or_default();
+                    let written = status.conditions.clone().unwrap_or_default();
+                    if let Some(ev) = &events {
+                        ev.conditions(Some(known.as_slice()), &written);
+                    }
+                    known = written;
+                    last = Some((status, tokio::time::Instant::now()));
+                }
                 Err(e) => {
                     last = None;
                     tracing::warn!(error = %error_chain(&e), "unable to update node status");

@@ -6,6 +6,8 @@
 //! - [`node`]: the Node and its status as pure functions, and taint parsing;
 //! - [`heartbeat`]: create/reconcile the Node, patch its status;
 //! - [`lease`]: renew the Lease;
+//! - [`events`]: the node's events (Starting, NodeReady, ...) in the
+//!   kubelet's words;
 //! - here: [`Config`], [`Health`] and [`Registration::run`], which ties
 //!   them together and publishes spec.podCIDR.
 //!
@@ -14,6 +16,7 @@
 //! Lease; it never writes the Node's spec, and it knows nothing of pods
 //! or the container runtime beyond the [`Health`] the agent reports.
 
+pub mod events;
 pub mod heartbeat;
 pub mod lease;
 pub mod machine;
@@ -188,6 +191,7 @@ pub struct Registration {
     client: kube::Client,
     config: Config,
     pod_cidr: watch::Sender<Option<String>>,
+    events: Option<events::NodeEvents>,
 }
 
 impl std::fmt::Debug for Registration {
@@ -206,7 +210,15 @@ impl Registration {
             client,
             config,
             pod_cidr: watch::channel(None).0,
+            events: None,
         }
+    }
+
+    /// Records the node's status events (NodeHasSufficientMemory,
+    /// NodeReady, ...) through `recorder`.
+    pub fn with_events(mut self, recorder: skiff_client::recorder::Recorder) -> Self {
+        self.events = Some(events::NodeEvents::new(recorder, &self.config.node_name));
+        self
     }
 
     /// Follows spec.podCIDR of this node (None until the IPAM controller
@@ -246,6 +258,16 @@ impl Registration {
         let Some(node) = registered else {
             return Ok(());
         };
+        if let Some(ev) = &self.events {
+            // The conditions as the agent built its node anew.
+            let initial = node::desired_status(
+                &facts,
+                &first_health,
+                None,
+                k8s_openapi::jiff::Timestamp::now(),
+            );
+            ev.conditions(None, initial.conditions.as_deref().unwrap_or_default());
+        }
         publish(&self.pod_cidr, pod_cidr_of(&node));
         let mut renewer = lease::Renewer::new(
             self.client.clone(),
@@ -289,6 +311,7 @@ impl Registration {
                     report: config.status_report_frequency,
                 },
                 node,
+                self.events.clone(),
                 shutdown.clone(),
             ),
             renewer.run(config.renew_interval, shutdown.clone()),

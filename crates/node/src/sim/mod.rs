@@ -239,6 +239,8 @@ pub async fn run(
             cluster_dns: config.cluster_dns.clone(),
             resolv_conf: crate::pod_worker::sync::NODE_RESOLV_CONF.into(),
             cluster_domain: crate::pod_worker::dns::CLUSTER_DOMAIN.into(),
+            // Simulated pods start on a fake runtime: nothing to time.
+            timelines: None,
         });
         let (tx, rx) = mpsc::unbounded_channel::<Box<PodEvent>>();
         let events: PodEvents =

@@ -3,13 +3,15 @@
 //! from the API) or carries out [`super::actions::compute_pod_actions`]
 //! ([`start`]: sandbox, image, create and start each container under the
 //! crash-loop back-off, with the kubelet's events); then reports the
-//! status when it changed.
+//! status when it changed, and the first time it is Ready the pod's
+//! startup timeline ([`timeline`]).
 //!
 //! It owns one pod's runtime objects and back-off state. It never lists
 //! other pods' containers and never writes anything to the API but this
 //! pod's status and, at the end, its deletion.
 
 mod start;
+mod timeline;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -87,6 +89,9 @@ pub struct Context {
     pub resolv_conf: PathBuf,
     /// The cluster's DNS domain (kubelet's --cluster-domain).
     pub cluster_domain: String,
+    /// Where finished startup timelines go; `None`: no timeline is
+    /// recorded, and no `StartupTimeline` event written.
+    pub timelines: Option<crate::timeline::Store>,
 }
 
 /// How a sync ended.
@@ -114,6 +119,9 @@ pub struct PodWorker {
     prober: crate::prober::Prober,
     /// Wakes this worker's task (probe results).
     wake: Arc<tokio::sync::Notify>,
+    /// The pod's startup timeline while it starts (when the context
+    /// keeps timelines).
+    timeline: Option<crate::timeline::Timeline>,
 }
 
 /// The node's resolver config, the base of pods' resolv.conf (the
@@ -186,6 +194,36 @@ fn termination_message(status: &crate::runtime::api::ContainerStatus, exit_code:
     String::from_utf8_lossy(joined.get(start..).unwrap_or_default()).into_owned()
 }
 
+/// A condition this worker reported that the pod it was given does not
+/// show yet (its echo has not come back) keeps the transition time it
+/// was reported with, instead of a new one per report: the Ready time a
+/// startup timeline is measured to is the one the API ends up with.
+fn keep_reported_transitions(
+    status: &mut PodStatus,
+    reported: Option<&PodStatus>,
+    current: Option<&PodStatus>,
+) {
+    let Some(reported) = reported.and_then(|r| r.conditions.as_ref()) else {
+        return;
+    };
+    let shows = |type_: &str, value: &str| {
+        current
+            .and_then(|c| c.conditions.as_ref())
+            .is_some_and(|cs| cs.iter().any(|c| c.type_ == type_ && c.status == value))
+    };
+    for c in status.conditions.iter_mut().flatten() {
+        if shows(&c.type_, &c.status) {
+            continue;
+        }
+        if let Some(r) = reported
+            .iter()
+            .find(|r| r.type_ == c.type_ && r.status == c.status)
+        {
+            c.last_transition_time = r.last_transition_time.clone();
+        }
+    }
+}
+
 /// Everything the runtime has for pod `uid`.
 pub async fn observe(runtime: &dyn Runtime, uid: &str) -> RuntimeResult<PodRuntime> {
     let mut pod = PodRuntime::default();
@@ -256,8 +294,9 @@ impl PodWorker {
     /// Records why container `name` cannot start: its waiting reason, and
     /// upstream's `Failed` event `Error: MESSAGE`.
     fn fail(&mut self, pod: &Pod, name: &str, reason: &str, message: String) {
-        self.ctx.events.event(
+        self.ctx.events.container_event(
             pod,
+            name,
             EventType::Warning,
             "Failed",
             &format!("Error: {message}"),
@@ -268,7 +307,6 @@ impl PodWorker {
 
     pub fn new(ctx: Arc<Context>, uid: String) -> Self {
         Self {
-            ctx,
             uid,
             crash: Backoff::default(),
             pulls: super::images::Pulls::default(),
@@ -282,6 +320,8 @@ impl PodWorker {
             last_pod: None,
             prober: crate::prober::Prober::default(),
             wake: Arc::new(tokio::sync::Notify::new()),
+            timeline: ctx.timelines.is_some().then(crate::timeline::Timeline::now),
+            ctx,
         }
     }
 
@@ -466,8 +506,9 @@ impl PodWorker {
             .partition(|c| sidecars.contains(&c.name));
         let start = Instant::now();
         let stops = main.into_iter().map(|c| {
-            self.ctx.events.event(
+            self.ctx.events.container_event(
                 pod,
+                &c.name,
                 EventType::Normal,
                 "Killing",
                 &format!("Stopping container {}", c.name),
@@ -477,8 +518,9 @@ impl PodWorker {
         futures::future::join_all(stops).await;
         for name in sidecars.iter().rev() {
             for c in side.iter().filter(|c| &c.name == name) {
-                self.ctx.events.event(
+                self.ctx.events.container_event(
                     pod,
+                    &c.name,
                     EventType::Normal,
                     "Killing",
                     &format!("Stopping container {}", c.name),
@@ -517,11 +559,13 @@ impl PodWorker {
             );
             match tokio::time::timeout(budget, run).await {
                 Ok(Ok(())) => {}
-                Ok(Err(msg)) => {
-                    self.ctx
-                        .events
-                        .event(pod, EventType::Warning, "FailedPreStopHook", &msg)
-                }
+                Ok(Err(msg)) => self.ctx.events.container_event(
+                    pod,
+                    name,
+                    EventType::Warning,
+                    "FailedPreStopHook",
+                    &msg,
+                ),
                 Err(_) => {}
             }
             grace = (grace - started.elapsed().as_secs() as i64).max(1);
@@ -639,18 +683,27 @@ impl PodWorker {
     }
 
     async fn report(&mut self, pod: &Pod, rt: &PodRuntime) {
+        let inputs_now = Timestamp::now();
         let inputs = status::Inputs {
             waiting: &self.waiting,
             node_ip: &self.ctx.node_ip,
-            now: Timestamp::now(),
+            now: inputs_now,
             probes: Some(&self.prober),
         };
-        let status = status::pod_status(pod, rt, &inputs);
+        let mut status = status::pod_status(pod, rt, &inputs);
+        keep_reported_transitions(
+            &mut status,
+            self.last_reported.as_ref(),
+            pod.status.as_ref(),
+        );
         if pod.status.as_ref() == Some(&status) || self.last_reported.as_ref() == Some(&status) {
             return;
         }
         match self.ctx.api.patch_status(pod, &status).await {
-            Ok(()) => self.last_reported = Some(status),
+            Ok(()) => {
+                self.finish_timeline(pod, rt, &status, inputs_now);
+                self.last_reported = Some(status);
+            }
             Err(e) => tracing::warn!(pod = %pod_ref(pod), error = %e, "cannot update pod status"),
         }
     }
@@ -744,6 +797,7 @@ mod tests {
             cluster_dns: Vec::new(),
             resolv_conf: NODE_RESOLV_CONF.into(),
             cluster_domain: crate::pod_worker::dns::CLUSTER_DOMAIN.into(),
+            timelines: None,
         });
         let worker = PodWorker::new(ctx, "u1".into());
         (runtime, events, api, worker, tmp)
@@ -956,5 +1010,92 @@ mod tests {
         let rt = observe(runtime.as_ref(), "u1").await.unwrap();
         assert_eq!(rt.containers.len(), 1, "the container stays for its logs");
         assert!(!rt.sandboxes[0].ready, "the sandbox is stopped");
+    }
+
+    /// A pod that becomes Ready gets one StartupTimeline event, whose
+    /// phases add up from its creation to its Ready condition's time, and
+    /// its timeline is kept in the store; later syncs write no other.
+    #[tokio::test]
+    async fn a_pod_first_ready_gets_one_startup_timeline() {
+        let (runtime, events, api, worker, _tmp) = setup();
+        let store = crate::timeline::Store::new();
+        let ctx = Arc::new(Context {
+            timelines: Some(store.clone()),
+            ..(*worker.ctx).clone()
+        });
+        let mut worker = PodWorker::new(ctx, "u1".into());
+        runtime.add_image("busybox:1", 100);
+        let mut p = pod("Always");
+        p.metadata.creation_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            Timestamp::now(),
+        ));
+        worker.sync(Some(&p)).await;
+        assert_eq!(
+            events.messages("StartupTimeline").len(),
+            1,
+            "{:?}",
+            events.reasons()
+        );
+        let message = &events.messages("StartupTimeline")[0];
+        assert!(message.starts_with("Started in "), "{message}");
+        assert!(
+            message.contains(", image busybox:1 present, start "),
+            "{message}"
+        );
+        assert!(message.ends_with("(no probe)"), "{message}");
+        let status = api.statuses.lock().unwrap().last().cloned().unwrap();
+        let ready = status
+            .conditions
+            .clone()
+            .unwrap()
+            .into_iter()
+            .find(|c| c.type_ == "Ready")
+            .unwrap();
+        assert_eq!(ready.status, "True");
+        let t = store.get("default", "p").expect("the timeline is kept");
+        assert_eq!(
+            t.ready_ms,
+            ready.last_transition_time.unwrap().0.as_millisecond(),
+            "measured to the Ready condition's time"
+        );
+        let sum: i64 = t.phases.iter().map(|p| p.duration_ms).sum();
+        assert_eq!(sum, t.ready_ms - t.created_ms);
+        // The echo of that status, then more syncs: no second event.
+        p.status = Some(status);
+        worker.sync(Some(&p)).await;
+        worker.sync(Some(&p)).await;
+        assert_eq!(events.messages("StartupTimeline").len(), 1);
+    }
+
+    /// A condition reported but not yet echoed keeps its transition time
+    /// on the next report.
+    #[test]
+    fn reported_transitions_are_kept_until_echoed() {
+        use k8s_openapi::api::core::v1::PodCondition;
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+        let at = |s: i64| Some(Time(Timestamp::from_second(s).unwrap()));
+        let cond = |status: &str, t: i64| PodCondition {
+            type_: "Ready".into(),
+            status: status.into(),
+            last_transition_time: at(t),
+            ..Default::default()
+        };
+        let status_of = |c: PodCondition| PodStatus {
+            conditions: Some(vec![c]),
+            ..Default::default()
+        };
+        let reported = status_of(cond("True", 100));
+        let stale = status_of(cond("False", 50));
+        let mut next = status_of(cond("True", 101));
+        keep_reported_transitions(&mut next, Some(&reported), Some(&stale));
+        assert_eq!(next, reported);
+        // Once the API shows it, the status's own computation stands.
+        let mut next = status_of(cond("True", 100));
+        keep_reported_transitions(&mut next, Some(&reported), Some(&reported));
+        assert_eq!(next, reported);
+        // Another value is a new transition.
+        let mut next = status_of(cond("False", 102));
+        keep_reported_transitions(&mut next, Some(&reported), Some(&stale));
+        assert_eq!(next, status_of(cond("False", 102)));
     }
 }

@@ -2,7 +2,9 @@
 //! what [`crate::pod_worker::actions`] computed as numbered steps (kill,
 //! sandbox, the pod's IP, hosts file and volumes, then per container its
 //! back-off, image, user check, environment, mounts, create, start and
-//! postStart), each step returning what it found or why it stopped.
+//! postStart), each step returning what it found or why it stopped. The
+//! steps note their instants in the worker's startup timeline
+//! ([`crate::timeline::Timeline`]) when it keeps one.
 //!
 //! It owns no state of its own (the worker's back-offs and waiting
 //! reasons are [`super`]'s) and stops nothing but what the actions say.
@@ -21,12 +23,13 @@ use crate::observed::{self, PodRuntime, State};
 use crate::pod_worker::actions::{compute_pod_actions_probed, kill_grace_period, Actions, Probed};
 use crate::pod_worker::config::{self, container_config, sandbox_config};
 use crate::pod_worker::env::{self, Facts, Resolved};
-use crate::pod_worker::images::ensure_image;
+use crate::pod_worker::images::ensure_image_traced;
 use crate::pod_worker::volume_sources::{self, Prepared};
 use crate::pod_worker::{dns, hooks, qos, volume_files, volumes};
 use crate::podspec::{container_hash, grace_period, host_network, init_containers, pod_ref};
 use crate::runtime::api;
 use crate::status::Waiting;
+use crate::timeline::{ContainerSteps, ImageStep, Span};
 
 /// How [`PodWorker::ensure_sandbox`] ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,7 +170,7 @@ impl PodWorker {
             self.stop_pod(pod, rt).await;
         }
         for (id, name, why) in &actions.kill {
-            events.event(pod, EventType::Normal, "Killing", why);
+            events.container_event(pod, name, EventType::Normal, "Killing", why);
             let grace = kill_grace_period(pod, name, probed.failed.get(id).copied());
             self.stop_one(pod, id, name, grace.max(MIN_GRACE_SECONDS))
                 .await;
@@ -243,9 +246,13 @@ impl PodWorker {
                 tracing::warn!(uid = %self.uid, error = %e, "cannot set up the pod's cgroup");
             }
         }
+        let called = Instant::now();
         match self.ctx.runtime.run_pod_sandbox(cfg, String::new()).await {
             Ok(id) => {
                 self.sandbox_backoff.forget(key);
+                if let Some(t) = self.timeline.as_mut() {
+                    t.sandbox(Span::new(called, Instant::now()), &id);
+                }
                 SandboxStep::Ready(id)
             }
             Err(e) => {
@@ -281,19 +288,22 @@ impl PodWorker {
 
     /// Step 4a: the sandbox's IP, once for every container started here
     /// (env fieldRefs, hooks); a new sandbox is asked for it.
-    async fn sandbox_ip(&self, pod: &Pod, rt: &PodRuntime, sandbox_id: &str) -> Option<String> {
+    async fn sandbox_ip(&mut self, pod: &Pod, rt: &PodRuntime, sandbox_id: &str) -> Option<String> {
         let known = rt.ready_sandbox().is_some_and(|s| s.id == sandbox_id);
         match self.pod_ip(pod, rt) {
             Some(ip) if known || host_network(pod) => Some(ip),
-            _ => self
-                .ctx
-                .runtime
-                .pod_sandbox_status(sandbox_id)
-                .await
-                .ok()
-                .and_then(|s| s.network)
-                .map(|n| n.ip)
-                .filter(|ip| !ip.is_empty()),
+            _ => {
+                let status = self.ctx.runtime.pod_sandbox_status(sandbox_id).await.ok()?;
+                // The sandbox's creation, where its network setup starts.
+                if let Some(t) = self
+                    .timeline
+                    .as_mut()
+                    .filter(|t| t.sandbox_id == sandbox_id)
+                {
+                    t.sandbox_created_ns = status.created_at;
+                }
+                status.network.map(|n| n.ip).filter(|ip| !ip.is_empty())
+            }
         }
     }
 
@@ -329,6 +339,7 @@ impl PodWorker {
         to_start: &[Container],
         now: Instant,
     ) -> Result<Prepared, Retry> {
+        let called = Instant::now();
         match volume_sources::prepare(
             self.ctx.objects.as_ref(),
             &self.ctx.volumes_root,
@@ -337,7 +348,12 @@ impl PodWorker {
         )
         .await
         {
-            Ok(p) => Ok(p),
+            Ok(p) => {
+                if let Some(t) = self.timeline.as_mut().filter(|_| !to_start.is_empty()) {
+                    t.volumes(Span::new(called, Instant::now()));
+                }
+                Ok(p)
+            }
             Err((_, msg)) => {
                 self.ctx
                     .events
@@ -419,8 +435,9 @@ impl PodWorker {
                     ),
                 ),
             );
-            self.ctx.events.event(
+            self.ctx.events.container_event(
                 pod,
+                &c.name,
                 EventType::Warning,
                 "BackOff",
                 &format!(
@@ -445,7 +462,8 @@ impl PodWorker {
         sandbox_cfg: &api::PodSandboxConfig,
         now: Instant,
     ) -> Result<String, Retry> {
-        let pulled = ensure_image(
+        let called = Instant::now();
+        let pulled = ensure_image_traced(
             self.ctx.runtime.as_ref(),
             self.ctx.events.as_ref(),
             &mut self.pulls,
@@ -456,7 +474,17 @@ impl PodWorker {
         )
         .await;
         match pulled {
-            Ok(image) => Ok(image),
+            Ok((image, outcome)) => {
+                if let Some(t) = self.timeline.as_mut() {
+                    t.image(ImageStep {
+                        container: c.name.clone(),
+                        image: c.image.clone().unwrap_or_default(),
+                        span: Span::new(called, Instant::now()),
+                        outcome,
+                    });
+                }
+                Ok(image)
+            }
             Err(w) => {
                 let mut next = None;
                 if matches!(w.reason.as_str(), "ErrImagePull" | "ImagePullBackOff") {
@@ -626,6 +654,7 @@ impl PodWorker {
         setup: &PodSetup<'_>,
         config: api::ContainerConfig,
     ) -> Result<String, Retry> {
+        let called = Instant::now();
         let id = match self
             .ctx
             .runtime
@@ -640,18 +669,28 @@ impl PodWorker {
                 return Err(Retry(None));
             }
         };
-        self.ctx.events.event(
+        let created = Instant::now();
+        self.ctx.events.container_event(
             pod,
+            &c.name,
             EventType::Normal,
             "Created",
             &format!("Created container: {}", c.name),
         );
+        let starting = Instant::now();
         if let Err(e) = self.ctx.runtime.start_container(&id).await {
             self.fail(pod, &c.name, "RunContainerError", e.message());
             return Err(Retry(None));
         }
-        self.ctx.events.event(
+        let started = Instant::now();
+        if let Some(steps) = self.timeline_steps(pod, c) {
+            steps.create = Some(Span::new(called, created));
+            steps.start = Some(Span::new(starting, started));
+            steps.post_start = None;
+        }
+        self.ctx.events.container_event(
             pod,
+            &c.name,
             EventType::Normal,
             "Started",
             &format!("Started container {}", c.name),
@@ -672,11 +711,23 @@ impl PodWorker {
         let Some(hook) = c.lifecycle.as_ref().and_then(|l| l.post_start.as_ref()) else {
             return Ok(());
         };
+        let called = Instant::now();
         let run = hooks::run(hook, pod, c, id, pod_ip, self.ctx.runtime.as_ref(), None);
-        if let Err(msg) = run.await {
+        let ran = run.await;
+        if let Some(steps) = self.timeline_steps(pod, c) {
+            steps.post_start = Some(Span::new(called, Instant::now()));
+        }
+        if let Err(msg) = ran {
             let events = &self.ctx.events;
-            events.event(pod, EventType::Warning, "FailedPostStartHook", &msg);
-            events.event(pod, EventType::Normal, "Killing", "FailedPostStartHook");
+            let name = c.name.as_str();
+            events.container_event(pod, name, EventType::Warning, "FailedPostStartHook", &msg);
+            events.container_event(
+                pod,
+                name,
+                EventType::Normal,
+                "Killing",
+                "FailedPostStartHook",
+            );
             let _ = self
                 .ctx
                 .runtime
@@ -687,6 +738,20 @@ impl PodWorker {
             return Err(Retry(None));
         }
         Ok(())
+    }
+
+    /// The startup timeline's record of container `c` (a regular or init
+    /// container; ephemeral ones are not part of a pod's start), while
+    /// the timeline is being recorded.
+    fn timeline_steps(&mut self, pod: &Pod, c: &Container) -> Option<&mut ContainerSteps> {
+        let timeline = self.timeline.as_mut().filter(|t| !t.finished)?;
+        let spec = pod.spec.as_ref()?;
+        let init = init_containers(pod).iter().find(|i| i.name == c.name);
+        if init.is_none() && !spec.containers.iter().any(|m| m.name == c.name) {
+            return None;
+        }
+        let sidecar = init.is_some_and(crate::podspec::is_sidecar);
+        timeline.container(&c.name, init.is_some(), sidecar)
     }
 
     /// Keeps the newest dead instance of a container (for `logs
