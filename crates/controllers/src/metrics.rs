@@ -80,12 +80,12 @@ impl WorkqueueMetrics {
             );
             r.register(
                 "workqueue_queue_duration_seconds",
-                "[ALPHA] How long in seconds an item stays in workqueue before being requested",
+                "[ALPHA] How long in seconds an item stays in workqueue before being requested.",
                 m.queue_duration.clone(),
             );
             r.register(
                 "workqueue_work_duration_seconds",
-                "[ALPHA] How long in seconds processing an item from workqueue takes",
+                "[ALPHA] How long in seconds processing an item from workqueue takes.",
                 m.work_duration.clone(),
             );
             r.register(

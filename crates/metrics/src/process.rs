@@ -206,7 +206,7 @@ impl<S: Source> prometheus_client::collector::Collector for Collector<S> {
             let counter = ConstCounter::new(v);
             counter.encode(encoder.encode_descriptor(
                 "process_cpu_seconds",
-                "Total user and system CPU time spent in seconds",
+                "Total user and system CPU time spent in seconds.",
                 None,
                 counter.metric_type(),
             )?)?;
@@ -214,27 +214,27 @@ impl<S: Source> prometheus_client::collector::Collector for Collector<S> {
         let gauges = [
             (
                 "process_open_fds",
-                "Number of open file descriptors",
+                "Number of open file descriptors.",
                 figures.open_fds,
             ),
             (
                 "process_max_fds",
-                "Maximum number of open file descriptors",
+                "Maximum number of open file descriptors.",
                 figures.max_fds,
             ),
             (
                 "process_virtual_memory_bytes",
-                "Virtual memory size in bytes",
+                "Virtual memory size in bytes.",
                 figures.virtual_bytes,
             ),
             (
                 "process_resident_memory_bytes",
-                "Resident memory size in bytes",
+                "Resident memory size in bytes.",
                 figures.resident_bytes,
             ),
             (
                 "process_start_time_seconds",
-                "Start time of the process since unix epoch in seconds",
+                "Start time of the process since unix epoch in seconds.",
                 figures.start_time_seconds,
             ),
         ];

@@ -368,7 +368,7 @@ fn metrics_of_every_component_parse_count_and_are_guarded() {
     let help = resource.docs.get("container_cpu_usage_seconds_total");
     assert_eq!(
         help.map(String::as_str),
-        Some("[STABLE] Cumulative cpu time consumed by the container in core-seconds.")
+        Some("[STABLE] Cumulative cpu time consumed by the container in core-seconds")
     );
     for pod in PODS {
         let labels = [

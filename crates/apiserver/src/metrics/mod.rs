@@ -84,12 +84,12 @@ impl ApiMetrics {
         metrics.registry.register(|r| {
             r.register(
                 "apiserver_request",
-                "[STABLE] Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code",
+                "[STABLE] Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.",
                 metrics.requests.clone(),
             );
             r.register(
                 "apiserver_request_duration_seconds",
-                "[STABLE] Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component",
+                "[STABLE] Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.",
                 metrics.durations.clone(),
             );
             r.register(

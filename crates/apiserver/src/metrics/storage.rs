@@ -51,7 +51,7 @@ impl prometheus_client::collector::Collector for StorageObjects {
         counts.sort();
         let mut family = encoder.encode_descriptor(
             "apiserver_storage_objects",
-            "[STABLE] Number of stored objects at the time of last check split by kind. In case of a fetching error, the value will be -1",
+            "[STABLE] Number of stored objects at the time of last check split by kind. In case of a fetching error, the value will be -1.",
             None,
             MetricType::Gauge,
         )?;

@@ -172,22 +172,22 @@ impl NodeMetrics {
             );
             r.register(
                 "kubelet_runtime_operations_duration_seconds",
-                "[ALPHA] Duration in seconds of runtime operations. Broken down by operation type",
+                "[ALPHA] Duration in seconds of runtime operations. Broken down by operation type.",
                 m.runtime_duration.clone(),
             );
             r.register(
                 "kubelet_runtime_operations",
-                "[ALPHA] Cumulative number of runtime operations by operation type",
+                "[ALPHA] Cumulative number of runtime operations by operation type.",
                 m.runtime_total.clone(),
             );
             r.register(
                 "kubelet_runtime_operations_errors",
-                "[ALPHA] Cumulative number of runtime operation errors by operation type",
+                "[ALPHA] Cumulative number of runtime operation errors by operation type.",
                 m.runtime_errors.clone(),
             );
             r.register(
                 "kubelet_image_pull_duration_seconds",
-                "[ALPHA] Duration in seconds to pull an image",
+                "[ALPHA] Duration in seconds to pull an image.",
                 m.image_pull.clone(),
             );
             r.register(
