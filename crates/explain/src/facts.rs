@@ -30,6 +30,10 @@ pub struct Facts {
     /// The last lines each restarted container printed before it ended.
     pub previous_logs: BTreeMap<String, String>,
     pub services: Vec<ServiceFacts>,
+    /// The pod's start-up timeline as the node recorded it (Skiff's
+    /// `StartupTimeline` event's `skiff.dev/startup-timeline` JSON), when
+    /// there is one.
+    pub timeline: Option<serde_json::Value>,
     /// The workload the pod was found through (`deployment/web`), for
     /// fixes that change the template rather than the pod.
     pub workload: Option<Workload>,
@@ -123,6 +127,18 @@ impl Facts {
                     .is_none_or(|p| p.ends_with(&suffix))
             })
             .collect()
+    }
+
+    /// Milliseconds of the timeline's phase `name`, when recorded.
+    pub fn timeline_phase_ms(&self, name: &str) -> Option<i64> {
+        self.timeline
+            .as_ref()?
+            .get("phases")?
+            .as_array()?
+            .iter()
+            .find(|p| p.get("name").and_then(|n| n.as_str()) == Some(name))?
+            .get("durationMs")?
+            .as_i64()
     }
 
     /// The last event with `reason` whose message starts with `prefix`.

@@ -16,6 +16,11 @@ use kube::{Api, Client};
 use crate::facts::{Facts, ServiceFacts, Workload};
 use crate::{Error, Target};
 
+/// The event a Skiff node records when a pod is first Ready, and its
+/// annotation with the timeline as JSON.
+const TIMELINE_REASON: &str = "StartupTimeline";
+const TIMELINE_ANNOTATION: &str = "skiff.dev/startup-timeline";
+
 /// Whether a pod is Ready (its Ready condition is True).
 pub fn pod_ready(pod: &Pod) -> bool {
     pod.status
@@ -296,6 +301,12 @@ pub(crate) async fn facts(client: &Client, pod: Pod, workload: Option<Workload>)
             .or(e.event_time.as_ref().map(|t| t.0))
             .or(e.metadata.creation_timestamp.as_ref().map(|t| t.0))
     });
+    let timeline = events
+        .iter()
+        .rev()
+        .filter(|e| e.reason.as_deref() == Some(TIMELINE_REASON))
+        .find_map(|e| e.metadata.annotations.as_ref()?.get(TIMELINE_ANNOTATION))
+        .and_then(|json| serde_json::from_str(json).ok());
     let node_name = pod
         .spec
         .as_ref()
@@ -396,6 +407,7 @@ pub(crate) async fn facts(client: &Client, pod: Pod, workload: Option<Workload>)
         claims,
         previous_logs,
         services,
+        timeline,
         workload,
     }
 }

@@ -74,8 +74,15 @@ fn startup_probe(p: &Probe, seconds: i32) -> String {
 }
 
 /// Seconds from the container's start to the pod's Ready, when it got
-/// there in this run of the container.
+/// there in this run of the container: the node's timeline (its `ready`
+/// phase, in ms) when there is one, else the API's second-resolution
+/// times.
 fn measured_start(f: &Facts, st: &ContainerStatus) -> Option<f64> {
+    if st.restart_count == 0 {
+        if let Some(ms) = f.timeline_phase_ms("ready") {
+            return Some(ms as f64 / 1000.0);
+        }
+    }
     let started = st.state.as_ref()?.running.as_ref()?.started_at.as_ref()?.0;
     let ready = f.condition("Ready").filter(|c| c.status == "True")?;
     let at = ready.last_transition_time.as_ref()?.0;

@@ -377,3 +377,23 @@ fn sandbox_failures_point_at_the_node() {
     assert_eq!(stages(&f), vec![Stage::Sandbox]);
     assert!(text(&f).contains("network cannot be set up"));
 }
+
+#[test]
+fn the_nodes_timeline_measures_the_start_to_the_millisecond() {
+    let f = Facts {
+        pod: pod(
+            json!({"nodeName": "n1", "containers": [container(json!({"readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 1}}))]}),
+            json!({"phase": "Running",
+                   "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:09Z"}],
+                   "containerStatuses": [status(json!({"running": {"startedAt": "2026-01-01T00:00:01Z"}}), json!({"ready": true, "started": true}))]}),
+        ),
+        events: vec![event("Unhealthy", "Readiness probe failed: not yet", 4)],
+        timeline: Some(
+            json!({"phases": [{"name": "start", "durationMs": 30}, {"name": "ready", "durationMs": 4200}]}),
+        ),
+        ..Facts::default()
+    };
+    let t = text(&f);
+    assert!(t.contains("took 4.2s to become Ready"), "{t}");
+    assert!(t.contains("measured start time (5s)"), "{t}");
+}
