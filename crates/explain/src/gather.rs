@@ -59,11 +59,30 @@ fn selector_string(labels: &BTreeMap<String, String>) -> String {
         .join(",")
 }
 
-fn conditions<T>(
-    list: Option<&Vec<T>>,
-    f: impl Fn(&T) -> (String, String, String, String),
-) -> Vec<(String, String, String, String)> {
-    list.into_iter().flatten().map(f).collect()
+/// (type, status, reason, message) of each condition in a workload's
+/// status (Deployments, StatefulSets and Jobs spell them alike).
+fn conditions_of(status: Option<&impl serde::Serialize>) -> Vec<(String, String, String, String)> {
+    let value = status
+        .and_then(|s| serde_json::to_value(s).ok())
+        .unwrap_or_default();
+    let list = value.get("conditions").and_then(|c| c.as_array());
+    list.into_iter()
+        .flatten()
+        .map(|c| {
+            let field = |k: &str| {
+                c.get(k)
+                    .and_then(|x| x.as_str())
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            (
+                field("type"),
+                field("status"),
+                field("reason"),
+                field("message"),
+            )
+        })
+        .collect()
 }
 
 /// What the target resolves to: the workload (if any) and the pod to
@@ -134,46 +153,26 @@ pub(crate) async fn resolve(client: &Client, ns: &str, target: &Target) -> Resul
                 .list(&ListParams::default().labels(&selector_string(&selector)))
                 .await?
                 .items;
-            let newest: Vec<String> = sets
-                .last()
-                .and_then(|rs| rs.metadata.uid.clone())
-                .into_iter()
-                .collect();
-            let every: Vec<String> = sets
-                .iter()
-                .filter_map(|rs| rs.metadata.uid.clone())
-                .collect();
-            let pod = newest_unavailable(
-                all.iter()
-                    .filter(|p| owned_by(p, &newest))
-                    .cloned()
-                    .collect(),
-            )
-            .or_else(|| {
-                newest_unavailable(
-                    all.iter()
-                        .filter(|p| owned_by(p, &every))
-                        .cloned()
-                        .collect(),
-                )
-            });
-            let workload = Workload {
-                kind: "deployment".into(),
-                name: name.clone(),
-                conditions: conditions(
-                    d.status.as_ref().and_then(|s| s.conditions.as_ref()),
-                    |c| {
-                        (
-                            c.type_.clone(),
-                            c.status.clone(),
-                            c.reason.clone().unwrap_or_default(),
-                            c.message.clone().unwrap_or_default(),
-                        )
-                    },
-                ),
+            let uids = |sets: &[ReplicaSet]| -> Vec<String> {
+                sets.iter()
+                    .filter_map(|rs| rs.metadata.uid.clone())
+                    .collect()
             };
+            let of = |owners: &[String]| -> Vec<Pod> {
+                all.iter()
+                    .filter(|p| owned_by(p, owners))
+                    .cloned()
+                    .collect()
+            };
+            // The newest ReplicaSet's pods first, then any of the others.
+            let pod = newest_unavailable(of(&uids(&sets[sets.len().saturating_sub(1)..])))
+                .or_else(|| newest_unavailable(of(&uids(&sets))));
             Ok(Resolved {
-                workload: Some(workload),
+                workload: Some(workload(
+                    "deployment",
+                    name,
+                    conditions_of(d.status.as_ref()),
+                )),
                 pod,
                 service: None,
             })
@@ -184,29 +183,8 @@ pub(crate) async fn resolve(client: &Client, ns: &str, target: &Target) -> Resul
                 .get(name)
                 .await
                 .map_err(|e| get_opt(e, "statefulsets.apps", name))?;
-            let uid: Vec<String> = s.metadata.uid.clone().into_iter().collect();
-            let all = pods.list(&ListParams::default()).await?.items;
-            let pod = newest_unavailable(all.into_iter().filter(|p| owned_by(p, &uid)).collect());
-            let workload = Workload {
-                kind: "statefulset".into(),
-                name: name.clone(),
-                conditions: conditions(
-                    s.status.as_ref().and_then(|s| s.conditions.as_ref()),
-                    |c| {
-                        (
-                            c.type_.clone(),
-                            c.status.clone(),
-                            c.reason.clone().unwrap_or_default(),
-                            c.message.clone().unwrap_or_default(),
-                        )
-                    },
-                ),
-            };
-            Ok(Resolved {
-                workload: Some(workload),
-                pod,
-                service: None,
-            })
+            let w = workload("statefulset", name, conditions_of(s.status.as_ref()));
+            owned(&pods, w, s.metadata.uid).await
         }
         Target::Job(name) => {
             let api: Api<Job> = Api::namespaced(client.clone(), ns);
@@ -214,29 +192,8 @@ pub(crate) async fn resolve(client: &Client, ns: &str, target: &Target) -> Resul
                 .get(name)
                 .await
                 .map_err(|e| get_opt(e, "jobs.batch", name))?;
-            let uid: Vec<String> = j.metadata.uid.clone().into_iter().collect();
-            let all = pods.list(&ListParams::default()).await?.items;
-            let pod = newest_unavailable(all.into_iter().filter(|p| owned_by(p, &uid)).collect());
-            let workload = Workload {
-                kind: "job".into(),
-                name: name.clone(),
-                conditions: conditions(
-                    j.status.as_ref().and_then(|s| s.conditions.as_ref()),
-                    |c| {
-                        (
-                            c.type_.clone(),
-                            c.status.clone(),
-                            c.reason.clone().unwrap_or_default(),
-                            c.message.clone().unwrap_or_default(),
-                        )
-                    },
-                ),
-            };
-            Ok(Resolved {
-                workload: Some(workload),
-                pod,
-                service: None,
-            })
+            let w = workload("job", name, conditions_of(j.status.as_ref()));
+            owned(&pods, w, j.metadata.uid).await
         }
         Target::Service(name) => {
             let api: Api<Service> = Api::namespaced(client.clone(), ns);
@@ -274,6 +231,29 @@ pub(crate) async fn resolve(client: &Client, ns: &str, target: &Target) -> Resul
             })
         }
     }
+}
+
+fn workload(kind: &str, name: &str, conditions: Vec<(String, String, String, String)>) -> Workload {
+    Workload {
+        kind: kind.into(),
+        name: name.into(),
+        conditions,
+    }
+}
+
+/// `workload` and the newest unavailable pod it owns (by `uid`).
+async fn owned(
+    pods: &Api<Pod>,
+    workload: Workload,
+    uid: Option<String>,
+) -> Result<Resolved, Error> {
+    let uid: Vec<String> = uid.into_iter().collect();
+    let all = pods.list(&ListParams::default()).await?.items;
+    Ok(Resolved {
+        workload: Some(workload),
+        pod: newest_unavailable(all.into_iter().filter(|p| owned_by(p, &uid)).collect()),
+        service: None,
+    })
 }
 
 /// The facts about `pod`.
