@@ -1,7 +1,8 @@
 //! Pure helpers over a pod's spec and metadata that several modules read
 //! the same way: how a pod is named in messages ([`pod_ref`]), its grace
-//! period, restart policy, init containers and sidecars, a container's
-//! spec hash, and resource quantities.
+//! period, restart policy, init containers and sidecars, ephemeral
+//! containers as containers, a container's spec hash, and resource
+//! quantities.
 //!
 //! Everything here is a pure function of the Pod (or one container): no
 //! I/O, no runtime state, nothing about what the agent does with them.
@@ -76,6 +77,39 @@ pub fn init_containers(pod: &Pod) -> &[SpecContainer] {
         .as_ref()
         .and_then(|s| s.init_containers.as_deref())
         .unwrap_or(&[])
+}
+
+/// The pod's ephemeral containers as containers (their common part,
+/// which has the same fields: upstream converts them the same way), in
+/// spec order; `targetContainerName` is read with [`ephemeral_target`].
+pub fn ephemeral_containers(pod: &Pod) -> Vec<SpecContainer> {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.ephemeral_containers.as_deref())
+        .unwrap_or(&[])
+        .iter()
+        .filter_map(|ec| {
+            let mut v = serde_json::to_value(ec).ok()?;
+            if let Some(o) = v.as_object_mut() {
+                o.remove("targetContainerName");
+            }
+            serde_json::from_value(v).ok()
+        })
+        .collect()
+}
+
+/// The container whose process namespace ephemeral container `name`
+/// joins (its `targetContainerName`), if it names one.
+pub fn ephemeral_target<'a>(pod: &'a Pod, name: &str) -> Option<&'a str> {
+    pod.spec
+        .as_ref()?
+        .ephemeral_containers
+        .as_ref()?
+        .iter()
+        .find(|ec| ec.name == name)?
+        .target_container_name
+        .as_deref()
+        .filter(|t| !t.is_empty())
 }
 
 /// A sidecar: an init container with restartPolicy Always, which keeps

@@ -30,6 +30,9 @@ pub struct Actions {
     pub start: Vec<usize>,
     /// Running containers to stop: (container ID, name, why).
     pub kill: Vec<(String, String, String)>,
+    /// Indexes into `spec.ephemeralContainers` to start: those never run
+    /// (an ephemeral container is never restarted).
+    pub start_ephemeral: Vec<usize>,
 }
 
 fn containers(pod: &Pod) -> &[SpecContainer] {
@@ -245,6 +248,14 @@ pub fn compute_pod_actions_probed(pod: &Pod, rt: &PodRuntime, probed: &Probed) -
         actions.kill_pod = true;
         return actions;
     }
+    // Ephemeral containers may start before initialization is done, in
+    // the ready sandbox only, once each (upstream's computePodActions).
+    actions.start_ephemeral = crate::podspec::ephemeral_containers(pod)
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| rt.latest(&c.name).is_none())
+        .map(|(i, _)| i)
+        .collect();
     actions.start_init = init.start;
     actions.kill = init.kill;
     if !init.done {
@@ -289,6 +300,7 @@ pub fn compute_pod_actions_probed(pod: &Pod, rt: &PodRuntime, probed: &Probed) -
         // are not started again.
         actions.kill_pod = true;
         actions.start_init.clear();
+        actions.start_ephemeral.clear();
         let inits: HashSet<&str> = init_containers(pod)
             .iter()
             .map(|c| c.name.as_str())
@@ -757,6 +769,61 @@ mod tests {
             }))
             .unwrap();
         assert_eq!(kill_grace_period(&p, "side", Some("startup")), 4);
+    }
+
+    /// Ephemeral containers start once in the ready sandbox, are never
+    /// restarted, start before initialization is done, and keep nothing
+    /// alive: a new sandbox does not start them.
+    #[test]
+    fn ephemeral_containers_start_once_and_never_again() {
+        let mut p = pod("Always", &["a"]);
+        p.spec.as_mut().unwrap().ephemeral_containers =
+            Some(vec![serde_json::from_value(serde_json::json!({
+                "name": "debugger", "image": "busybox", "targetContainerName": "a"
+            }))
+            .unwrap()]);
+        let running = container(&p, "a", State::Running, 0, 0);
+        let r = rt(vec![sandbox(true, 0)], vec![running.clone()]);
+        let got = compute_pod_actions(&p, &r);
+        assert_eq!(
+            got,
+            Actions {
+                start_ephemeral: vec![0],
+                ..Actions::default()
+            }
+        );
+        for state in [State::Running, State::Exited, State::Created] {
+            let debugger = container_named("debugger", state, 1);
+            let r = rt(vec![sandbox(true, 0)], vec![running.clone(), debugger]);
+            assert_eq!(compute_pod_actions(&p, &r), Actions::default(), "{state:?}");
+        }
+        // A new sandbox starts the pod's containers, not the debugger.
+        let got = compute_pod_actions(&p, &PodRuntime::default());
+        assert!(
+            got.create_sandbox && got.start_ephemeral.is_empty(),
+            "{got:?}"
+        );
+        // While init containers run it may start already.
+        let mut init = with_inits("Always", &[("setup", false)]);
+        init.spec.as_mut().unwrap().ephemeral_containers =
+            p.spec.as_ref().unwrap().ephemeral_containers.clone();
+        let r = rt(
+            vec![sandbox(true, 0)],
+            vec![init_instance(&init, "setup", State::Running, 0)],
+        );
+        assert_eq!(compute_pod_actions(&init, &r).start_ephemeral, vec![0]);
+        // A pod whose containers are done is killed, debugger or not.
+        let done = rt(
+            vec![sandbox(true, 0)],
+            vec![
+                container(&pod("Never", &["a"]), "a", State::Exited, 0, 0),
+                container_named("debugger", State::Running, 0),
+            ],
+        );
+        let mut never = p.clone();
+        never.spec.as_mut().unwrap().restart_policy = Some("Never".into());
+        let got = compute_pod_actions(&never, &done);
+        assert!(got.kill_pod && got.start_ephemeral.is_empty(), "{got:?}");
     }
 
     #[test]

@@ -313,6 +313,24 @@ pub fn container_config(
     }
 }
 
+/// Puts a container in the process namespace of container `target_id`
+/// (an ephemeral container's `targetContainerName`: CRI's TARGET mode),
+/// unless the pod's containers already share the pod's or the node's.
+pub fn target_pid_namespace(config: &mut api::ContainerConfig, target_id: &str) {
+    let Some(ns) = config
+        .linux
+        .as_mut()
+        .and_then(|l| l.security_context.as_mut())
+        .and_then(|s| s.namespace_options.as_mut())
+    else {
+        return;
+    };
+    if ns.pid == api::NamespaceMode::Container as i32 {
+        ns.pid = api::NamespaceMode::Target as i32;
+        ns.target_id = target_id.to_string();
+    }
+}
+
 /// The image's user as the kubelet reads it: its uid, else its
 /// non-numeric name, else root.
 pub fn image_user(image: Option<&api::Image>) -> (Option<i64>, String) {
@@ -419,6 +437,42 @@ mod tests {
         assert_eq!(r.cpu_shares, 256);
         assert_eq!(r.cpu_quota, 50_000);
         assert_eq!(r.memory_limit_in_bytes, 64 * 1024 * 1024);
+    }
+
+    #[test]
+    fn an_ephemeral_target_joins_that_containers_process_namespace() {
+        let p = pod();
+        let c = &p.spec.as_ref().unwrap().containers[0];
+        let pid = |cfg: &api::ContainerConfig| {
+            let ns = cfg
+                .linux
+                .as_ref()
+                .unwrap()
+                .security_context
+                .as_ref()
+                .unwrap()
+                .namespace_options
+                .clone()
+                .unwrap();
+            (ns.pid, ns.target_id, ns.network, ns.ipc)
+        };
+        let mut cfg = container_config(&p, c, 0, "busybox");
+        target_pid_namespace(&mut cfg, "abc");
+        assert_eq!(
+            pid(&cfg),
+            (
+                api::NamespaceMode::Target as i32,
+                "abc".to_string(),
+                api::NamespaceMode::Pod as i32,
+                api::NamespaceMode::Pod as i32
+            )
+        );
+        // A pod that shares one process namespace keeps it.
+        let mut shared = p.clone();
+        shared.spec.as_mut().unwrap().share_process_namespace = Some(true);
+        let mut cfg = container_config(&shared, c, 0, "busybox");
+        target_pid_namespace(&mut cfg, "abc");
+        assert_eq!(pid(&cfg).0, api::NamespaceMode::Pod as i32);
     }
 
     #[test]

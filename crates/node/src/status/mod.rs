@@ -1,12 +1,13 @@
 //! A pod's status from what the runtime has (upstream's
 //! `generateAPIPodStatus` and `getPhase`): containerStatuses (state,
-//! lastState, restartCount, IDs), phase, the pod conditions, IPs and
-//! startTime. Pure: the worker passes the pod, the runtime's view, the
-//! waiting reasons of its last sync and the time; patching is the
-//! worker's, and only when the result differs from the pod's status,
-//! through the [`manager`] that writes statuses in the background, over
-//! the [`api::PodApi`] seam. [`Waiting`] (why a container is not running
-//! yet) is what the worker hands in for each container it could not start.
+//! lastState, restartCount, IDs), ephemeralContainerStatuses, phase,
+//! the pod conditions, IPs and startTime. Pure: the worker passes the
+//! pod, the runtime's view, the waiting reasons of its last sync and the
+//! time; patching is the worker's, and only when the result differs from
+//! the pod's status, through the [`manager`] that writes statuses in the
+//! background, over the [`api::PodApi`] seam. [`Waiting`] (why a
+//! container is not running yet) is what the worker hands in for each
+//! container it could not start.
 
 pub mod api;
 pub mod manager;
@@ -135,6 +136,30 @@ pub fn init_container_statuses(
         };
     }
     statuses
+}
+
+/// The ephemeral containers' statuses, in spec order: as any container's
+/// (waiting in ContainerCreating until their one run), never ready; none
+/// when the pod has none.
+pub fn ephemeral_container_statuses(
+    pod: &Pod,
+    rt: &PodRuntime,
+    inputs: &Inputs<'_>,
+) -> Option<Vec<ContainerStatus>> {
+    let specs = crate::podspec::ephemeral_containers(pod);
+    if specs.is_empty() {
+        return None;
+    }
+    // They have no probes: started once running.
+    let inputs = Inputs {
+        probes: None,
+        ..inputs.clone()
+    };
+    let mut statuses = statuses_of(&specs, rt, &inputs, "ContainerCreating");
+    for s in &mut statuses {
+        s.ready = false;
+    }
+    Some(statuses)
 }
 
 /// The init containers that have not finished (sidecars: not started:
@@ -489,6 +514,7 @@ pub fn pod_status(pod: &Pod, rt: &PodRuntime, inputs: &Inputs<'_>) -> PodStatus 
         qos_class: current.qos_class.clone(),
         container_statuses: Some(statuses),
         init_container_statuses: (!init_statuses.is_empty()).then_some(init_statuses),
+        ephemeral_container_statuses: ephemeral_container_statuses(pod, rt, inputs),
         ..Default::default()
     }
 }
@@ -559,6 +585,49 @@ mod tests {
             .iter()
             .find(|c| c.type_ == type_)
             .unwrap()
+    }
+
+    /// An ephemeral container waits in ContainerCreating, then reads as
+    /// any container that runs or ran, never ready; it counts neither for
+    /// the phase nor for Ready.
+    #[test]
+    fn ephemeral_containers_have_their_own_statuses() {
+        let mut p = pod("Always");
+        p.spec.as_mut().unwrap().ephemeral_containers =
+            Some(vec![serde_json::from_value(serde_json::json!({
+                "name": "debugger", "image": "busybox", "targetContainerName": "c"
+            }))
+            .unwrap()]);
+        let w = BTreeMap::new();
+        let main = instance(State::Running, 0, 0);
+        let s = pod_status(&p, &rt(vec![main.clone()]), &inputs(&w));
+        let e = &s.ephemeral_container_statuses.as_ref().unwrap()[0];
+        assert_eq!(e.name, "debugger");
+        let waiting = e.state.as_ref().unwrap().waiting.as_ref().unwrap();
+        assert_eq!(waiting.reason.as_deref(), Some("ContainerCreating"));
+        assert_eq!(condition_of(&s, "Ready").status, "True");
+        for (state, exit) in [(State::Running, 0), (State::Exited, 1)] {
+            let debugger = Container {
+                id: "dbg".into(),
+                name: "debugger".into(),
+                ..instance(state, exit, 0)
+            };
+            let s = pod_status(&p, &rt(vec![main.clone(), debugger]), &inputs(&w));
+            let e = &s.ephemeral_container_statuses.as_ref().unwrap()[0];
+            let st = e.state.as_ref().unwrap();
+            assert_eq!(st.running.is_some(), state == State::Running);
+            assert_eq!(
+                st.terminated.as_ref().map(|t| t.exit_code),
+                (exit != 0).then_some(1)
+            );
+            assert!(!e.ready);
+            assert_eq!(e.container_id.as_deref(), Some("containerd://dbg"));
+            assert_eq!(s.phase.as_deref(), Some("Running"));
+            assert_eq!(condition_of(&s, "Ready").status, "True");
+        }
+        assert!(pod_status(&pod("Always"), &rt(vec![main]), &inputs(&w))
+            .ephemeral_container_statuses
+            .is_none());
     }
 
     /// A sidecar with a startupProbe is started (and ready) only once the

@@ -60,7 +60,7 @@ struct PodSetup<'a> {
 }
 
 /// The containers to start, in order: the init containers the actions
-/// name, then the main ones.
+/// name, then the main ones, then the ephemeral ones (as containers).
 fn containers_to_start(pod: &Pod, actions: &Actions) -> Vec<Container> {
     let inits = init_containers(pod);
     let mains = pod
@@ -68,11 +68,22 @@ fn containers_to_start(pod: &Pod, actions: &Actions) -> Vec<Container> {
         .as_ref()
         .map(|s| s.containers.as_slice())
         .unwrap_or(&[]);
+    let ephemeral = if actions.start_ephemeral.is_empty() {
+        Vec::new()
+    } else {
+        crate::podspec::ephemeral_containers(pod)
+    };
     actions
         .start_init
         .iter()
         .filter_map(|i| inits.get(*i))
         .chain(actions.start.iter().filter_map(|i| mains.get(*i)))
+        .chain(
+            actions
+                .start_ephemeral
+                .iter()
+                .filter_map(|i| ephemeral.get(*i)),
+        )
         .cloned()
         .collect()
 }
@@ -396,7 +407,8 @@ impl PodWorker {
         let mounts = self.container_mounts(pod, c, setup, &resolved, restart, now)?;
         // 5.6 Create and start it.
         self.remove_old_instances(rt, &c.name).await;
-        let config = self.cri_config(pod, c, resolved, mounts, restart, &image);
+        let mut config = self.cri_config(pod, c, resolved, mounts, restart, &image);
+        self.target_namespace(pod, rt, c, &mut config, now)?;
         let id = self.create_and_start(pod, c, setup, config).await?;
         // 5.7 postStart.
         self.post_start(pod, c, &id, setup.pod_ip).await?;
@@ -643,6 +655,34 @@ impl PodWorker {
             r.oom_score_adj = qos::oom_score_adj(pod, c, self.ctx.node_memory);
         }
         config
+    }
+
+    /// Step 5.6a': an ephemeral container with a `targetContainerName`
+    /// joins that container's process namespace (CRI's TARGET mode, upstream's
+    /// getTargetID): its newest instance, which must exist
+    /// (CreateContainerConfigError, retried, until it does).
+    fn target_namespace(
+        &mut self,
+        pod: &Pod,
+        rt: &PodRuntime,
+        c: &Container,
+        cfg: &mut api::ContainerConfig,
+        now: Instant,
+    ) -> Result<(), Retry> {
+        let Some(target) = crate::podspec::ephemeral_target(pod, &c.name) else {
+            return Ok(());
+        };
+        match rt.latest(target) {
+            Some(t) => {
+                config::target_pid_namespace(cfg, &t.id);
+                Ok(())
+            }
+            None => {
+                let msg = format!("unable to find target container {target}");
+                self.fail(pod, &c.name, "CreateContainerConfigError", msg);
+                Err(Retry(Some(now + CONFIG_RETRY)))
+            }
+        }
     }
 
     /// Step 5.6b: creates the container and starts it (Created, Started;
