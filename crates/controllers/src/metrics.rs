@@ -68,31 +68,31 @@ impl WorkqueueMetrics {
             retries: Family::default(),
         });
         registry.register(|r| {
-            r.register(
+            r.register_collector(skiff_metrics::exact(
                 "workqueue_depth",
                 "[ALPHA] Current depth of workqueue",
                 m.depth.clone(),
-            );
-            r.register(
+            ));
+            r.register_collector(skiff_metrics::exact(
                 "workqueue_adds",
                 "[ALPHA] Total number of adds handled by workqueue",
                 m.adds.clone(),
-            );
-            r.register(
+            ));
+            r.register_collector(skiff_metrics::exact(
                 "workqueue_queue_duration_seconds",
                 "[ALPHA] How long in seconds an item stays in workqueue before being requested.",
                 m.queue_duration.clone(),
-            );
-            r.register(
+            ));
+            r.register_collector(skiff_metrics::exact(
                 "workqueue_work_duration_seconds",
                 "[ALPHA] How long in seconds processing an item from workqueue takes.",
                 m.work_duration.clone(),
-            );
-            r.register(
+            ));
+            r.register_collector(skiff_metrics::exact(
                 "workqueue_retries",
                 "[ALPHA] Total number of retries handled by workqueue",
                 m.retries.clone(),
-            );
+            ));
         });
         m
     }

@@ -10,6 +10,9 @@
 
 use std::sync::{Arc, RwLock};
 
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+
 pub mod process;
 
 pub use prometheus_client;
@@ -55,6 +58,32 @@ impl Registry {
     }
 }
 
+/// A metric to register (with `register_collector`) under `name` with
+/// its help text exactly as given: the crate's own `register` appends a
+/// full stop, and upstream's help texts have one or not.
+pub fn exact(
+    name: &'static str,
+    help: &'static str,
+    metric: impl EncodeMetric + std::fmt::Debug + Send + Sync + 'static,
+) -> Box<dyn Collector> {
+    Box::new(Exact { name, help, metric })
+}
+
+#[derive(Debug)]
+struct Exact<M> {
+    name: &'static str,
+    help: &'static str,
+    metric: M,
+}
+
+impl<M: EncodeMetric + std::fmt::Debug + Send + Sync + 'static> Collector for Exact<M> {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let metric_type = self.metric.metric_type();
+        self.metric
+            .encode(encoder.encode_descriptor(self.name, self.help, None, metric_type)?)
+    }
+}
+
 /// `count` buckets from `start`, each `factor` times the last (client-go's
 /// `ExponentialBuckets`).
 pub fn exponential_buckets(start: f64, factor: f64, count: u16) -> Vec<f64> {
@@ -71,7 +100,9 @@ mod tests {
     fn encodes_what_components_registered_in_the_text_format() {
         let registry = Registry::default();
         let requests: Counter = Counter::default();
-        registry.register(|r| r.register("demo_requests", "Requests served", requests.clone()));
+        registry.register(|r| {
+            r.register_collector(exact("demo_requests", "Requests served", requests.clone()))
+        });
         requests.inc();
         let text = registry.encode();
         assert!(
@@ -79,6 +110,10 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("\ndemo_requests_total 1\n"), "{text}");
+        assert!(
+            text.contains("# HELP demo_requests_total Requests served\n"),
+            "the help as given, no full stop added: {text}"
+        );
         assert!(!text.contains("# EOF"), "0.0.4 has no EOF marker: {text}");
     }
 

@@ -81,26 +81,26 @@ impl SchedulerMetrics {
             pending,
         });
         registry.register(|r| {
-            r.register(
+            r.register_collector(skiff_metrics::exact(
                 "scheduler_schedule_attempts",
                 "[STABLE] Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be scheduled, while 'error' means an internal scheduler problem.",
                 m.attempts.clone(),
-            );
-            r.register(
+            ));
+            r.register_collector(skiff_metrics::exact(
                 "scheduler_scheduling_attempt_duration_seconds",
                 "[STABLE] Scheduling attempt latency in seconds (scheduling algorithm + binding)",
                 m.attempt_duration.clone(),
-            );
-            r.register(
+            ));
+            r.register_collector(skiff_metrics::exact(
                 "scheduler_pod_scheduling_sli_duration_seconds",
                 "[BETA] E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue and might involve multiple scheduling attempts.",
                 m.sli.clone(),
-            );
-            r.register(
+            ));
+            r.register_collector(skiff_metrics::exact(
                 "scheduler_pending_pods",
                 "[STABLE] Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods that the scheduler attempted to schedule and failed; 'gated' is the number of unschedulable pods that the scheduler never attempted to schedule because they are gated.",
                 pending_pods,
-            );
+            ));
         });
         m
     }

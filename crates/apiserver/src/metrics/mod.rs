@@ -82,21 +82,21 @@ impl ApiMetrics {
             watch_events: Family::default(),
         };
         metrics.registry.register(|r| {
-            r.register(
+            r.register_collector(skiff_metrics::exact(
                 "apiserver_request",
                 "[STABLE] Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.",
                 metrics.requests.clone(),
-            );
-            r.register(
+            ));
+            r.register_collector(skiff_metrics::exact(
                 "apiserver_request_duration_seconds",
                 "[STABLE] Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.",
                 metrics.durations.clone(),
-            );
-            r.register(
+            ));
+            r.register_collector(skiff_metrics::exact(
                 "apiserver_watch_events",
                 "[ALPHA] Number of events sent in watch clients",
                 metrics.watch_events.clone(),
-            );
+            ));
             r.register_collector(Box::new(storage::StorageObjects::new(catalog, caches)));
         });
         metrics

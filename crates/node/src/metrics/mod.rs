@@ -155,51 +155,51 @@ impl NodeMetrics {
             starts: Mutex::default(),
         };
         m.registry.register(|r| {
-            r.register(
+            r.register_collector(skiff_metrics::exact(
                 "kubelet_pod_start_sli_duration_seconds",
                 "[ALPHA] Duration in seconds to start a pod, excluding time to pull images and run init containers, measured from pod creation timestamp to when all its containers are reported as started and observed via watch",
                 m.pod_start_sli.clone(),
-            );
-            r.register(
+            ));
+            r.register_collector(skiff_metrics::exact(
                 "kubelet_pod_start_total_duration_seconds",
                 "[ALPHA] Duration in seconds to start a pod since creation, including time to pull images and run init containers, measured from pod creation timestamp to when all its containers are reported as started and observed via watch",
                 m.pod_start_total.clone(),
-            );
-            r.register(
+            ));
+            r.register_collector(skiff_metrics::exact(
                 "kubelet_pod_worker_duration_seconds",
                 "[ALPHA] Duration in seconds to sync a single pod. Broken down by operation type: create, update, or sync",
                 m.pod_worker.clone(),
-            );
-            r.register(
+            ));
+            r.register_collector(skiff_metrics::exact(
                 "kubelet_runtime_operations_duration_seconds",
                 "[ALPHA] Duration in seconds of runtime operations. Broken down by operation type.",
                 m.runtime_duration.clone(),
-            );
-            r.register(
+            ));
+            r.register_collector(skiff_metrics::exact(
                 "kubelet_runtime_operations",
                 "[ALPHA] Cumulative number of runtime operations by operation type.",
                 m.runtime_total.clone(),
-            );
-            r.register(
+            ));
+            r.register_collector(skiff_metrics::exact(
                 "kubelet_runtime_operations_errors",
                 "[ALPHA] Cumulative number of runtime operation errors by operation type.",
                 m.runtime_errors.clone(),
-            );
-            r.register(
+            ));
+            r.register_collector(skiff_metrics::exact(
                 "kubelet_image_pull_duration_seconds",
                 "[ALPHA] Duration in seconds to pull an image.",
                 m.image_pull.clone(),
-            );
-            r.register(
+            ));
+            r.register_collector(skiff_metrics::exact(
                 "kubelet_running_pods",
                 "[ALPHA] Number of pods that have a running pod sandbox",
                 m.running_pods.clone(),
-            );
-            r.register(
+            ));
+            r.register_collector(skiff_metrics::exact(
                 "kubelet_running_containers",
                 "[ALPHA] Number of containers currently running",
                 m.running_containers.clone(),
-            );
+            ));
         });
         m
     }
