@@ -12,6 +12,8 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use crate::catalog::{Catalog, Resource};
+use crate::metrics_api::discovery as metrics_api;
+use crate::object;
 use crate::status::ApiError;
 use crate::AppState;
 
@@ -313,6 +315,7 @@ fn build(catalog: &Catalog) -> Documents {
                 grouped
                     .iter()
                     .map(|(g, vs)| aggregated_group(&served, g, vs))
+                    .chain([metrics_api::aggregated_group()])
                     .collect()
             };
             let body = json!({
@@ -324,7 +327,11 @@ fn build(catalog: &Catalog) -> Documents {
             aggregated.push(((core, version), bytes(&body)));
         }
     }
-    let groups: Vec<Value> = grouped.iter().map(|(g, vs)| group_entry(g, vs)).collect();
+    let groups: Vec<Value> = grouped
+        .iter()
+        .map(|(g, vs)| group_entry(g, vs))
+        .chain([metrics_api::group_entry()])
+        .collect();
     let api_groups = bytes(&json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}));
     let mut by_group = std::collections::HashMap::new();
     let mut lists = std::collections::HashMap::new();
@@ -344,6 +351,15 @@ fn build(catalog: &Catalog) -> Documents {
             }
         }
     }
+    // metrics.k8s.io, served beside the catalog (`crate::metrics_api`).
+    let mut metrics = metrics_api::group_entry();
+    object::set(&mut metrics, "kind", json!("APIGroup"));
+    object::set(&mut metrics, "apiVersion", json!("v1"));
+    by_group.insert(metrics_api::GROUP.to_string(), bytes(&metrics));
+    lists.insert(
+        metrics_api::GROUP_VERSION.to_string(),
+        bytes(&metrics_api::resource_list()),
+    );
     Documents {
         aggregated,
         api_groups,

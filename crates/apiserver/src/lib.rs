@@ -30,6 +30,8 @@
 //! - [`crd`]: the CRD controllers; [`reviews`]: the create-only review
 //!   kinds; [`rbac_defaults`]; [`discovery`], [`openapi`], [`openapi_v2`],
 //!   [`protobuf`], [`table`];
+//! - [`metrics_api`]: metrics.k8s.io (`kubectl top`): the scraper of
+//!   the agents' resource metrics and NodeMetrics/PodMetrics;
 //! - [`handlers`]: one file per verb and subresource; [`streaming`]:
 //!   exec, attach and port-forward;
 //! - [`serve`]: TLS (with [`serve::pki`]), HTTP/1.1 and HTTP/2, the
@@ -52,6 +54,7 @@ pub mod decode;
 pub mod discovery;
 pub mod handlers;
 pub mod metrics;
+pub mod metrics_api;
 pub mod object;
 pub mod oidc;
 pub mod openapi;
@@ -150,6 +153,9 @@ pub struct Config {
     pub disable_admission_plugins: Vec<String>,
     /// The audit log (`--audit-log-path` and friends); off by default.
     pub audit: audit::Options,
+    /// How often the agents' resource metrics are scraped for
+    /// metrics.k8s.io (metrics-server's `--metric-resolution`).
+    pub metric_resolution: std::time::Duration,
 }
 
 impl Config {
@@ -164,6 +170,7 @@ impl Config {
             advertise_address: None,
             disable_admission_plugins: Vec::new(),
             audit: audit::Options::default(),
+            metric_resolution: metrics_api::DEFAULT_RESOLUTION,
         }
     }
 }
@@ -219,6 +226,8 @@ pub struct ApiServer {
     pub local_addr: SocketAddr,
     pub kubeconfig: PathBuf,
     timeouts: serve::Timeouts,
+    /// metrics.k8s.io's usage store, filled by its scraper in [`ApiServer::run`].
+    metrics_api: metrics_api::MetricsApi,
 }
 
 /// The router for `state`, auditing to `audit` when given.
@@ -226,6 +235,7 @@ pub fn router(
     state: AppState,
     tokens: Arc<authn::Tokens>,
     audit: Option<Arc<audit::Auditor>>,
+    metrics_api: &metrics_api::MetricsApi,
 ) -> Router {
     let authorizers = state.authorizers.clone();
     let reviews = reviews::Context {
@@ -266,6 +276,7 @@ pub fn router(
         .route("/openapi/v3", get(openapi::index))
         .route("/openapi/v3/", get(openapi::index))
         .route("/openapi/v3/{*path}", get(openapi::document))
+        .merge(metrics_api::handlers::routes(metrics_api.clone()))
         .fallback(handlers::dispatch)
         .layer(axum::middleware::from_fn(move |req, next| {
             serve::filters::run(filters.clone(), req, next)
@@ -390,9 +401,11 @@ impl ApiServer {
             &pki.kubelet_client_cert,
             &pki.kubelet_client_key,
         )?);
+        let metrics_api = metrics_api::MetricsApi::new(config.metric_resolution);
         Ok(ApiServer {
             audited: audit.is_some(),
-            router: router(state.clone(), tokens, audit),
+            router: router(state.clone(), tokens, audit, &metrics_api),
+            metrics_api,
             state,
             listener,
             tls,
@@ -475,6 +488,11 @@ impl ApiServer {
             self.state.store.clone(),
             shutdown.clone(),
         ));
+        tokio::spawn(
+            self.metrics_api
+                .scraper(self.state.clone())
+                .run(shutdown.clone()),
+        );
         // Requests of callers outside system:masters are judged by the
         // Node authorizer and RBAC, which need their kinds read once.
         if !self

@@ -11,6 +11,10 @@
 //! node needs (any node may write any EndpointSlice in kube-system and
 //! patch any PersistentVolume); NodeRestriction does not narrow them.
 //!
+//! `system:aggregated-metrics-reader` is metrics-server's ClusterRole
+//! (reading metrics.k8s.io, gathered into `view`, `edit` and `admin`),
+//! since this API server serves that group itself.
+//!
 //! And Skiff's controllers write with merge patches (guarded by the
 //! resourceVersion they read) where upstream's call update: each
 //! controller's ServiceAccount also gets `system:skiff:controller:<name>`,
@@ -72,6 +76,17 @@ pub(super) fn roles() -> Vec<Value> {
                 &["persistentvolumes"],
             ),
         ],
+    ));
+    // metrics-server's own, for the metrics.k8s.io this API server
+    // serves (`crate::metrics_api`): `view`, `edit` and `admin` gather it.
+    roles.push(role(
+        "system:aggregated-metrics-reader",
+        &[
+            ("rbac.authorization.k8s.io/aggregate-to-admin", "true"),
+            ("rbac.authorization.k8s.io/aggregate-to-edit", "true"),
+            ("rbac.authorization.k8s.io/aggregate-to-view", "true"),
+        ],
+        vec![rule(READ, &["metrics.k8s.io"], &["nodes", "pods"])],
     ));
     roles
 }

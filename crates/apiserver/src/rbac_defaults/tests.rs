@@ -41,7 +41,15 @@ fn defaults_validate_and_aggregate() {
     aggregate(&mut roles);
     let len = |n: &str| find(&roles, n)["rules"].as_array().unwrap().len();
     let (view, edit, admin) = (len("view"), len("edit"), len("admin"));
-    assert_eq!(view, len("system:aggregate-to-view"));
+    // view also gathers system:aggregated-metrics-reader's one rule.
+    assert_eq!(view, len("system:aggregate-to-view") + 1);
+    assert!(allows(
+        find(&roles, "view"),
+        "list",
+        "metrics.k8s.io",
+        "pods",
+        None
+    ));
     assert!(view < edit && edit < admin, "{view} {edit} {admin}");
     let all = [
         (roles.clone(), rbac::cluster_role as fn(&Value) -> Vec<_>),
@@ -64,8 +72,9 @@ fn defaults_validate_and_aggregate() {
     }
     // 31 roles of policy.go and 35 controller roles, 12 + 35 bindings;
     // Skiff's node role and 20 controller patch roles, each bound; and
-    // Skiff's DNS Role and RoleBinding in kube-system.
-    assert_eq!(roles.len(), 87);
+    // Skiff's DNS Role and RoleBinding in kube-system; metrics-server's
+    // system:aggregated-metrics-reader.
+    assert_eq!(roles.len(), 88);
     assert_eq!(cluster_role_bindings().len(), 68);
     assert_eq!(super::roles().len(), 8);
     assert_eq!(role_bindings().len(), 8);
