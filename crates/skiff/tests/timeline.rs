@@ -70,7 +70,7 @@ fn events(c: &Cluster, selector: &str, jsonpath: &str) -> Vec<String> {
 fn a_pod_start_tells_its_timeline_and_the_node_its_story() {
     let registry = Registry::start();
     let pulled = push_busybox(&registry, "test/busybox:v1");
-    let c = Cluster::start(Options::default());
+    let mut c = Cluster::start(Options::default());
     let node = c.node();
 
     // Node events, as the kubelet's.
@@ -325,4 +325,31 @@ spec:
         })
         .collect();
     assert!(others.is_empty(), "not the agent's lines: {others:#?}");
+
+    // A restarted agent adopts the Ready pod: it has seen no start, so it
+    // writes no second timeline; the node says Starting again.
+    c.stop();
+    c.spawn();
+    c.wait_node_ready();
+    wait_for("a second Starting", Duration::from_secs(30), || {
+        let starts = events(
+            &c,
+            &format!("involvedObject.kind=Node,involvedObject.name={node},reason=Starting"),
+            "{.count}",
+        );
+        (starts
+            .iter()
+            .map(|n| n.parse::<u32>().unwrap_or(1))
+            .sum::<u32>()
+            >= 2)
+            .then_some(())
+    });
+    c.wait("pod/tl", "condition=Ready", 60);
+    std::thread::sleep(Duration::from_secs(2));
+    let counts = events(
+        &c,
+        "involvedObject.name=tl,reason=StartupTimeline",
+        "{.count}",
+    );
+    assert_eq!(counts, ["1"], "no timeline for a start not seen");
 }
