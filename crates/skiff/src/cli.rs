@@ -515,6 +515,11 @@ pub struct ServerArgs {
     #[arg(long, value_delimiter = ',')]
     pub etcd_servers: Vec<String>,
 
+    /// How often the nodes' resource metrics are scraped for
+    /// metrics.k8s.io (`kubectl top`), as metrics-server's flag.
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub metric_resolution: std::time::Duration,
+
     /// Do not run the scheduler inside this server.
     #[arg(long)]
     pub disable_scheduler: bool,

@@ -51,6 +51,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
             service_node_port_range: args.service_node_port_range.clone(),
             audit: args.audit.options(),
             disable_admission_plugins: args.disable_admission_plugins.clone(),
+            metric_resolution: args.metric_resolution,
             advertise_address: args.advertise_address.or_else(|| {
                 // Bound to every address: the node's (pods cannot reach
                 // 127.0.0.1), as upstream picks the default interface's.
