@@ -55,6 +55,9 @@ pub fn config(
     config.bridge = node.bridge_name.clone();
     config.client_ca_pem = client_ca_pem;
     config.stop_pods_on_exit = node.stop_pods_on_exit;
+    if !node.startup_timelines {
+        config.timelines = None;
+    }
     config.containerd_binary = node.containerd_binary.clone();
     config.insecure_registries = node.insecure_registry.clone();
     for spec in &node.register_with_taints {

@@ -209,6 +209,11 @@ pub struct NodeArgs {
     #[arg(long)]
     pub stop_pods_on_exit: bool,
 
+    /// Time every pod start and write its StartupTimeline event when it is
+    /// first Ready (`--startup-timelines=false`: neither).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub startup_timelines: bool,
+
     /// The containerd binary the agent starts.
     #[arg(long, default_value = "containerd")]
     pub containerd_binary: PathBuf,
