@@ -98,6 +98,11 @@ mod tests {
     /// A router whose handlers say they were reached (or panic), behind
     /// the filters, with `user` as the connection's certificate identity.
     fn app(user: Option<User>) -> Router {
+        app_counted(user, None)
+    }
+
+    /// [`app`], counting served requests in `metrics`.
+    fn app_counted(user: Option<User>, metrics: Option<Arc<crate::metrics::ApiMetrics>>) -> Router {
         let filters = Arc::new(Filters {
             tokens: Arc::new(Tokens::default()),
             authorizers: Arc::new(vec![Box::new(authz::MastersOnly)]),
@@ -106,7 +111,7 @@ mod tests {
                 authorizers: Arc::new(Vec::new()),
             },
             audit: None,
-            metrics: None,
+            metrics,
         });
         Router::new()
             .route("/healthz", get(|| async { "ok" }))
@@ -162,6 +167,36 @@ mod tests {
         assert_eq!(
             get_path(app(Some(admin())), "/api/v1/pods").await,
             (StatusCode::OK, "reached".into())
+        );
+    }
+
+    #[tokio::test]
+    async fn only_requests_that_pass_the_filters_are_counted() {
+        let metrics = Arc::new(crate::metrics::ApiMetrics::new(
+            Arc::new(crate::catalog::Catalog::new(
+                crate::resources::KINDS,
+                Arc::new(crate::catalog::NoCustomKinds),
+            )),
+            Arc::new(crate::watchcache::Caches::new(
+                ["pods"],
+                crate::watchcache::FieldsOf(Arc::new(|_: &str| -> &'static [&'static str] { &[] })),
+            )),
+        ));
+        let bob = User {
+            name: "bob".into(),
+            groups: vec![],
+        };
+        for user in [None, Some(bob), Some(admin()), Some(admin())] {
+            get_path(app_counted(user, Some(metrics.clone())), "/api/v1/pods").await;
+        }
+        let text = metrics.registry().encode();
+        let served = r#"apiserver_request_total{verb="LIST",dry_run="",group="",version="v1",resource="pods",subresource="",scope="cluster",component="apiserver",code="200"} 2"#;
+        assert!(text.contains(served), "{text}");
+        // Refused by authentication or authorization: not served, not
+        // counted (as upstream counts only what its routes serve).
+        assert!(
+            !text.contains(r#"code="401""#) && !text.contains(r#"code="403""#),
+            "{text}"
         );
     }
 
