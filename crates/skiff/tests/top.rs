@@ -204,6 +204,16 @@ fn kubectl_top_shows_a_busy_pods_cpu_and_is_guarded() {
         !out.status.success() && err.contains("MethodNotAllowed"),
         "{err}"
     );
+    let out = admin(&[
+        "get",
+        "--raw",
+        "/apis/metrics.k8s.io/v1beta1/pods?watch=true",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("MethodNotAllowed"),
+        "{err}"
+    );
     let out = admin(&["get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes/nope"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("NotFound"), "{err}");

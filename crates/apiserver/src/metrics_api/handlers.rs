@@ -1,8 +1,9 @@
 //! Serving metrics.k8s.io/v1beta1 as metrics-server does: NodeMetrics
 //! (`/nodes`, `/nodes/NAME`) and PodMetrics (`/pods`,
 //! `/namespaces/NS/pods`, `/namespaces/NS/pods/NAME`), list and get only
-//! (any other method is 405), `labelSelector` matched against the Node's
-//! or Pod's labels (which the answer's metadata carries too), objects
+//! (any other method, and a watch, is 405), `labelSelector` matched
+//! against the Node's or Pod's labels (which the answer's metadata
+//! carries too), objects
 //! without usage absent (a get is then NotFound). Authorization happened
 //! before (the request filters judge `get`/`list` on `nodes`/`pods` in
 //! group metrics.k8s.io). It reads Nodes and Pods from the watch caches
@@ -55,6 +56,14 @@ pub fn routes(api: MetricsApi) -> Router<AppState> {
 }
 
 type Q = Query<HashMap<String, String>>;
+
+/// GET without `watch` (metrics-server serves no watch): others are 405.
+fn only_get_and_list(method: &Method, q: &HashMap<String, String>) -> ApiResult<()> {
+    if method != Method::GET || crate::request::is_true(q.get("watch")) {
+        return Err(ApiError::method_not_allowed());
+    }
+    Ok(())
+}
 
 fn selector(q: &HashMap<String, String>) -> ApiResult<LabelSelector> {
     match q.get("labelSelector").filter(|s| !s.is_empty()) {
@@ -130,9 +139,7 @@ async fn nodes(
     api: MetricsApi,
     name: Option<String>,
 ) -> ApiResult<Response> {
-    if method != Method::GET {
-        return Err(ApiError::method_not_allowed());
-    }
+    only_get_and_list(&method, &q)?;
     let selector = selector(&q)?;
     let usage: HashMap<String, Usage> = api.read().nodes().into_iter().collect();
     let items: Vec<Value> = cached(&state, "nodes", None)?
@@ -165,9 +172,7 @@ async fn pods(
     ns: Option<String>,
     name: Option<String>,
 ) -> ApiResult<Response> {
-    if method != Method::GET {
-        return Err(ApiError::method_not_allowed());
-    }
+    only_get_and_list(&method, &q)?;
     let selector = selector(&q)?;
     let usage = api.read().pods();
     let items: Vec<Value> = cached(&state, "pods", ns.as_deref())?
