@@ -530,6 +530,38 @@ mod tests {
     }
 
     #[test]
+    fn metrics_k8s_io_is_discovered() {
+        let docs = build(crate::resources::builtin());
+        let groups: Value = serde_json::from_slice(&docs.api_groups).unwrap();
+        assert!(groups["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["name"] == "metrics.k8s.io"));
+        let list: Value = serde_json::from_slice(&docs.lists["metrics.k8s.io/v1beta1"]).unwrap();
+        let kinds: Vec<&str> = list["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["NodeMetrics", "PodMetrics"]);
+        let aggregated = &docs
+            .aggregated
+            .iter()
+            .find(|((core, v), _)| !core && *v == "v2")
+            .unwrap()
+            .1;
+        let aggregated: Value = serde_json::from_slice(aggregated).unwrap();
+        assert!(aggregated["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["metadata"]["name"] == "metrics.k8s.io"
+                && g["versions"][0]["resources"][1]["verbs"] == json!(["get", "list"])));
+    }
+
+    #[test]
     fn aggregated_lists_every_resource_once() {
         let response = aggregated_of(&build(crate::resources::builtin()), false, "v2");
         let ct = response.headers()[header::CONTENT_TYPE]
