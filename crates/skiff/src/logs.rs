@@ -25,12 +25,6 @@ pub const MAX_BYTES: u64 = 50 * 1024 * 1024;
 /// Errors of the log files.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("cannot open {path}: {source}")]
-    Open {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
     #[error("cannot read {path}: {source}")]
     Read {
         path: PathBuf,
@@ -51,7 +45,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug)]
 struct Inner {
     path: PathBuf,
-    file: File,
+    /// None until the first line.
+    file: Option<File>,
     written: u64,
 }
 
@@ -62,31 +57,39 @@ pub struct AgentLog {
 }
 
 impl AgentLog {
-    /// Opens (appends to) `<dir>/agent.log`, making `dir`.
-    pub fn open(dir: &Path) -> Result<Self> {
-        let path = dir.join(FILE);
-        let open_err = |source| Error::Open {
-            path: path.clone(),
-            source,
-        };
-        std::fs::create_dir_all(dir).map_err(open_err)?;
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(open_err)?;
-        let written = file.metadata().map(|m| m.len()).unwrap_or(0);
-        Ok(Self {
+    /// The log `<dir>/agent.log`, appended to. The file (and `dir`) are
+    /// made at the first line written, not here: a server that stops on a
+    /// bad flag leaves no data dir behind.
+    pub fn new(dir: &Path) -> Self {
+        Self {
             inner: Arc::new(Mutex::new(Inner {
-                path,
-                file,
-                written,
+                path: dir.join(FILE),
+                file: None,
+                written: 0,
             })),
-        })
+        }
     }
 }
 
 impl Inner {
+    /// The open file, opened (and its dir made) on first use.
+    fn file(&mut self) -> std::io::Result<&mut File> {
+        if self.file.is_none() {
+            if let Some(dir) = self.path.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            let file = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.path)?;
+            self.written = file.metadata().map(|m| m.len()).unwrap_or(0);
+            self.file = Some(file);
+        }
+        self.file
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("agent log not open"))
+    }
+
     /// Moves the full file aside and starts a new one (best effort: on
     /// failure the old one keeps growing).
     fn rotate(&mut self) {
@@ -99,7 +102,7 @@ impl Inner {
             .append(true)
             .open(&self.path)
         {
-            self.file = file;
+            self.file = Some(file);
             self.written = 0;
         }
     }
@@ -125,7 +128,7 @@ impl Write for LineWriter {
         if inner.written >= MAX_BYTES {
             inner.rotate();
         }
-        let n = inner.file.write(buf)?;
+        let n = inner.file()?.write(buf)?;
         inner.written += n as u64;
         Ok(n)
     }
@@ -245,13 +248,16 @@ mod tests {
     #[test]
     fn the_log_is_written_and_rotated() {
         let dir = tempfile::tempdir().unwrap();
-        let log = AgentLog::open(dir.path()).unwrap();
+        let dir_path = dir.path().join("node");
+        let log = AgentLog::new(&dir_path);
+        // Nothing is made before the first line.
+        assert!(!dir_path.exists());
         let mut w = tracing_subscriber::fmt::MakeWriter::make_writer(&log);
         w.write_all(b"first line\n").unwrap();
         log.inner.lock().unwrap().written = MAX_BYTES;
         w.write_all(b"second line\n").unwrap();
-        let now = std::fs::read_to_string(dir.path().join(FILE)).unwrap();
-        let old = std::fs::read_to_string(dir.path().join("agent.log.1")).unwrap();
+        let now = std::fs::read_to_string(dir_path.join(FILE)).unwrap();
+        let old = std::fs::read_to_string(dir_path.join("agent.log.1")).unwrap();
         assert_eq!(
             (old.as_str(), now.as_str()),
             ("first line\n", "second line\n")

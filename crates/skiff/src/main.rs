@@ -146,14 +146,7 @@ fn init_logging(command: &cli::Command) {
         cli::Command::Agent(args) => (Some(args.data_dir.clone()), false),
         _ => (None, false),
     };
-    let mut failed = None;
-    let file = dir.and_then(|dir| match logs::AgentLog::open(&dir) {
-        Ok(log) => Some(log),
-        Err(e) => {
-            failed = Some(e);
-            None
-        }
-    });
+    let file = dir.map(|dir| logs::AgentLog::new(&dir));
     let file = file.map(|log| {
         tracing_subscriber::fmt::layer()
             .with_ansi(false)
@@ -171,7 +164,4 @@ fn init_logging(command: &cli::Command) {
         .with(stderr)
         .with(file)
         .init();
-    if let Some(e) = failed {
-        tracing::warn!(error = %e, "the agent's log file cannot be written; logging to stderr only");
-    }
 }
