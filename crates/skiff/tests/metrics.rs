@@ -10,15 +10,11 @@
 
 mod cluster;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
 use std::time::Duration;
 
-use cluster::{wait_for, Cluster, Options};
+use cluster::{cert_files, kubectl_as, wait_for, Cluster, Options};
 use prometheus_parse::{LineInfo, Scrape, Value};
-
-const SKIFF: &str = env!("CARGO_BIN_EXE_skiff");
-const KUBECTL: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33";
 
 /// Parses `text` as the Prometheus text format, failing on any line the
 /// parser does not read as a comment, a type, a help text or a sample.
@@ -64,84 +60,12 @@ fn has(scrape: &Scrape, metric: &str) -> bool {
     scrape.samples.iter().any(|s| s.metric == metric)
 }
 
-/// A kubeconfig with a client certificate for `user` in `groups`.
-fn mint(c: &Cluster, dir: &Path, user: &str, groups: &[&str]) -> PathBuf {
-    let mut cmd = Command::new(SKIFF);
-    cmd.args(["kubeconfig", "--user", user, "--data-dir"])
-        .arg(&c.data_dir);
-    for g in groups {
-        cmd.args(["--group", g]);
-    }
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let path = dir.join(format!("{user}.kubeconfig"));
-    std::fs::write(&path, &out.stdout).unwrap();
-    path
-}
-
-fn kubectl_as(config: &Path, args: &[&str]) -> Output {
-    Command::new(KUBECTL)
-        .arg("--kubeconfig")
-        .arg(config)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-/// The client certificate and key of a kubeconfig, as files.
-fn cert_files(config: &Path, dir: &Path) -> (PathBuf, PathBuf) {
-    let field = |name: &str| {
-        let out = kubectl_as(
-            config,
-            &[
-                "config",
-                "view",
-                "--raw",
-                "-o",
-                &format!("jsonpath={{.users[0].user.{name}}}"),
-            ],
-        );
-        assert!(out.status.success());
-        use base64::Engine as _;
-        base64::engine::general_purpose::STANDARD
-            .decode(String::from_utf8_lossy(&out.stdout).trim())
-            .unwrap()
-    };
-    let stem = config.file_stem().unwrap().to_string_lossy().into_owned();
-    let (crt, key) = (
-        dir.join(format!("{stem}.crt")),
-        dir.join(format!("{stem}.key")),
-    );
-    std::fs::write(&crt, field("client-certificate-data")).unwrap();
-    std::fs::write(&key, field("client-key-data")).unwrap();
-    (crt, key)
-}
-
-/// GET on the agent's endpoint with a client certificate: (status, body).
-fn agent_get(c: &Cluster, path: &str, (crt, key): &(PathBuf, PathBuf)) -> (String, String) {
-    let out = Command::new("curl")
-        .args(["-sk", "--max-time", "20", "-w", "\n%{http_code}", "--cert"])
-        .arg(crt)
-        .arg("--key")
-        .arg(key)
-        .arg(format!("https://127.0.0.1:{}{path}", c.kubelet_port))
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
-    (code.to_string(), body.to_string())
-}
-
 fn api_metrics(c: &Cluster) -> Scrape {
     parse(&c.kubectl(&["get", "--raw", "/metrics"]))
 }
 
 fn agent_metrics(c: &Cluster, path: &str, admin: &(PathBuf, PathBuf)) -> Scrape {
-    let (code, body) = agent_get(c, path, admin);
+    let (code, body) = c.agent_get(path, admin);
     assert_eq!(code, "200", "{path}: {body}");
     parse(&body)
 }
@@ -241,14 +165,14 @@ fn metrics_of_every_component_parse_count_and_are_guarded() {
     assert!(has(&api, "scheduler_pending_pods"));
 
     // Access: nonResourceURL get /metrics.
-    let nobody = mint(&c, dir.path(), "nobody", &[]);
+    let nobody = c.mint(dir.path(), "nobody", &[]);
     let out = kubectl_as(&nobody, &["get", "--raw", "/metrics"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success() && stderr.contains("Forbidden"),
         "{stderr}"
     );
-    let prometheus = mint(&c, dir.path(), "prometheus", &["system:monitoring"]);
+    let prometheus = c.mint(dir.path(), "prometheus", &["system:monitoring"]);
     let out = kubectl_as(&prometheus, &["get", "--raw", "/metrics"]);
     assert!(
         out.status.success(),
@@ -260,7 +184,7 @@ fn metrics_of_every_component_parse_count_and_are_guarded() {
     // The agent: nodes/metrics.
     let nobody_cert = cert_files(&nobody, dir.path());
     for path in ["/metrics", "/metrics/resource"] {
-        let (code, body) = agent_get(&c, path, &nobody_cert);
+        let (code, body) = c.agent_get(path, &nobody_cert);
         assert_eq!(code, "403", "{path}: {body}");
     }
     let starts = |s: &Scrape| sum(s, "kubelet_pod_start_sli_duration_seconds_count", &[]);

@@ -8,43 +8,10 @@
 
 mod cluster;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 use std::time::Duration;
 
-use cluster::{wait_for, Cluster, Options};
-
-const SKIFF: &str = env!("CARGO_BIN_EXE_skiff");
-const KUBECTL: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33";
-
-/// A kubeconfig with a client certificate for `user` in `groups`, minted
-/// by `skiff kubeconfig`.
-fn mint(c: &Cluster, dir: &Path, user: &str, groups: &[&str]) -> PathBuf {
-    let mut cmd = Command::new(SKIFF);
-    cmd.args(["kubeconfig", "--user", user, "--data-dir"])
-        .arg(&c.data_dir);
-    for g in groups {
-        cmd.args(["--group", g]);
-    }
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let path = dir.join(format!("{}.kubeconfig", user.replace(':', "_")));
-    std::fs::write(&path, &out.stdout).unwrap();
-    path
-}
-
-fn kubectl_as(config: &Path, args: &[&str]) -> Output {
-    Command::new(KUBECTL)
-        .arg("--kubeconfig")
-        .arg(config)
-        .args(args)
-        .output()
-        .unwrap()
-}
+use cluster::{cert_files, kubectl_as, wait_for, Cluster, Options};
 
 /// Runs `args` as `config`'s user and expects a refusal whose message
 /// contains `words`.
@@ -63,49 +30,6 @@ fn allowed(config: &Path, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Writes the client certificate and key of a kubeconfig to files.
-fn cert_files(config: &Path, dir: &Path) -> (PathBuf, PathBuf) {
-    let field = |name: &str| {
-        let out = allowed(
-            config,
-            &[
-                "config",
-                "view",
-                "--raw",
-                "-o",
-                &format!("jsonpath={{.users[0].user.{name}}}"),
-            ],
-        );
-        use base64::Engine as _;
-        base64::engine::general_purpose::STANDARD
-            .decode(out.trim())
-            .unwrap()
-    };
-    let stem = config.file_stem().unwrap().to_string_lossy().into_owned();
-    let (crt, key) = (
-        dir.join(format!("{stem}.crt")),
-        dir.join(format!("{stem}.key")),
-    );
-    std::fs::write(&crt, field("client-certificate-data")).unwrap();
-    std::fs::write(&key, field("client-key-data")).unwrap();
-    (crt, key)
-}
-
-/// `curl` to the agent's endpoint with a client certificate: (status, body).
-fn agent_get(c: &Cluster, path: &str, (crt, key): &(PathBuf, PathBuf)) -> (String, String) {
-    let out = Command::new("curl")
-        .args(["-sk", "--max-time", "20", "-w", "\n%{http_code}", "--cert"])
-        .arg(crt)
-        .arg("--key")
-        .arg(key)
-        .arg(format!("https://127.0.0.1:{}{path}", c.kubelet_port))
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
-    (code.to_string(), body.to_string())
 }
 
 #[test]
@@ -169,13 +93,12 @@ spec:
     // without a refusal; the refusals that follow are the test's own.
     c.assert_no_component_refused();
 
-    let this_node = mint(
-        &c,
+    let this_node = c.mint(
         dir.path(),
         &format!("system:node:{node}"),
         &["system:nodes"],
     );
-    let other_node = mint(&c, dir.path(), "system:node:ghost", &["system:nodes"]);
+    let other_node = c.mint(dir.path(), "system:node:ghost", &["system:nodes"]);
 
     // Reads follow the pods bound to the node.
     allowed(&this_node, &["-n", "na", "get", "secret", "mine"]);
@@ -284,8 +207,8 @@ spec:
     );
 
     // The agent's endpoint asks the API server about each caller.
-    let jane = cert_files(&mint(&c, dir.path(), "jane", &["devs"]), dir.path());
-    let (code, body) = agent_get(&c, "/containerLogs/na/web/main", &jane);
+    let jane = cert_files(&c.mint(dir.path(), "jane", &["devs"]), dir.path());
+    let (code, body) = c.agent_get("/containerLogs/na/web/main", &jane);
     assert_eq!(code, "403", "{body}");
     assert!(
         body.contains("Forbidden (user=jane, verb=get, resource=nodes, subresource(s)=[proxy])"),
@@ -305,10 +228,10 @@ spec:
         "--clusterrole=node-proxy",
         "--user=ops",
     ]);
-    let ops = cert_files(&mint(&c, dir.path(), "ops", &[]), dir.path());
+    let ops = cert_files(&c.mint(dir.path(), "ops", &[]), dir.path());
     // The binding reaches the authorizer through the watch cache.
     let body = wait_for("ops to read the logs", Duration::from_secs(30), || {
-        let (code, body) = agent_get(&c, "/containerLogs/na/web/main", &ops);
+        let (code, body) = c.agent_get("/containerLogs/na/web/main", &ops);
         (code == "200").then_some(body)
     });
     assert!(body.contains("hello from web"), "{body}");

@@ -8,11 +8,11 @@
 
 mod cluster;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use cluster::{wait_for_explained, Cluster, Options, KUBECTL, SKIFF};
+use cluster::{wait_for_explained, Cluster, Options, KUBECTL};
 
 const PODS: &str = r#"
 apiVersion: v1
@@ -38,23 +38,6 @@ spec:
     imagePullPolicy: IfNotPresent
     command: ["sleep", "3600"]
 "#;
-
-/// A kubeconfig with a client certificate for `user`.
-fn mint(c: &Cluster, dir: &Path, user: &str) -> PathBuf {
-    let out = Command::new(SKIFF)
-        .args(["kubeconfig", "--user", user, "--data-dir"])
-        .arg(&c.data_dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let path = dir.join(format!("{user}.kubeconfig"));
-    std::fs::write(&path, &out.stdout).unwrap();
-    path
-}
 
 fn kubectl_as(config: &Path, cache: &Path, args: &[&str]) -> Output {
     Command::new(KUBECTL)
@@ -219,7 +202,7 @@ fn kubectl_top_shows_a_busy_pods_cpu_and_is_guarded() {
     assert!(err.contains("NotFound"), "{err}");
 
     // Authorization: nobody is refused; a viewer may.
-    let nobody = mint(&c, dir.path(), "nobody");
+    let nobody = c.mint(dir.path(), "nobody", &[]);
     let out = kubectl_as(&nobody, &cache, &["top", "pod"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -235,7 +218,7 @@ fn kubectl_top_shows_a_busy_pods_cpu_and_is_guarded() {
         "-n",
         "default",
     ]);
-    let viewer = mint(&c, dir.path(), "viewer");
+    let viewer = c.mint(dir.path(), "viewer", &[]);
     let out = wait_for_explained(
         "the viewer to run kubectl top pod",
         Duration::from_secs(30),

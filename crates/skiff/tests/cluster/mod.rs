@@ -501,3 +501,87 @@ pub fn http_get(addr: &str, path: &str) -> Result<String, String> {
     s.read_to_string(&mut out).map_err(|e| e.to_string())?;
     Ok(out)
 }
+
+// ------------------------------------------------------------ users
+
+/// `kubectl --kubeconfig CONFIG ARGS`: what a user of that kubeconfig gets.
+pub fn kubectl_as(config: &Path, args: &[&str]) -> Output {
+    Command::new(KUBECTL)
+        .arg("--kubeconfig")
+        .arg(config)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// The client certificate and key of a kubeconfig, written to files in
+/// `dir` (for curl).
+pub fn cert_files(config: &Path, dir: &Path) -> (PathBuf, PathBuf) {
+    let field = |name: &str| {
+        let out = kubectl_as(
+            config,
+            &[
+                "config",
+                "view",
+                "--raw",
+                "-o",
+                &format!("jsonpath={{.users[0].user.{name}}}"),
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD
+            .decode(String::from_utf8_lossy(&out.stdout).trim())
+            .unwrap()
+    };
+    let stem = config.file_stem().unwrap().to_string_lossy().into_owned();
+    let (crt, key) = (
+        dir.join(format!("{stem}.crt")),
+        dir.join(format!("{stem}.key")),
+    );
+    std::fs::write(&crt, field("client-certificate-data")).unwrap();
+    std::fs::write(&key, field("client-key-data")).unwrap();
+    (crt, key)
+}
+
+impl Cluster {
+    /// A kubeconfig with a client certificate for `user` in `groups`,
+    /// minted by `skiff kubeconfig`, written to `dir`.
+    pub fn mint(&self, dir: &Path, user: &str, groups: &[&str]) -> PathBuf {
+        let mut cmd = Command::new(SKIFF);
+        cmd.args(["kubeconfig", "--user", user, "--data-dir"])
+            .arg(&self.data_dir);
+        for g in groups {
+            cmd.args(["--group", g]);
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let path = dir.join(format!("{}.kubeconfig", user.replace(':', "_")));
+        std::fs::write(&path, &out.stdout).unwrap();
+        path
+    }
+
+    /// GET on the agent's HTTPS endpoint with a client certificate:
+    /// (status, body).
+    pub fn agent_get(&self, path: &str, (crt, key): &(PathBuf, PathBuf)) -> (String, String) {
+        let out = Command::new("curl")
+            .args(["-sk", "--max-time", "20", "-w", "\n%{http_code}", "--cert"])
+            .arg(crt)
+            .arg("--key")
+            .arg(key)
+            .arg(format!("https://127.0.0.1:{}{path}", self.kubelet_port))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
+        (code.to_string(), body.to_string())
+    }
+}
