@@ -22,6 +22,7 @@ pub mod kinds;
 pub mod patch;
 pub mod quantity;
 pub mod quota;
+pub mod scheduling_wait;
 pub mod selectors;
 pub mod tables;
 pub mod validation;

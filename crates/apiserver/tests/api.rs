@@ -193,13 +193,25 @@ async fn graceful_deletion_binding_and_status() {
         .await
         .unwrap();
 
+    // The Binding's annotations are merged onto the pod (upstream's
+    // setPodNodeAndMetadata).
     let binding = json!({"apiVersion": "v1", "kind": "Binding",
-        "metadata": {"name": "bound"}, "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"}});
+        "metadata": {"name": "bound", "annotations": {"skiff.dev/scheduling-wait": "{}"}},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"}});
     let _: serde_json::Value = pods
         .create_subresource("binding", "bound", &PostParams::default(), &binding)
         .await
         .unwrap();
     let bound = pods.get("bound").await.unwrap();
+    assert_eq!(
+        bound
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("skiff.dev/scheduling-wait"))
+            .map(String::as_str),
+        Some("{}")
+    );
     assert_eq!(bound.spec.unwrap().node_name.as_deref(), Some("n1"));
     let e = api_error(
         pods.create_subresource::<_, serde_json::Value>(

@@ -10,6 +10,9 @@
 //! loop (which then confirms or forgets the assumed pod and requeues on
 //! failure). After reporting, the task records the `Scheduled` event, or a
 //! `FailedScheduling` one for failed PreBind work or a rejected binding.
+//! A pod that waited carries its wait record ([`SchedulingWait`], stamped
+//! with the binding's time) as an annotation of its Binding (the API
+//! server merges it onto the pod in the same write).
 //! It does not touch the queue or the cache itself.
 
 use std::sync::Arc;
@@ -26,6 +29,7 @@ use tokio::sync::{mpsc, Mutex};
 use tokio::task::JoinSet;
 
 use crate::framework::{pod_key, ClaimRef, PreBind, VolumeBindings};
+use skiff_api::scheduling_wait::{SchedulingWait, ANNOTATION as WAIT_ANNOTATION};
 use skiff_client::recorder::{EventType, Recorder};
 
 /// Errors binding a pod.
@@ -92,8 +96,14 @@ pub struct BindOutcome {
 /// request state in a separate scheduler process.
 pub const MAX_BINDS_IN_FLIGHT: usize = 128;
 
-/// One pod to bind, and the PreBind work before it (by plugin).
-type Job = (Arc<Pod>, String, Vec<(&'static str, PreBind)>);
+/// One pod to bind, the PreBind work before it (by plugin), and the
+/// [`SchedulingWait`] of a pod that waited.
+type Job = (
+    Arc<Pod>,
+    String,
+    Vec<(&'static str, PreBind)>,
+    Option<SchedulingWait>,
+);
 
 /// The pods waiting to be bound, worked by a pool of bind tasks.
 #[derive(Debug)]
@@ -122,11 +132,12 @@ impl Binder {
             tasks.spawn(async move {
                 loop {
                     let next = rx.lock().await.recv().await;
-                    let Some((pod, node, pre_bind)) = next else {
+                    let Some((pod, node, pre_bind, wait)) = next else {
                         return;
                     };
                     let key = pod_key(&pod);
-                    let job = bind_and_report(&client, &recorder, pod, node, pre_bind, &outcomes);
+                    let job =
+                        bind_and_report(&client, &recorder, (pod, node, pre_bind, wait), &outcomes);
                     // A panic loses this binding (as a task per pod did),
                     // not the worker.
                     if std::panic::AssertUnwindSafe(job)
@@ -144,14 +155,21 @@ impl Binder {
 
     /// Queues the binding of `pod` to `node`.
     pub fn bind(&self, pod: Arc<Pod>, node: String) {
-        self.bind_after(pod, node, Vec::new());
+        self.bind_after(pod, node, Vec::new(), None);
     }
 
     /// Queues the binding of `pod` to `node`, after the plugins' PreBind
-    /// work (in order, stopping at the first failure).
-    pub fn bind_after(&self, pod: Arc<Pod>, node: String, pre_bind: Vec<(&'static str, PreBind)>) {
+    /// work (in order, stopping at the first failure); `wait` is the
+    /// wait record of a pod that waited.
+    pub fn bind_after(
+        &self,
+        pod: Arc<Pod>,
+        node: String,
+        pre_bind: Vec<(&'static str, PreBind)>,
+        wait: Option<SchedulingWait>,
+    ) {
         // Closed only when the term's tasks are gone: nothing left to do.
-        let _ = self.queue.send((pod, node, pre_bind));
+        let _ = self.queue.send((pod, node, pre_bind, wait));
     }
 }
 
@@ -283,8 +301,19 @@ async fn pre_bind(
     Ok(())
 }
 
-/// POSTs the binding of `pod` to `node`.
-pub async fn bind(client: Client, pod: &Pod, node: &str) -> Result<()> {
+/// POSTs the binding of `pod` to `node`, with `wait` (the wait record of
+/// a pod that waited, stamped with the binding's time) as an annotation.
+pub async fn bind(
+    client: Client,
+    pod: &Pod,
+    node: &str,
+    wait: Option<&SchedulingWait>,
+) -> Result<()> {
+    let wait = wait.map(|w| {
+        let mut w = w.clone();
+        w.binding_ms = k8s_openapi::jiff::Timestamp::now().as_millisecond();
+        w.to_json()
+    });
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
     let name = pod.metadata.name.as_deref().unwrap_or_default();
     let binding = Binding {
@@ -292,6 +321,7 @@ pub async fn bind(client: Client, pod: &Pod, node: &str) -> Result<()> {
             name: Some(name.to_string()),
             namespace: Some(namespace.to_string()),
             uid: pod.metadata.uid.clone(),
+            annotations: wait.map(|w| [(WAIT_ANNOTATION.to_string(), w)].into()),
             ..Default::default()
         },
         target: ObjectReference {
@@ -322,14 +352,12 @@ pub async fn bind(client: Client, pod: &Pod, node: &str) -> Result<()> {
 async fn bind_and_report(
     client: &Client,
     recorder: &Recorder,
-    pod: Arc<Pod>,
-    node: String,
-    work: Vec<(&'static str, PreBind)>,
+    (pod, node, work, wait): Job,
     outcomes: &mpsc::UnboundedSender<BindOutcome>,
 ) {
     let key = pod_key(&pod);
     let result = match pre_bind(client, &pod, &node, &work).await {
-        Ok(()) => bind(client.clone(), &pod, &node).await,
+        Ok(()) => bind(client.clone(), &pod, &node, wait.as_ref()).await,
         Err(e) => Err(e),
     };
     let event = match &result {

@@ -63,6 +63,8 @@ pub struct PoppedPod {
     pub pod: Arc<Pod>,
     /// Attempts including this one.
     pub attempts: u32,
+    /// When the pod first entered the queue.
+    pub queued: Instant,
 }
 
 #[derive(Debug)]
@@ -70,6 +72,8 @@ struct Entry {
     pod: Arc<Pod>,
     place: Place,
     attempts: u32,
+    /// When the pod first entered the queue.
+    queued: Instant,
     /// When the pod last entered a sub-queue.
     timestamp: Instant,
     /// Position key in the sub-queue it is in.
@@ -205,6 +209,7 @@ impl<C: Clock> SchedulingQueue<C> {
                 pod,
                 place: Place::Active,
                 attempts: 0,
+                queued: now,
                 timestamp: now,
                 seq: 0,
                 expiry: now,
@@ -258,7 +263,13 @@ impl<C: Clock> SchedulingQueue<C> {
         Some(PoppedPod {
             pod: e.pod.clone(),
             attempts: e.attempts,
+            queued: e.queued,
         })
+    }
+
+    /// The queued copy of `key` and when it was first queued.
+    pub fn queued_pod(&self, key: &str) -> Option<(Arc<Pod>, Instant)> {
+        self.entries.get(key).map(|e| (e.pod.clone(), e.queued))
     }
 
     /// The pod was bound: forget it.

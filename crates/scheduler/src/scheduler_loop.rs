@@ -9,12 +9,16 @@
 //! the binding, with the PreBind work the plugins ask for, for the
 //! [`Binder`]'s tasks; bind outcomes come back on a channel. Failures park the pod (or
 //! back it off) and spawn a task that writes the PodScheduled condition
-//! and a FailedScheduling event.
+//! and a FailedScheduling event. It keeps the failures of each pod that
+//! waited ([`SchedulingWait`]: when it was first queued, each message with
+//! its count), and hands them to its binding, so the pod's startup
+//! timeline can tell what it waited for; a pod bound at its first attempt
+//! has no record.
 //! Everything it spawned is aborted when the term ends.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
@@ -36,6 +40,7 @@ use crate::report::{
     has_unschedulable_condition, report_unschedulable, REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE,
 };
 use crate::watch::{inputs, Input, Relist};
+use skiff_api::scheduling_wait::SchedulingWait;
 use skiff_client::clock::SystemClock;
 use skiff_client::recorder::{EventType, Recorder};
 
@@ -72,6 +77,9 @@ pub(crate) struct SchedulerLoop {
     classes: Relist,
     /// Attempts, latencies and the queue's sizes (`crate::metrics`).
     metrics: crate::metrics::Recorder,
+    /// The failed attempts of pending pods that had any, by key (with the
+    /// pod's UID: a pod recreated under the name starts afresh).
+    waits: HashMap<String, (Option<String>, SchedulingWait)>,
 }
 
 fn deleting(pod: &Pod) -> bool {
@@ -99,6 +107,7 @@ impl SchedulerLoop {
             claims: Relist::default(),
             volumes: Relist::default(),
             classes: Relist::default(),
+            waits: HashMap::new(),
         }
     }
 
@@ -305,6 +314,7 @@ impl SchedulerLoop {
                 if assigned {
                     self.queue.delete(&key);
                     self.metrics.forget(&key);
+                    self.waits.remove(&key);
                     let event = self.cache.add_or_update_pod(pod);
                     self.on_event(event);
                     return;
@@ -314,6 +324,7 @@ impl SchedulerLoop {
                 if deleting(&pod) || !ours {
                     self.queue.delete(&key);
                     self.metrics.forget(&key);
+                    self.waits.remove(&key);
                 } else {
                     self.metrics.queued(&key);
                     self.queue.add(pod);
@@ -323,6 +334,7 @@ impl SchedulerLoop {
                 let key = pod_key(&pod);
                 self.queue.delete(&key);
                 self.metrics.forget(&key);
+                self.waits.remove(&key);
                 let event = self.cache.remove_pod(&key);
                 self.on_event(event);
             }
@@ -332,6 +344,7 @@ impl SchedulerLoop {
                 let gone = self.pods.finish(known.iter().map(String::as_str));
                 for key in gone {
                     self.queue.delete(&key);
+                    self.waits.remove(&key);
                     let event = self.cache.remove_pod(&key);
                     self.on_event(event);
                 }
@@ -371,8 +384,12 @@ impl SchedulerLoop {
                 tracing::debug!(pod = %outcome.key, node = %outcome.node, "bound");
                 self.queue.done(&outcome.key);
                 self.metrics.bound(&outcome.key);
+                self.waits.remove(&outcome.key);
             }
-            Err(_) => {
+            Err(e) => {
+                if let Some((pod, queued)) = self.queue.queued_pod(&outcome.key) {
+                    self.note_wait(&pod, queued, &e.event_message());
+                }
                 // Its resources are free again for the pods that wanted them.
                 if self.cache.forget(&outcome.key) {
                     self.on_event(Some(ClusterEvent::AssignedPodDelete));
@@ -404,7 +421,7 @@ impl SchedulerLoop {
                     self.queue.requeue_backoff(&key);
                     self.metrics.failed(&key, "error", started);
                     let message = format!("running Reserve plugin: {}", status.message());
-                    self.report_failure(pod, REASON_SCHEDULER_ERROR, message);
+                    self.report_failure(pod, popped.queued, REASON_SCHEDULER_ERROR, message);
                     return;
                 }
                 if let Err(e) = self.cache.assume(pod.clone(), &node) {
@@ -412,7 +429,7 @@ impl SchedulerLoop {
                         .run_unreserve_plugins(&mut state, &pod, &node);
                     self.queue.requeue_backoff(&key);
                     self.metrics.failed(&key, "error", started);
-                    self.report_failure(pod, REASON_SCHEDULER_ERROR, e.to_string());
+                    self.report_failure(pod, popped.queued, REASON_SCHEDULER_ERROR, e.to_string());
                     return;
                 }
                 let pre_bind = match self.framework.run_pre_bind_plugins(&state, &pod, &node) {
@@ -428,13 +445,18 @@ impl SchedulerLoop {
                             status.plugin.unwrap_or_default(),
                             status.message()
                         );
-                        self.report_failure(pod, REASON_SCHEDULER_ERROR, message);
+                        self.report_failure(pod, popped.queued, REASON_SCHEDULER_ERROR, message);
                         return;
                     }
                 };
                 tracing::debug!(pod = %key, %node, attempts = popped.attempts, "assumed");
                 self.metrics.binding(&key, started, popped.attempts);
-                binder.bind_after(pod, node, pre_bind);
+                let wait = self
+                    .waits
+                    .get(&key)
+                    .filter(|(uid, _)| *uid == pod.metadata.uid)
+                    .map(|(_, w)| w.clone());
+                binder.bind_after(pod, node, pre_bind, wait);
             }
             Err(ScheduleError::Unschedulable(fit)) => {
                 let message = fit.to_string();
@@ -442,24 +464,45 @@ impl SchedulerLoop {
                 self.queue
                     .requeue_unschedulable(&key, fit.diagnosis.unschedulable_plugins);
                 self.metrics.failed(&key, "unschedulable", started);
-                self.report_failure(pod, REASON_UNSCHEDULABLE, message);
+                self.report_failure(pod, popped.queued, REASON_UNSCHEDULABLE, message);
             }
             Err(e @ ScheduleError::NoNodesAvailable) => {
                 self.queue.requeue_unschedulable(&key, BTreeSet::new());
                 self.metrics.failed(&key, "unschedulable", started);
-                self.report_failure(pod, REASON_UNSCHEDULABLE, e.to_string());
+                self.report_failure(pod, popped.queued, REASON_UNSCHEDULABLE, e.to_string());
             }
             Err(e @ ScheduleError::Plugin { .. }) => {
                 tracing::warn!(pod = %key, error = %e, "scheduling error");
                 self.queue.requeue_backoff(&key);
                 self.metrics.failed(&key, "error", started);
-                self.report_failure(pod, REASON_SCHEDULER_ERROR, e.to_string());
+                self.report_failure(pod, popped.queued, REASON_SCHEDULER_ERROR, e.to_string());
             }
         }
     }
 
-    /// Spawns the condition write (if it changes) and the event.
-    fn report_failure(&mut self, pod: Arc<Pod>, reason: &'static str, message: String) {
+    /// Notes a failed attempt of `pod`, first queued at `queued`.
+    fn note_wait(&mut self, pod: &Pod, queued: Instant, message: &str) {
+        let now = k8s_openapi::jiff::Timestamp::now().as_millisecond();
+        let queued_ms = now - i64::try_from(queued.elapsed().as_millis()).unwrap_or(0);
+        let uid = &pod.metadata.uid;
+        let fresh = || (uid.clone(), SchedulingWait::new(queued_ms));
+        let entry = self.waits.entry(pod_key(pod)).or_insert_with(fresh);
+        if entry.0 != *uid {
+            *entry = fresh();
+        }
+        entry.1.failed(message, now);
+    }
+
+    /// Notes the failure, spawns the condition write (if it changes) and
+    /// the event.
+    fn report_failure(
+        &mut self,
+        pod: Arc<Pod>,
+        queued: Instant,
+        reason: &'static str,
+        message: String,
+    ) {
+        self.note_wait(&pod, queued, &message);
         let client = self.client.clone();
         let recorder = self.recorder.clone();
         self.tasks.spawn(async move {

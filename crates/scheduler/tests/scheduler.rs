@@ -10,6 +10,7 @@ use std::time::Duration;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{DeleteParams, PostParams};
 use kube::Api;
+use skiff_api::scheduling_wait::SchedulingWait;
 use skiff_client::testing::{node, pod};
 use support::{
     node_of, pod_scheduled, test_config, wait_for, wait_for_or, RunningScheduler, TestServer,
@@ -137,6 +138,11 @@ async fn a_toleration_schedules_onto_tainted_nodes() {
     let pod = server.pods().get("web").await.expect("web");
     let scheduled = pod_scheduled(&pod).map(|c| c.0);
     assert_eq!(scheduled.as_deref(), Some("True"));
+    // Bound at its first attempt: no wait record on the pod.
+    assert_eq!(
+        SchedulingWait::from_annotations(pod.metadata.annotations.as_ref()),
+        None
+    );
     let message = format!("Successfully assigned default/web to {node}");
     let ev = wait_for("Scheduled event", || async {
         server
@@ -178,6 +184,24 @@ async fn a_node_selector_is_satisfied_once_a_node_is_labelled() {
         .expect("run kubectl");
     assert!(labelled.status.success(), "kubectl label: {labelled:?}");
     assert_eq!(bound(&server, "db").await, "n2");
+
+    // What it waited for rode on its binding onto the pod.
+    let pod = server.pods().get("db").await.expect("db");
+    let wait = SchedulingWait::from_annotations(pod.metadata.annotations.as_ref())
+        .expect("the scheduling wait annotation");
+    assert!(wait.attempts >= 1, "{wait:?}");
+    let reason = &wait.reasons[0];
+    assert_eq!(reason.message, message);
+    assert!(
+        reason.count >= 1 && reason.count <= wait.attempts,
+        "{wait:?}"
+    );
+    let created = pod.metadata.creation_timestamp.expect("created").0;
+    assert!(
+        wait.queued_ms >= created.as_millisecond() && wait.queued_ms <= reason.first_ms,
+        "{wait:?} created {created}"
+    );
+    assert!(reason.first_ms <= reason.last_ms);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,9 +3,10 @@
 //! 1 and 7). A pod with two init containers (one image present, one
 //! pulled) and a readiness probe gets one `StartupTimeline` event when it
 //! is first Ready, whose annotation is the machine-readable timeline;
-//! node events are the kubelet's; container events name their container
-//! in `involvedObject.fieldPath`; `skiff logs agent` prints the agent's
-//! log.
+//! a pod that waited for a node says why (the scheduler's messages, with
+//! their counts); node events are the kubelet's; container events name
+//! their container in `involvedObject.fieldPath`; `skiff logs agent`
+//! prints the agent's log.
 //!
 //! How times are compared: creationTimestamp and the Ready condition's
 //! lastTransitionTime are whole seconds in the API. The timeline's own
@@ -325,6 +326,76 @@ spec:
         })
         .collect();
     assert!(others.is_empty(), "not the agent's lines: {others:#?}");
+
+    // A pod that waits for a node: its timeline says what it waited for
+    // (the scheduler's messages, through its binding), and still adds up.
+    c.apply(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: waiter}
+spec:
+  terminationGracePeriodSeconds: 0
+  nodeSelector: {skiff.dev/timeline-test: "yes"}
+  containers:
+  - name: app
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "3600"]
+"#,
+    );
+    let unschedulable = c.wait_event("waiter", "FailedScheduling", 30);
+    assert!(
+        unschedulable.contains("didn't match Pod's node affinity/selector"),
+        "{unschedulable}"
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    c.kubectl(&["label", "node", &node, "skiff.dev/timeline-test=yes"]);
+    c.wait("pod/waiter", "condition=Ready", 60);
+    let message = c.wait_event("waiter", "StartupTimeline", 30);
+    let annotation = events(
+        &c,
+        "involvedObject.name=waiter,reason=StartupTimeline",
+        r#"{.metadata.annotations.skiff\.dev/startup-timeline}"#,
+    );
+    let w: Finished = serde_json::from_str(&annotation[0])
+        .unwrap_or_else(|e| panic!("the timeline's JSON: {e}: {}", annotation[0]));
+    eprintln!(
+        "timeline: {message}\n{}",
+        serde_json::to_string_pretty(&w).unwrap()
+    );
+    assert!(
+        message.contains(&format!(
+            "scheduling {} (waited: {unschedulable}",
+            message::duration(w.phases[0].duration_ms)
+        )),
+        "{message}"
+    );
+    let sum: i64 = w.phases.iter().map(|p| p.duration_ms).sum();
+    assert!(
+        (sum - (w.ready_ms - w.created_ms)).abs() <= 50,
+        "phases add up to {sum} ms, created -> ready is {} ms",
+        w.ready_ms - w.created_ms
+    );
+    let scheduling = w.phase("scheduling").expect("a scheduling phase");
+    assert!(
+        scheduling.duration_ms >= 1000,
+        "it waited 1.5 s: {scheduling:?}"
+    );
+    let queued = w.steps.iter().find(|s| s.name == "queued").expect("queued");
+    assert!(queued.count.unwrap_or(0) >= 2, "{queued:?}");
+    let why = w
+        .steps
+        .iter()
+        .find(|s| s.name == "unschedulable")
+        .expect("an unschedulable step");
+    assert_eq!(why.message.as_deref(), Some(unschedulable.as_str()));
+    assert!(why.count.unwrap_or(0) >= 1, "{why:?}");
+    assert!(
+        why.start_ms >= w.created_ms
+            && why.start_ms <= scheduling.start_ms + scheduling.duration_ms,
+        "{why:?} inside {scheduling:?}"
+    );
 
     // A restarted agent adopts the Ready pod: it has seen no start, so it
     // writes no second timeline; the node says Starting again.

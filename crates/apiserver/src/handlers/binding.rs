@@ -1,4 +1,5 @@
-//! POST pods/NAME/binding: the scheduler's assignment of a pod to a node.
+//! POST pods/NAME/binding: the scheduler's assignment of a pod to a node
+//! (and the Binding's annotations merged onto the pod, as upstream's).
 
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -11,7 +12,8 @@ use crate::AppState;
 
 use super::json_response;
 
-/// POST pods/NAME/binding: sets spec.nodeName once, and PodScheduled.
+/// POST pods/NAME/binding: sets spec.nodeName once, and PodScheduled;
+/// merges the Binding's annotations into the pod's.
 pub(super) async fn bind(
     state: &AppState,
     kind: &Kind,
@@ -68,6 +70,25 @@ pub(super) async fn bind(
             return Err(ApiError::internal(format!("stored pod {name} has no spec")));
         };
         object::set(spec, "nodeName", json!(node));
+        // The Binding's annotations go onto the pod in the same write
+        // (upstream `setPodNodeAndMetadata`); the scheduler's
+        // `skiff.dev/scheduling-wait` travels this way.
+        if let Some(annotations) = binding
+            .pointer("/metadata/annotations")
+            .and_then(Value::as_object)
+            .filter(|a| !a.is_empty())
+        {
+            let meta = object::meta(&mut pod);
+            let slot = meta.entry("annotations").or_insert_with(|| json!({}));
+            if !slot.is_object() {
+                *slot = json!({});
+            }
+            if let Some(pod_annotations) = slot.as_object_mut() {
+                for (k, v) in annotations {
+                    pod_annotations.insert(k.clone(), v.clone());
+                }
+            }
+        }
         let conditions = pod
             .pointer_mut("/status/conditions")
             .and_then(Value::as_array_mut)

@@ -12,6 +12,20 @@
 //! second-resolution API time never makes a phase negative. The steps
 //! (each call, pull and probe) say what happened inside them.
 //!
+//! The scheduling phase starts at creationTimestamp, which the API server
+//! sets when it admits the pod (so "created" and "admitted" are one
+//! instant), and ends when the binding made PodScheduled True. A pod
+//! bound at the scheduler's first attempt has no steps there: the
+//! scheduler saw it within milliseconds of its creation and nothing more
+//! is worth a record. A pod that waited carries the scheduler's record
+//! of its failed attempts ([`SchedulingWait`], the
+//! `skiff.dev/scheduling-wait` annotation its binding put on the pod):
+//! it becomes a `queued` step (from the scheduler first queueing the pod
+//! to the binding; `count`: the attempts) and one `unschedulable` step
+//! per FailedScheduling message (first to last time; `count`: how many
+//! attempts ended with it), and the binding's time, which the scheduler
+//! stamped on the record, ends the phase to the millisecond.
+//!
 //! Pure: no clock, no I/O.
 
 use std::time::Instant;
@@ -19,6 +33,8 @@ use std::time::Instant;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use serde::{Deserialize, Serialize};
+
+use skiff_api::scheduling_wait::SchedulingWait;
 
 use super::{Error, ImageOutcome, Result, Timeline};
 
@@ -58,6 +74,8 @@ pub struct PodFacts {
     /// When each (non-sidecar) init container exited, ns since the epoch.
     pub init_exited: Vec<(String, i64)>,
     pub probes: Vec<Probes>,
+    /// The scheduler's record of a pod that waited (its annotation).
+    pub wait: Option<SchedulingWait>,
 }
 
 impl PodFacts {
@@ -82,6 +100,7 @@ impl PodFacts {
             scheduled,
             ready,
             init_containers: crate::podspec::init_containers(pod).len(),
+            wait: SchedulingWait::from_annotations(pod.metadata.annotations.as_ref()),
             ..Default::default()
         }
     }
@@ -102,6 +121,8 @@ pub struct Phase {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Step {
+    /// queued (the scheduler's queue, for a pod that waited),
+    /// unschedulable (a FailedScheduling message while it waited),
     /// sandbox, network, volumes, image, create, start, postStart, run
     /// (an init container from started to exited), startupProbe,
     /// readinessProbe (from the container started to the probe passing).
@@ -119,6 +140,13 @@ pub struct Step {
     pub present: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u64>,
+    /// For unschedulable steps: the scheduler's message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// For queued steps: the scheduling attempts; for unschedulable
+    /// steps: the attempts that ended with its message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u32>,
 }
 
 impl Step {
@@ -131,6 +159,8 @@ impl Step {
             image: None,
             present: None,
             bytes: None,
+            message: None,
+            count: None,
         }
     }
 }
@@ -194,8 +224,16 @@ pub fn compute(timeline: &Timeline, facts: &PodFacts) -> Result<Finished> {
         .ok_or_else(|| Error::NoCreation(who.clone()))?);
     let wall = |at: Instant| ms(timeline.wall(at));
 
-    // The boundaries, each at least the one before.
-    let scheduled = facts.scheduled.map(ms).unwrap_or(created).max(created);
+    // The boundaries, each at least the one before. A pod that waited
+    // has the binding's time to the millisecond, when it is in the
+    // condition's second.
+    let scheduled_s = facts.scheduled.map(ms);
+    let binding = facts.wait.as_ref().map(|w| w.binding_ms);
+    let scheduled = match (scheduled_s, binding) {
+        (Some(s), Some(b)) if (s..s + 1000).contains(&b) => b,
+        (s, _) => s.unwrap_or(created),
+    }
+    .max(created);
     let seen = wall(timeline.seen).max(scheduled);
     let sandbox_end = wall(sandbox.end).max(seen);
 
@@ -205,6 +243,19 @@ pub fn compute(timeline: &Timeline, facts: &PodFacts) -> Result<Finished> {
         wall(sandbox.start),
         wall(sandbox.end),
     )];
+    if let Some(wait) = &facts.wait {
+        let queued = wait.queued_ms.clamp(created, scheduled);
+        let mut step = Step::new("queued", None, queued, scheduled);
+        step.count = Some(wait.attempts.saturating_add(1));
+        steps.push(step);
+        for r in &wait.reasons {
+            let first = r.first_ms.max(queued);
+            let mut step = Step::new("unschedulable", None, first, r.last_ms);
+            step.message = Some(r.message.clone());
+            step.count = Some(r.count);
+            steps.push(step);
+        }
+    }
     if let Some(done) = timeline.network_done_ns.map(ns_to_ms) {
         // containerd makes the sandbox's container, then its network;
         // from before the call when the runtime says otherwise.
@@ -508,6 +559,51 @@ mod tests {
         t.network_done_ns = Some(start_ns + 500_000_000);
         let f = compute(&t, &facts).unwrap();
         assert!(f.steps.iter().all(|s| s.name != "network"));
+    }
+
+    #[test]
+    fn a_pod_that_waited_has_its_queue_and_reasons_in_the_scheduling_phase() {
+        let (clock, mut t, mut facts) = setup();
+        // Created at 10:00:00, queued 5 ms later, unschedulable twice,
+        // bound at 10:00:12.300 (the condition says 10:00:12).
+        facts.scheduled = Some("2026-01-01T10:00:12Z".parse().unwrap());
+        let created = 1_767_261_600_000;
+        let mut wait = SchedulingWait::new(created + 5);
+        wait.failed("0/1 nodes are available: taint.", created + 10);
+        wait.failed("0/1 nodes are available: taint.", created + 9_010);
+        wait.binding_ms = created + 12_300;
+        facts.wait = Some(wait);
+        clock.advance(Duration::from_millis(12_100));
+        let sb = span(&clock, 50);
+        t.sandbox(sb, "sb1");
+        facts.ready = t.wall(clock.now());
+        let f = compute(&t, &facts).unwrap();
+        assert_eq!(f.created_ms, created);
+        assert_eq!(f.phase("scheduling").unwrap().duration_ms, 12_300);
+        let sum: i64 = f.phases.iter().map(|p| p.duration_ms).sum();
+        assert_eq!(sum, f.total_ms);
+        let queued = f.steps.iter().find(|s| s.name == "queued").unwrap();
+        assert_eq!(
+            (queued.start_ms, queued.duration_ms, queued.count),
+            (created + 5, 12_295, Some(3))
+        );
+        let why = f.steps.iter().find(|s| s.name == "unschedulable").unwrap();
+        assert_eq!(
+            why.message.as_deref(),
+            Some("0/1 nodes are available: taint.")
+        );
+        assert_eq!((why.duration_ms, why.count), (9_000, Some(2)));
+        // A binding time outside the condition's second is not used.
+        facts.wait.as_mut().unwrap().binding_ms = created + 14_000;
+        let f = compute(&t, &facts).unwrap();
+        assert_eq!(f.phase("scheduling").unwrap().duration_ms, 12_000);
+        // Without a record: no scheduling steps.
+        facts.wait = None;
+        let f = compute(&t, &facts).unwrap();
+        assert!(f
+            .steps
+            .iter()
+            .all(|s| s.name != "queued" && s.name != "unschedulable"));
     }
 
     #[test]

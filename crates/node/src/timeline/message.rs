@@ -5,7 +5,11 @@
 //!
 //! Every phase is named with its duration, so the parts add up to the
 //! total; images are listed where they stand (their time is inside the
-//! init or start phase). Pure text.
+//! init or start phase), postStart hooks inside the start phase's. A pod
+//! that waited to be scheduled says why, with the scheduler's messages
+//! and how often each came: `scheduling 12.3s (waited: 0/1 nodes are
+//! available: 1 node(s) had untolerated taint
+//! {node-role.kubernetes.io/control-plane: }. (x4))`. Pure text.
 
 use super::compute::Finished;
 
@@ -36,14 +40,47 @@ pub fn size(bytes: u64) -> String {
     format!("{value:.1} {}", UNITS.get(unit).copied().unwrap_or("TB"))
 }
 
+/// Most scheduler messages quoted in the text (the JSON has them all).
+const MAX_WAIT_REASONS: usize = 3;
+
+/// ` (waited: MESSAGE (x3); MESSAGE)`, or nothing when the pod did not.
+fn waited(f: &Finished) -> String {
+    let reasons: Vec<String> = f
+        .steps
+        .iter()
+        .filter(|s| s.name == "unschedulable")
+        .filter_map(|s| {
+            let message = s.message.as_deref()?;
+            Some(match s.count.unwrap_or(1) {
+                0 | 1 => message.to_string(),
+                n => format!("{message} (x{n})"),
+            })
+        })
+        .collect();
+    if reasons.is_empty() {
+        return String::new();
+    }
+    let mut text = reasons
+        .iter()
+        .take(MAX_WAIT_REASONS)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("; ");
+    if reasons.len() > MAX_WAIT_REASONS {
+        text.push_str(&format!("; and {} more", reasons.len() - MAX_WAIT_REASONS));
+    }
+    format!(" (waited: {text})")
+}
+
 /// The event's message.
 pub fn text(f: &Finished) -> String {
     let mut parts: Vec<String> = Vec::new();
     let phase = |name: &str| f.phase(name).map(|p| duration(p.duration_ms));
-    for name in ["scheduling", "node"] {
-        if let Some(d) = phase(name) {
-            parts.push(format!("{name} {d}"));
-        }
+    if let Some(d) = phase("scheduling") {
+        parts.push(format!("scheduling {d}{}", waited(f)));
+    }
+    if let Some(d) = phase("node") {
+        parts.push(format!("node {d}"));
     }
     if let Some(d) = phase("sandbox") {
         match f.steps.iter().find(|s| s.name == "network") {
@@ -77,8 +114,22 @@ pub fn text(f: &Finished) -> String {
         let noun = if n == 1 { "container" } else { "containers" };
         parts.push(format!("init {d} ({n} {noun})"));
     }
-    if let Some(d) = phase("start") {
-        parts.push(format!("start {d}"));
+    if let Some(p) = f.phase("start") {
+        // The postStart hooks of the regular containers (an init
+        // container's ran in the init phase).
+        let hooks: Vec<i64> = f
+            .steps
+            .iter()
+            .filter(|s| s.name == "postStart" && s.start_ms >= p.start_ms)
+            .map(|s| s.duration_ms)
+            .collect();
+        let d = duration(p.duration_ms);
+        if hooks.is_empty() {
+            parts.push(format!("start {d}"));
+        } else {
+            let hooks = duration(hooks.iter().sum());
+            parts.push(format!("start {d} (postStart {hooks})"));
+        }
     }
     if let Some(d) = phase("ready") {
         parts.push(format!("ready after {d} ({})", f.ready_after));
@@ -108,6 +159,8 @@ mod tests {
             image: None,
             present: None,
             bytes: None,
+            message: None,
+            count: None,
         }
     }
 
@@ -168,6 +221,54 @@ mod tests {
             "Started in 2.42s: scheduling 3ms, node 5ms, sandbox 112ms (network 41ms), \
              image busybox:latest present, image localhost:5000/app:v1 pulled in 700ms (2.1 MB), \
              init 800ms (2 containers), start 1s, ready after 500ms (readiness probe)"
+        );
+    }
+
+    #[test]
+    fn a_pod_that_waited_says_what_for() {
+        let taint = "0/1 nodes are available: 1 node(s) had untolerated taint \
+            {node-role.kubernetes.io/control-plane: }.";
+        let mut queued = step("queued", None, 1_000_000, 12_300);
+        queued.count = Some(5);
+        let mut tainted = step("unschedulable", None, 1_000_010, 9_000);
+        tainted.message = Some(taint.into());
+        tainted.count = Some(4);
+        let mut none = step("unschedulable", None, 1_000_005, 0);
+        none.message = Some("no nodes available to schedule pods".into());
+        none.count = Some(1);
+        let f = Finished {
+            api_version: API_VERSION.into(),
+            kind: KIND.into(),
+            namespace: "default".into(),
+            name: "web".into(),
+            uid: "u1".into(),
+            node: "n1".into(),
+            created_ms: 1_000_000,
+            ready_ms: 1_012_400,
+            total_ms: 12_400,
+            ready_after: "no probe".into(),
+            init_containers: 0,
+            phases: vec![
+                phase("scheduling", 1_000_000, 12_300),
+                phase("node", 1_012_300, 5),
+                phase("sandbox", 1_012_305, 70),
+                phase("start", 1_012_375, 25),
+                phase("ready", 1_012_400, 0),
+            ],
+            steps: vec![
+                queued,
+                none,
+                tainted,
+                step("postStart", Some("app"), 1_012_390, 8),
+            ],
+        };
+        assert_eq!(
+            text(&f),
+            format!(
+                "Started in 12.4s: scheduling 12.3s (waited: no nodes available to schedule \
+                 pods; {taint} (x4)), node 5ms, sandbox 70ms, start 25ms (postStart 8ms), \
+                 ready after 0s (no probe)"
+            )
         );
     }
 }

@@ -13,6 +13,27 @@
 //! - [`store`]: the finished timelines of this node's pods, for readers in
 //!   the process (the agent's endpoint, metrics).
 //!
+//! Where it is exposed: the `StartupTimeline` Normal event on the pod,
+//! written once when the pod is first Ready (its message for `kubectl
+//! describe pod`, [`message`]); the machine-readable form, the
+//! [`Finished`] JSON (`apiVersion: skiff.dev/v1alpha1`, `kind:
+//! PodStartupTimeline`), is that event's [`ANNOTATION`]
+//! (`kubectl get events --field-selector
+//! involvedObject.uid=UID,reason=StartupTimeline -o
+//! jsonpath='{.items[0].metadata.annotations.skiff\.dev/startup-timeline}'`);
+//! the histograms are the kubelet's (`kubelet_pod_start_sli_duration_seconds`,
+//! `kubelet_pod_start_total_duration_seconds`, in `crate::metrics`).
+//!
+//! Who records what: the API server admits and creates the pod
+//! (creationTimestamp: "created" and "admitted" are one instant); the
+//! scheduler queues it and, for a pod whose attempts failed, keeps when it
+//! first queued it and each FailedScheduling message with its count,
+//! which its binding carries onto the pod as the
+//! `skiff.dev/scheduling-wait` annotation (`skiff_api::scheduling_wait`;
+//! a pod bound at its first attempt gets none, so the normal path costs
+//! nothing: no event list, no extra write); the binding sets PodScheduled;
+//! this agent records the rest, from seeing the pod to Ready.
+//!
 //! It never talks to the API or the runtime: the pod worker hands it what
 //! it saw (see `pod_worker::sync`), and writes the one event.
 
