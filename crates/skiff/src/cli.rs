@@ -308,6 +308,14 @@ pub struct SchedulerArgs {
     /// Take part in leader election (kube-system/kube-scheduler Lease).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub leader_elect: bool,
+
+    /// The HTTPS port of /metrics and /healthz (kube-scheduler's; 0: none).
+    #[arg(long, default_value_t = crate::secure_port::SCHEDULER_PORT)]
+    pub secure_port: u16,
+
+    /// The address the secure port listens on.
+    #[arg(long, default_value = "0.0.0.0")]
+    pub bind_address: std::net::IpAddr,
 }
 
 /// `skiff controller-manager`.
@@ -321,6 +329,15 @@ pub struct ControllerManagerArgs {
     /// Lease).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub leader_elect: bool,
+
+    /// The HTTPS port of /metrics and /healthz
+    /// (kube-controller-manager's; 0: none).
+    #[arg(long, default_value_t = crate::secure_port::CONTROLLER_MANAGER_PORT)]
+    pub secure_port: u16,
+
+    /// The address the secure port listens on.
+    #[arg(long, default_value = "0.0.0.0")]
+    pub bind_address: std::net::IpAddr,
 
     /// Give each node a podCIDR from this range (node IPAM); empty: off.
     #[arg(long, default_value = "")]

@@ -1,6 +1,7 @@
 //! `skiff controller-manager --kubeconfig FILE`: the controller manager
 //! alone, against any API server, as kube-controller-manager runs beside
-//! kube-apiserver (`skiff server` runs the same manager in-process).
+//! kube-apiserver (`skiff server` runs the same manager in-process), with
+//! its metrics on its secure port (`crate::secure_port`).
 
 use anyhow::Context as _;
 use kube::config::Kubeconfig;
@@ -42,6 +43,13 @@ pub async fn run(args: ControllerManagerArgs) -> anyhow::Result<()> {
         config.service_account_signer = Some(std::sync::Arc::new(signer));
     }
     let shutdown = CancellationToken::new();
+    if args.secure_port != 0 {
+        // Its metrics on its own secure port, as kube-controller-manager's.
+        let registry = skiff_metrics::Registry::with_process_metrics();
+        skiff_controllers::metrics::install(&registry);
+        let addr = std::net::SocketAddr::new(args.bind_address, args.secure_port);
+        crate::secure_port::start(addr, client.clone(), registry, shutdown.clone()).await?;
+    }
     let task = tokio::spawn(
         skiff_controllers::ControllerManager::new(config).run(client, shutdown.clone()),
     );

@@ -12,6 +12,7 @@ mod logs;
 mod node_role;
 mod reset;
 mod scheduler;
+mod secure_port;
 mod server;
 mod sim;
 

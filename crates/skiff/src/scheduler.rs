@@ -34,11 +34,22 @@ pub async fn run_with(
     Ok(())
 }
 
-/// `skiff scheduler --kubeconfig FILE`.
+/// `skiff scheduler --kubeconfig FILE`: its metrics on its own secure
+/// port (`crate::secure_port`), as kube-scheduler's.
 pub async fn run(args: SchedulerArgs) -> anyhow::Result<()> {
     let client = client(&args.kubeconfig).await?;
     let shutdown = CancellationToken::new();
-    let task = tokio::spawn(run_with(client, args.leader_elect, None, shutdown.clone()));
+    let metrics = (args.secure_port != 0).then(skiff_metrics::Registry::with_process_metrics);
+    if let Some(registry) = &metrics {
+        let addr = std::net::SocketAddr::new(args.bind_address, args.secure_port);
+        crate::secure_port::start(addr, client.clone(), registry.clone(), shutdown.clone()).await?;
+    }
+    let task = tokio::spawn(run_with(
+        client,
+        args.leader_elect,
+        metrics,
+        shutdown.clone(),
+    ));
     crate::server::wait_for_signal().await?;
     shutdown.cancel();
     task.await?

@@ -818,6 +818,7 @@ fn a_separate_controller_manager_signs_with_the_cluster_signing_flags() {
             .args([
                 "controller-manager",
                 "--leader-elect=false",
+                "--secure-port=0",
                 "--controllers=csrsigning",
                 "--kubeconfig",
             ])

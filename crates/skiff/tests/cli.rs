@@ -347,7 +347,12 @@ spec:
 fn a_separate_scheduler_process_schedules_pods() {
     let server = start_server_with(&[], &["--disable-scheduler"], true);
     let mut scheduler = Command::new(SKIFF)
-        .args(["scheduler", "--leader-elect=false", "--kubeconfig"])
+        .args([
+            "scheduler",
+            "--leader-elect=false",
+            "--secure-port=0",
+            "--kubeconfig",
+        ])
         .arg(&server.kubeconfig)
         .env("SKIFF_LOG", "warn")
         .stderr(Stdio::null())

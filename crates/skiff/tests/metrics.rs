@@ -6,7 +6,9 @@
 //! the running-pods gauge matches the pods running, the resource endpoint
 //! has the pods' CPU and memory; and access is upstream's: `/metrics`
 //! needs `get` on that URL (group `system:monitoring` has it, a user
-//! without rights gets 403), the agent's are `nodes/metrics`.
+//! without rights gets 403), the agent's are `nodes/metrics`. Standalone
+//! `skiff scheduler` and `skiff controller-manager` serve theirs on their
+//! own secure ports, for bearer tokens the API server reviews.
 
 mod cluster;
 
@@ -312,4 +314,94 @@ fn metrics_of_every_component_parse_count_and_are_guarded() {
         );
     }
     c.assert_no_component_refused();
+}
+
+/// A child process killed when the test ends.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// GET `https://127.0.0.1:PORT/PATH` with a bearer token: (status, body).
+fn secure_get(port: u16, path: &str, token: Option<&str>) -> (String, String) {
+    let mut cmd = std::process::Command::new("curl");
+    cmd.args(["-sk", "--max-time", "20", "-w", "\n%{http_code}"]);
+    if let Some(t) = token {
+        cmd.args(["-H", &format!("Authorization: Bearer {t}")]);
+    }
+    let out = cmd
+        .arg(format!("https://127.0.0.1:{port}{path}"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
+    (code.to_string(), body.to_string())
+}
+
+/// Standalone `skiff scheduler` and `skiff controller-manager` serve
+/// their metrics on their own secure ports (kube-scheduler's 10259 and
+/// kube-controller-manager's 10257; free ports here), HTTPS, for callers
+/// the API server authenticates (TokenReview) and allows `get` on
+/// `/metrics` (SubjectAccessReview): a service account bound to
+/// `system:monitoring` reads them; one without gets 403, no token 401;
+/// `/healthz` is open.
+#[test]
+fn standalone_scheduler_and_controller_manager_serve_metrics_on_secure_ports() {
+    let c = Cluster::start(Options::default());
+    let (scheduler_port, manager_port) = (cluster::free_port(), cluster::free_port());
+    let spawn = |args: &[&str], port: u16| {
+        Child(
+            std::process::Command::new(cluster::SKIFF)
+                .args(args)
+                .arg("--kubeconfig")
+                .arg(&c.kubeconfig)
+                .args(["--bind-address", "127.0.0.1", "--secure-port"])
+                .arg(port.to_string())
+                .env("SKIFF_LOG", "warn")
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
+    };
+    // Standing by behind the server's own (leader election): still serving.
+    let _scheduler = spawn(&["scheduler"], scheduler_port);
+    let _manager = spawn(&["controller-manager"], manager_port);
+
+    c.kubectl(&["create", "serviceaccount", "prom"]);
+    c.kubectl(&["create", "serviceaccount", "nobody"]);
+    c.kubectl(&[
+        "create",
+        "clusterrolebinding",
+        "prom-monitoring",
+        "--clusterrole=system:monitoring",
+        "--serviceaccount=default:prom",
+    ]);
+    let prom = c.kubectl(&["create", "token", "prom"]);
+    let nobody = c.kubectl(&["create", "token", "nobody"]);
+    let (prom, nobody) = (prom.trim(), nobody.trim());
+
+    for (port, metric) in [
+        (scheduler_port, "scheduler_pending_pods"),
+        (manager_port, "process_start_time_seconds"),
+    ] {
+        wait_for("the secure port", Duration::from_secs(30), || {
+            (secure_get(port, "/healthz", None).0 == "200").then_some(())
+        });
+        assert_eq!(secure_get(port, "/metrics", None).0, "401");
+        assert_eq!(secure_get(port, "/metrics", Some("not-a-token")).0, "401");
+        assert_eq!(secure_get(port, "/metrics", Some(nobody)).0, "403");
+        let (code, body) = secure_get(port, "/metrics", Some(prom));
+        assert_eq!(code, "200", "{body}");
+        let scrape = parse(&body);
+        assert!(has(&scrape, metric), "{metric} on port {port}: {body}");
+        assert!(sum(&scrape, "process_resident_memory_bytes", &[]) > 0.0);
+    }
+    // Each process its own registry (the controller manager stands by:
+    // its work queues appear once it leads).
+    let (_, body) = secure_get(manager_port, "/metrics", Some(prom));
+    assert!(!has(&parse(&body), "scheduler_pending_pods"), "{body}");
 }
