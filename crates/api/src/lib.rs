@@ -15,6 +15,7 @@
 )]
 
 pub mod apply;
+pub mod bootstrap_token;
 pub mod crd;
 pub mod defaults;
 pub mod jwt;

@@ -21,6 +21,20 @@ use crate::AppState;
 /// the matching kubectl by it).
 pub const KUBE_MINOR: &str = "33";
 
+/// `GET /cacerts`: the cluster's CA certificate, PEM (public, as k3s's):
+/// a node joining with a token checks it against the token's hash before
+/// it trusts the server.
+pub async fn ca_certs(State(state): State<AppState>) -> Result<Response, ApiError> {
+    let Some(pem) = state.ca_cert.clone() else {
+        return Err(ApiError::not_found_path());
+    };
+    Ok((
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        pem.to_string(),
+    )
+        .into_response())
+}
+
 pub async fn version() -> Json<Value> {
     Json(json!({
         "major": "1",

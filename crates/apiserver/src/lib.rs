@@ -252,6 +252,7 @@ pub fn router(
     Router::new()
         .route("/version", get(discovery::version))
         .route("/version/", get(discovery::version))
+        .route(authn::CA_CERTS_PATH, get(discovery::ca_certs))
         .route("/healthz", get(discovery::healthz))
         .route("/livez", get(discovery::healthz))
         .route("/readyz", get(discovery::healthz))
@@ -372,19 +373,27 @@ impl ApiServer {
         // the watch caches.
         let (signer, keys) = authn::serviceaccount::ensure_keys(&pki.dir)?;
         let caches = state.caches.clone();
+        let lookup: authn::serviceaccount::Lookup = Arc::new(move |key: &str| {
+            let storage = key.strip_prefix("/registry/")?.split('/').next()?;
+            let cached = caches.get(storage)?.get(key)?;
+            Some((cached.revision, cached.json()?.clone()))
+        });
         let service_accounts = Arc::new(authn::serviceaccount::ServiceAccounts::new(
             signer,
             keys,
             authn::serviceaccount::DEFAULT_ISSUER,
-            Arc::new(move |key: &str| {
-                let storage = key.strip_prefix("/registry/")?.split('/').next()?;
-                let cached = caches.get(storage)?.get(key)?;
-                Some((cached.revision, cached.json()?.clone()))
-            }),
+            lookup.clone(),
         ));
         state.service_accounts = Some(service_accounts.clone());
+        state.ca_cert = Some(pki.ca_cert.clone().into());
         state.disabled_admission_plugins = config.disable_admission_plugins.clone().into();
-        let tokens = Arc::new((*tokens).clone().with_service_accounts(service_accounts));
+        // Bootstrap tokens (joining nodes) are Secrets, read the same way.
+        let tokens = Arc::new(
+            (*tokens)
+                .clone()
+                .with_service_accounts(service_accounts)
+                .with_bootstrap(Arc::new(authn::bootstrap::BootstrapTokens::new(lookup))),
+        );
         state.set_allocators(
             bootstrap::start(
                 state.store.as_ref(),

@@ -49,6 +49,9 @@ pub struct AppState {
     /// Service-account tokens: issued by TokenRequest, checked by the
     /// authenticator (none: the server signs none).
     pub service_accounts: Option<Arc<crate::authn::serviceaccount::ServiceAccounts>>,
+    /// The cluster's CA certificate (PEM), served at `/cacerts` for nodes
+    /// that join with a token (none: not served).
+    pub ca_cert: Option<Arc<str>>,
     /// The authorizer chain: system:masters, then upstream's `Node,RBAC`.
     pub authorizers: Arc<Vec<Box<dyn crate::authz::Authorizer>>>,
     /// Requests, watch events and stored objects counted (`/metrics`).
@@ -90,6 +93,7 @@ impl AppState {
             crds,
             admission: Arc::default(),
             service_accounts: None,
+            ca_cert: None,
             disabled_admission_plugins: Arc::new([]),
             authorizers: Arc::new(vec![
                 Box::new(crate::authz::MastersOnly),

@@ -30,6 +30,7 @@ pub mod clock;
 pub mod correlator;
 pub mod http;
 pub mod informer;
+pub mod join;
 pub mod leader;
 pub mod ratelimit;
 pub mod recorder;

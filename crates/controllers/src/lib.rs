@@ -50,6 +50,7 @@
 //!   job controller, with finalizer-based pod tracking);
 //! - [`cronjob`]: creates Jobs on CronJobs' schedules (upstream's v2
 //!   cronjob controller);
+//! - [`tokencleaner`]: deletes expired bootstrap token Secrets.
 //! - [`ttlafterfinished`]: deletes finished Jobs after their
 //!   `ttlSecondsAfterFinished`;
 //! - [`workload`]: what the workload controllers share (pod facts,
@@ -95,6 +96,7 @@ pub mod servicelb;
 pub mod statefulset;
 pub mod tainteviction;
 pub mod testing;
+pub mod tokencleaner;
 pub mod ttlafterfinished;
 pub mod workload;
 

@@ -77,7 +77,7 @@ pub fn default_node_name() -> String {
 }
 
 /// The CA in a kubeconfig (skiff signs its client certificates with it).
-fn kubeconfig_ca(path: &Path) -> anyhow::Result<String> {
+pub fn kubeconfig_ca(path: &Path) -> anyhow::Result<String> {
     let kc = kube::config::Kubeconfig::read_from(path)
         .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
     let cluster = kc
@@ -98,17 +98,44 @@ fn kubeconfig_ca(path: &Path) -> anyhow::Result<String> {
     anyhow::bail!("the kubeconfig has no certificate authority; pass --client-ca-file")
 }
 
+/// Where a node that joined with a token keeps its kubeconfig.
+pub const JOINED_KUBECONFIG: &str = "kubelet.kubeconfig";
+
+/// `skiff agent --server URL --token TOKEN`: the node's kubeconfig in the
+/// data dir, made by joining (the kubelet's TLS bootstrap) unless an
+/// earlier start made it. Nothing is written when the join fails.
+async fn join(
+    server: &str,
+    token: &str,
+    node_name: &str,
+    data_dir: &Path,
+) -> anyhow::Result<std::path::PathBuf> {
+    let token = skiff_client::join::JoinToken::parse(token)?;
+    let path = data_dir.join(JOINED_KUBECONFIG);
+    if path.exists() {
+        tracing::info!(kubeconfig = %path.display(), "already joined; using the node's kubeconfig");
+        return Ok(path);
+    }
+    skiff_client::join::bootstrap(server, &token, node_name, &path).await?;
+    tracing::info!(kubeconfig = %path.display(), server, "joined the cluster");
+    Ok(path)
+}
+
 /// `skiff agent --kubeconfig FILE --node-name N --data-dir DIR`.
 pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
-    let (client, rotating) =
-        skiff_client::http::client_with_rotating_cert(&args.kubeconfig).await?;
+    let data_dir = std::path::absolute(&args.data_dir)?;
+    let node_name = args.node_name.clone().unwrap_or_else(default_node_name);
+    let kubeconfig = match (&args.kubeconfig, &args.server, &args.token) {
+        (Some(path), _, _) => path.clone(),
+        (None, Some(server), Some(token)) => join(server, token, &node_name, &data_dir).await?,
+        _ => anyhow::bail!("pass --kubeconfig, or --server and --token to join"),
+    };
+    let (client, rotating) = skiff_client::http::client_with_rotating_cert(&kubeconfig).await?;
     let ca = match &args.client_ca_file {
         Some(file) => std::fs::read_to_string(file)
             .with_context(|| format!("cannot read {}", file.display()))?,
-        None => kubeconfig_ca(&args.kubeconfig)?,
+        None => kubeconfig_ca(&kubeconfig)?,
     };
-    let data_dir = std::path::absolute(&args.data_dir)?;
-    let node_name = args.node_name.clone().unwrap_or_else(default_node_name);
     let config = config(
         &args.node,
         node_name,

@@ -50,6 +50,52 @@ pub enum Command {
     /// unavailable pod) and `svc/NAME`. Exits 0 when healthy, 1 when it
     /// found a problem, 2 when it could not look.
     Explain(ExplainArgs),
+    /// Manage join tokens (as `kubeadm token`): bootstrap tokens a new
+    /// node joins with (`skiff agent --server URL --token TOKEN`).
+    Token(TokenArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TokenArgs {
+    /// The server's data dir (its admin kubeconfig is used).
+    #[arg(long, global = true, default_value = "/var/lib/skiff")]
+    pub data_dir: PathBuf,
+    /// A kubeconfig to use instead of the data dir's admin kubeconfig.
+    #[arg(long, global = true)]
+    pub kubeconfig: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: TokenCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum TokenCommand {
+    /// Create a token and print it (K10<CA hash>::<id>.<secret>).
+    Create(TokenCreateArgs),
+    /// List the tokens.
+    List,
+    /// Delete tokens (by id, `id.secret` or the whole join token).
+    Delete {
+        #[arg(required = true)]
+        tokens: Vec<String>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct TokenCreateArgs {
+    /// The token (`[a-z0-9]{6}.[a-z0-9]{16}`; default: a random one).
+    pub token: Option<String>,
+    /// How long until it expires (0: never).
+    #[arg(long, default_value = "24h", value_parser = parse_duration)]
+    pub ttl: std::time::Duration,
+    /// A description of what it is for.
+    #[arg(long)]
+    pub description: Option<String>,
+    /// What it may be used for.
+    #[arg(long, value_delimiter = ',', default_value = "signing,authentication")]
+    pub usages: Vec<String>,
+    /// More groups it authenticates in (`system:bootstrappers:...`).
+    #[arg(long, value_delimiter = ',')]
+    pub groups: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -250,9 +296,20 @@ pub struct NodeArgs {
 
 #[derive(Debug, Args)]
 pub struct AgentArgs {
-    /// Kubeconfig of the API server.
-    #[arg(long)]
-    pub kubeconfig: PathBuf,
+    /// Kubeconfig of the API server (or join with --server and --token).
+    #[arg(long, required_unless_present = "token", conflicts_with_all = ["server", "token"])]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// The API server to join (`https://HOST:PORT`), with --token.
+    #[arg(long, requires = "token")]
+    pub server: Option<String>,
+
+    /// The join token (`<server data dir>/token` or `skiff token create`):
+    /// the server's CA is checked against its hash, then the token asks
+    /// for this node's client certificate; the node's kubeconfig is kept
+    /// in the data dir, and later starts use it.
+    #[arg(long, requires = "server")]
+    pub token: Option<String>,
 
     /// The Node's name (default: the hostname).
     #[arg(long)]

@@ -48,6 +48,9 @@ struct Inner {
     /// None until the first line.
     file: Option<File>,
     written: u64,
+    /// Whether the first line may make the directory (else lines go to
+    /// the file only once someone else made it).
+    make_dir: bool,
 }
 
 /// The agent's log file, shared by every thread that logs.
@@ -66,8 +69,21 @@ impl AgentLog {
                 path: dir.join(FILE),
                 file: None,
                 written: 0,
+                make_dir: true,
             })),
         }
+    }
+
+    /// [`AgentLog::new`], but lines are kept in the file only once `dir`
+    /// exists: an agent joining with a token makes its data dir only when
+    /// it has joined (a refused join leaves nothing behind; its lines are
+    /// on stderr).
+    pub fn in_existing_dir(dir: &Path) -> Self {
+        let log = Self::new(dir);
+        if let Ok(mut inner) = log.inner.lock() {
+            inner.make_dir = false;
+        }
+        log
     }
 }
 
@@ -76,7 +92,14 @@ impl Inner {
     fn file(&mut self) -> std::io::Result<&mut File> {
         if self.file.is_none() {
             if let Some(dir) = self.path.parent() {
-                std::fs::create_dir_all(dir)?;
+                if self.make_dir {
+                    std::fs::create_dir_all(dir)?;
+                } else if !dir.is_dir() {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        "the data dir is not made yet",
+                    ));
+                }
             }
             let file = OpenOptions::new()
                 .create(true)
@@ -243,6 +266,22 @@ mod tests {
         assert_eq!(tail(text, Some(5)), text);
         assert_eq!(tail(text, Some(0)), "");
         assert_eq!(tail("a\nb", Some(1)), "b");
+    }
+
+    #[test]
+    fn a_joining_agent_logs_to_its_file_only_once_the_dir_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir_path = dir.path().join("agent");
+        let log = AgentLog::in_existing_dir(&dir_path);
+        let mut w = tracing_subscriber::fmt::MakeWriter::make_writer(&log);
+        assert!(w.write_all(b"refused\n").is_err());
+        assert!(!dir_path.exists());
+        std::fs::create_dir(&dir_path).unwrap();
+        w.write_all(b"joined\n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir_path.join(FILE)).unwrap(),
+            "joined\n"
+        );
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod scheduler;
 mod secure_port;
 mod server;
 mod sim;
+mod token;
 
 use clap::Parser;
 
@@ -104,6 +105,12 @@ fn main() -> anyhow::Result<()> {
             };
             std::process::exit(code)
         }
+        cli::Command::Token(args) => {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            runtime.block_on(token::run(args))
+        }
         cli::Command::Sim(args) => {
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
@@ -147,7 +154,11 @@ fn init_logging(command: &cli::Command) {
         cli::Command::Agent(args) => (Some(args.data_dir.clone()), false),
         _ => (None, false),
     };
-    let file = dir.map(|dir| logs::AgentLog::new(&dir));
+    let joining = matches!(command, cli::Command::Agent(args) if args.kubeconfig.is_none());
+    let file = dir.map(|dir| match joining {
+        true => logs::AgentLog::in_existing_dir(&dir),
+        false => logs::AgentLog::new(&dir),
+    });
     let file = file.map(|log| {
         tracing_subscriber::fmt::layer()
             .with_ansi(false)

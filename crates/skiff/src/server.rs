@@ -98,6 +98,13 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     }
     crate::default_storage_class::ensure_logged(loopback.clone()).await;
     crate::certs::autoapprove::ensure_logged(loopback.clone()).await;
+    // The join token nodes join with (`<data-dir>/token`).
+    let ca_pem = std::fs::read_to_string(data_dir.join("pki").join("ca.crt"))
+        .context("cannot read the cluster CA")?;
+    let join_token = crate::token::ensure_server_token(&loopback, &data_dir, &ca_pem)
+        .await
+        .context("the join token")?;
+    tracing::debug!(id = %join_token.token.id, "join token ready");
     tokio::spawn(crate::certs::expiration::warn_daily(
         data_dir.clone(),
         shutdown.clone(),
@@ -212,10 +219,24 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     // One write whose failure is ignored: `eprintln!` panics when stderr
     // is gone, and writes a formatted message in pieces, so a reader that
     // quits after the first line took the server down.
+    let join_address = match addr.ip() {
+        ip if ip.is_unspecified() => std::net::SocketAddr::new(
+            args.advertise_address
+                .or(args.node.node_ip)
+                .or_else(|| skiff_node::registration::machine::node_ip().ok())
+                .unwrap_or(std::net::Ipv4Addr::LOCALHOST.into()),
+            addr.port(),
+        ),
+        _ => addr,
+    };
+    let join = format!(
+        "Nodes join with:\n  skiff agent --server https://{join_address} --token $(cat {})\n",
+        data_dir.join(crate::token::FILE).display()
+    );
     let try_it = if args.disable_agent {
-        "Nodes join with: skiff agent --kubeconfig FILE --node-name NAME\n".to_string()
+        join
     } else {
-        "Then run a pod and reach it:\n  kubectl get nodes\n  kubectl run web --image=busybox -- httpd -f -p 8080\n  kubectl wait --for=condition=Ready pod/web\n  curl http://$(kubectl get pod web -o jsonpath='{.status.podIP}'):8080/\n".to_string()
+        format!("Then run a pod and reach it:\n  kubectl get nodes\n  kubectl run web --image=busybox -- httpd -f -p 8080\n  kubectl wait --for=condition=Ready pod/web\n  curl http://$(kubectl get pod web -o jsonpath='{{.status.podIP}}'):8080/\n{join}")
     };
     let banner = format!(
         "skiff server is running: API on https://{addr}, store at revision {revision}, data dir {}.\n\

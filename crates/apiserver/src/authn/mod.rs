@@ -7,6 +7,7 @@
 //! (`/version` and the health endpoints, as upstream's
 //! `system:public-info-viewer` allows). What a user may do is `authz`'s.
 
+pub mod bootstrap;
 pub mod requester;
 pub mod serviceaccount;
 
@@ -48,6 +49,8 @@ pub struct Tokens {
     by_token: HashMap<String, User>,
     /// Service-account tokens, for bearer tokens not in the file.
     pub service_accounts: Option<std::sync::Arc<serviceaccount::ServiceAccounts>>,
+    /// Bootstrap tokens (`bootstrap-token-<id>` Secrets), for joining nodes.
+    pub bootstrap: Option<std::sync::Arc<bootstrap::BootstrapTokens>>,
 }
 
 impl Tokens {
@@ -103,6 +106,7 @@ impl Tokens {
         Ok(Tokens {
             by_token,
             service_accounts: None,
+            bootstrap: None,
         })
     }
 
@@ -112,6 +116,12 @@ impl Tokens {
         service_accounts: std::sync::Arc<serviceaccount::ServiceAccounts>,
     ) -> Self {
         self.service_accounts = Some(service_accounts);
+        self
+    }
+
+    /// These tokens, and bootstrap tokens checked by `bootstrap`.
+    pub fn with_bootstrap(mut self, bootstrap: std::sync::Arc<bootstrap::BootstrapTokens>) -> Self {
+        self.bootstrap = Some(bootstrap);
         self
     }
 
@@ -165,11 +175,16 @@ pub fn user_from_cert(der: &[u8]) -> Option<User> {
 pub fn is_public(path: &str) -> bool {
     matches!(
         path,
-        "/version" | "/version/" | "/healthz" | "/livez" | "/readyz"
+        "/version" | "/version/" | "/healthz" | "/livez" | "/readyz" | CA_CERTS_PATH
     ) || path.starts_with("/healthz/")
         || path.starts_with("/livez/")
         || path.starts_with("/readyz/")
 }
+
+/// The cluster's CA certificate (PEM), readable by anyone (as k3s's
+/// `/cacerts`): a joining node fetches it before it trusts the server, and
+/// checks it against the hash in its join token.
+pub const CA_CERTS_PATH: &str = "/cacerts";
 
 /// The token of an `Authorization: Bearer TOKEN` header, the scheme in any
 /// case (the Python client sends `bearer`), as upstream's `bearertoken`.
@@ -197,12 +212,16 @@ pub fn authenticate(tokens: &Tokens, mut req: Request) -> Result<Request, ApiErr
     // A token not in the file may be a service account's JWT.
     let mut identity = None;
     let from_token = bearer.and_then(|t| {
-        tokens.user(t).cloned().or_else(|| {
-            let id = tokens.service_accounts.as_ref()?.authenticate(t)?;
-            let user = id.user.clone();
-            identity = Some(id);
-            Some(user)
-        })
+        tokens
+            .user(t)
+            .cloned()
+            .or_else(|| {
+                let id = tokens.service_accounts.as_ref()?.authenticate(t)?;
+                let user = id.user.clone();
+                identity = Some(id);
+                Some(user)
+            })
+            .or_else(|| tokens.bootstrap.as_ref()?.authenticate(t))
     });
     let path = req.uri().path().to_string();
     let mut user = match from_token.or(from_cert) {

@@ -346,7 +346,8 @@ fn pem(label: &str, der: &[u8]) -> String {
     out
 }
 
-fn first_certificate(pem: &[u8]) -> Result<CertificateDer<'static>> {
+/// The first certificate of a PEM bundle.
+pub fn first_certificate(pem: &[u8]) -> Result<CertificateDer<'static>> {
     CertificateDer::pem_slice_iter(pem)
         .next()
         .and_then(|c| c.ok())

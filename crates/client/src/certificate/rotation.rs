@@ -178,6 +178,103 @@ pub fn request(node_name: &str) -> Result<(String, String)> {
     Ok((key.serialize_pem(), csr.pem().map_err(Error::Request)?))
 }
 
+/// A new client certificate for node `node_name`: a new key and a
+/// CertificateSigningRequest (signer [`SIGNER`]) created through `client`,
+/// waited for until issued (at most `timeout`), the pair checked to fit.
+/// Used to renew a node's certificate and, with a bootstrap token's
+/// client, to get a joining node's first one.
+pub async fn issue(client: &kube::Client, node_name: &str, timeout: Duration) -> Result<Issued> {
+    let (key_pem, request_pem) = request(node_name)?;
+    let api: Api<CertificateSigningRequest> = Api::all(client.clone());
+    let csr = CertificateSigningRequest {
+        metadata: ObjectMeta {
+            generate_name: Some("csr-".into()),
+            ..ObjectMeta::default()
+        },
+        spec: CertificateSigningRequestSpec {
+            request: k8s_openapi::ByteString(request_pem.into_bytes()),
+            signer_name: SIGNER.into(),
+            usages: Some(vec!["digital signature".into(), "client auth".into()]),
+            ..CertificateSigningRequestSpec::default()
+        },
+        ..CertificateSigningRequest::default()
+    };
+    let created = api
+        .create(&PostParams::default(), &csr)
+        .await
+        .map_err(Error::Api)?;
+    let name = created.metadata.name.clone().unwrap_or_default();
+    tracing::info!(csr = %name, "requested a new client certificate");
+    let settled = |csr: Option<&CertificateSigningRequest>| match csr {
+        None => true,
+        Some(csr) => {
+            let status = csr.status.as_ref();
+            status
+                .and_then(|s| s.certificate.as_ref())
+                .is_some_and(|c| !c.0.is_empty())
+                || status.and_then(|s| s.conditions.as_ref()).is_some_and(|c| {
+                    c.iter()
+                        .any(|c| (c.type_ == "Denied" || c.type_ == "Failed") && c.status == "True")
+                })
+        }
+    };
+    let waited = tokio::time::timeout(
+        timeout,
+        kube::runtime::wait::await_condition(api, &name, settled),
+    )
+    .await
+    .map_err(|_| Error::Timeout(name.clone()))?
+    .map_err(Error::Wait)?;
+    let Some(done) = waited else {
+        return Err(Error::Refused {
+            name,
+            how: "deleted",
+        });
+    };
+    let Some(cert) = done
+        .status
+        .as_ref()
+        .and_then(|s| s.certificate.as_ref())
+        .filter(|c| !c.0.is_empty())
+    else {
+        let denied = done
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| c.iter().any(|c| c.type_ == "Denied"));
+        return Err(Error::Refused {
+            name,
+            how: if denied { "denied" } else { "failed" },
+        });
+    };
+    let cert_pem = String::from_utf8_lossy(&cert.0).into_owned();
+    // Checked before anything is written: a pair that does not fit is
+    // never put on disk.
+    certified(&cert_pem, &key_pem)?;
+    Ok(Issued {
+        cert_pem,
+        key_pem,
+        request: name,
+    })
+}
+
+/// What [`issue`] got: the certificate and its key (PEM) and the
+/// request's name.
+#[derive(Clone)]
+pub struct Issued {
+    pub cert_pem: String,
+    pub key_pem: String,
+    pub request: String,
+}
+
+impl std::fmt::Debug for Issued {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Issued")
+            .field("request", &self.request)
+            .finish_non_exhaustive()
+    }
+}
+
 /// "What time is it" for the rotation; tests move it.
 pub type Now = Arc<dyn Fn() -> OffsetDateTime + Send + Sync>;
 
@@ -244,78 +341,12 @@ impl Rotation {
     /// until issued, written where the kubeconfig keeps it, presented
     /// from the next connection. Returns the request's name.
     pub async fn rotate(&self) -> Result<String> {
-        let (key_pem, request_pem) = request(&self.node_name)?;
-        let api: Api<CertificateSigningRequest> = Api::all(self.client.clone());
-        let csr = CertificateSigningRequest {
-            metadata: ObjectMeta {
-                generate_name: Some("csr-".into()),
-                ..ObjectMeta::default()
-            },
-            spec: CertificateSigningRequestSpec {
-                request: k8s_openapi::ByteString(request_pem.into_bytes()),
-                signer_name: SIGNER.into(),
-                usages: Some(vec!["digital signature".into(), "client auth".into()]),
-                ..CertificateSigningRequestSpec::default()
-            },
-            ..CertificateSigningRequest::default()
-        };
-        let created = api
-            .create(&PostParams::default(), &csr)
-            .await
-            .map_err(Error::Api)?;
-        let name = created.metadata.name.clone().unwrap_or_default();
-        tracing::info!(csr = %name, "requested a new client certificate");
-        let settled = |csr: Option<&CertificateSigningRequest>| match csr {
-            None => true,
-            Some(csr) => {
-                let status = csr.status.as_ref();
-                status
-                    .and_then(|s| s.certificate.as_ref())
-                    .is_some_and(|c| !c.0.is_empty())
-                    || status.and_then(|s| s.conditions.as_ref()).is_some_and(|c| {
-                        c.iter().any(|c| {
-                            (c.type_ == "Denied" || c.type_ == "Failed") && c.status == "True"
-                        })
-                    })
-            }
-        };
-        let waited = tokio::time::timeout(
-            self.issue_timeout,
-            kube::runtime::wait::await_condition(api, &name, settled),
-        )
-        .await
-        .map_err(|_| Error::Timeout(name.clone()))?
-        .map_err(Error::Wait)?;
-        let Some(done) = waited else {
-            return Err(Error::Refused {
-                name,
-                how: "deleted",
-            });
-        };
-        let Some(cert) = done
-            .status
-            .as_ref()
-            .and_then(|s| s.certificate.as_ref())
-            .filter(|c| !c.0.is_empty())
-        else {
-            let denied = done
-                .status
-                .as_ref()
-                .and_then(|s| s.conditions.as_ref())
-                .is_some_and(|c| c.iter().any(|c| c.type_ == "Denied"));
-            return Err(Error::Refused {
-                name,
-                how: if denied { "denied" } else { "failed" },
-            });
-        };
-        let cert_pem = String::from_utf8_lossy(&cert.0).into_owned();
-        // Checked before anything is written: a pair that does not fit is
-        // never put on disk.
-        certified(&cert_pem, &key_pem)?;
-        kubeconfig::write(&self.location, &cert_pem, &key_pem).map_err(Error::Write)?;
-        self.cert.set(&cert_pem, &key_pem)?;
-        tracing::info!(csr = %name, "rotated the client certificate");
-        Ok(name)
+        let issued = issue(&self.client, &self.node_name, self.issue_timeout).await?;
+        kubeconfig::write(&self.location, &issued.cert_pem, &issued.key_pem)
+            .map_err(Error::Write)?;
+        self.cert.set(&issued.cert_pem, &issued.key_pem)?;
+        tracing::info!(csr = %issued.request, "rotated the client certificate");
+        Ok(issued.request)
     }
 
     /// Whether the certificate presented now is this node's own

@@ -215,6 +215,12 @@ pub const CONTROLLERS: &[Entry] = &[
         start: crate::cronjob::start,
     },
     Entry {
+        name: "tokencleaner",
+        on_by_default: true,
+        service_account: Some("token-cleaner"),
+        start: crate::tokencleaner::start,
+    },
+    Entry {
         name: "ttl-after-finished",
         on_by_default: true,
         service_account: Some("ttl-after-finished-controller"),

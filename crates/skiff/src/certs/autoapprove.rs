@@ -1,5 +1,7 @@
 //! The ClusterRoleBindings `skiff server` makes at start so nodes get
 //! their client certificates approved, as `kubeadm init` makes them:
+//! `kubeadm:kubelet-bootstrap` (a joining node's bootstrap token may ask
+//! for a certificate at all: `system:node-bootstrapper`),
 //! `kubeadm:node-autoapprove-certificate-rotation` (the group
 //! `system:nodes` may have a node renew its own client certificate,
 //! `system:certificates.k8s.io:certificatesigningrequests:selfnodeclient`)
@@ -18,6 +20,11 @@ use kube::api::{Api, PostParams};
 
 /// The bindings: name, ClusterRole, group.
 pub const BINDINGS: &[(&str, &str, &str)] = &[
+    (
+        "kubeadm:kubelet-bootstrap",
+        "system:node-bootstrapper",
+        "system:bootstrappers",
+    ),
     (
         "kubeadm:node-autoapprove-certificate-rotation",
         "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
