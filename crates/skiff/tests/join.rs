@@ -6,7 +6,9 @@
 //! a pod. A wrong secret, a wrong CA hash, an expired token and a token
 //! of the wrong form are each refused with a clear message and nothing
 //! written. `skiff token create|list|delete` manage more tokens, and the
-//! token cleaner deletes the expired one.
+//! token cleaner deletes the expired one. A node deleted while its agent
+//! is stopped registers again when the agent restarts, with the
+//! kubeconfig it kept.
 //!
 //! One cluster for the whole file; the refusals run side by side.
 
@@ -262,8 +264,11 @@ stringData:
         .status();
     let _ = agent.wait();
 
-    // A restart with the same command uses the kept kubeconfig: no new
-    // request.
+    // The node is deleted while its agent is stopped (as `kubectl delete
+    // node` after a drain); a restart with the same command uses the kept
+    // kubeconfig (no new request, and the token is not even read: it is
+    // a wrong one now) and registers the node again.
+    c.kubectl(&["delete", "node", "joined-1"]);
     let before = c.kubectl(&["get", "csr", "-o", "name"]).lines().count();
     let mut again = Command::new(SKIFF)
         .arg("agent")
@@ -277,19 +282,18 @@ stringData:
         .stdin(Stdio::null())
         .spawn()
         .unwrap();
-    c.wait("pod/on-joined", "condition=Ready", 60);
     wait_for(
-        "the node to be Ready again",
+        "the node to be registered and Ready again",
         Duration::from_secs(60),
         || {
-            let ready = c.kubectl(&[
+            let out = c.kubectl_output(&[
                 "get",
                 "node",
                 "joined-1",
                 "-o",
                 "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}",
             ]);
-            (ready == "True").then_some(())
+            (String::from_utf8_lossy(&out.stdout) == "True").then_some(())
         },
     );
     assert_eq!(
@@ -300,7 +304,14 @@ stringData:
         .args(["-TERM", &again.id().to_string()])
         .status();
     let _ = again.wait();
-    c.kubectl(&["delete", "pod", "on-joined", "--grace-period=0", "--force"]);
+    c.kubectl(&[
+        "delete",
+        "pod",
+        "on-joined",
+        "--ignore-not-found",
+        "--grace-period=0",
+        "--force",
+    ]);
 }
 
 #[test]
