@@ -60,6 +60,9 @@
 //!   (upstream's garbage-collector-controller, over every served kind);
 //! - [`namespace`]: deletes the content of namespaces being deleted,
 //!   then finalizes them (upstream's namespace-controller);
+//! - [`podautoscaler`]: scales the targets of
+//!   HorizontalPodAutoscalers on their pods' metrics from
+//!   metrics.k8s.io (upstream's horizontal-pod-autoscaler);
 //! - [`podgc`]: deletes terminated pods beyond a threshold and pods of
 //!   nodes that are gone (upstream's pod-garbage-collector);
 //! - [`metrics`]: the work-queue metrics every controller's runner
@@ -85,6 +88,7 @@ pub mod namespace;
 pub mod nodeipam;
 pub mod nodelifecycle;
 pub mod persistentvolume;
+pub mod podautoscaler;
 pub mod podgc;
 pub mod replicaset;
 pub mod resourcequota;

@@ -481,6 +481,23 @@ pub struct ControllersArgs {
     /// request's expirationSeconds may ask for less).
     #[arg(long, default_value = "8760h", value_parser = parse_duration)]
     pub cluster_signing_duration: std::time::Duration,
+    /// How often each HorizontalPodAutoscaler syncs.
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub horizontal_pod_autoscaler_sync_period: std::time::Duration,
+    /// How far back a scale-down looks for a higher recommendation
+    /// (autoscalers whose behavior sets no window).
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub horizontal_pod_autoscaler_downscale_stabilization: std::time::Duration,
+    /// How far the ratio of usage to target may stray from 1 before an
+    /// autoscaler changes the count.
+    #[arg(long, default_value_t = 0.1)]
+    pub horizontal_pod_autoscaler_tolerance: f64,
+    /// How long after a pod starts its CPU samples may be skipped.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub horizontal_pod_autoscaler_cpu_initialization_period: std::time::Duration,
+    /// How long after a pod starts an unready pod counts as never ready.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub horizontal_pod_autoscaler_initial_readiness_delay: std::time::Duration,
 }
 
 impl ControllersArgs {
@@ -514,6 +531,13 @@ impl ControllersArgs {
             max_endpoints_per_slice: self.max_endpoints_per_slice,
             terminated_pod_gc_threshold: self.terminated_pod_gc_threshold,
             cluster_signing_duration: self.cluster_signing_duration,
+            hpa: skiff_controllers::podautoscaler::Settings {
+                sync_period: self.horizontal_pod_autoscaler_sync_period,
+                downscale_stabilization: self.horizontal_pod_autoscaler_downscale_stabilization,
+                tolerance: self.horizontal_pod_autoscaler_tolerance,
+                cpu_initialization_period: self.horizontal_pod_autoscaler_cpu_initialization_period,
+                initial_readiness_delay: self.horizontal_pod_autoscaler_initial_readiness_delay,
+            },
             ..skiff_controllers::Config::default()
         };
         if let Some(cidr) = &config.cluster_cidr {

@@ -88,6 +88,9 @@ pub struct Config {
     /// Wall-clock time as the time-driven controllers (Job deadlines,
     /// CronJob schedules, TTL after finished) read it; tests drive it.
     pub wall_clock: WallClock,
+    /// The HorizontalPodAutoscaler controller's settings
+    /// (`--horizontal-pod-autoscaler-*`).
+    pub hpa: crate::podautoscaler::Settings,
 }
 
 /// "What time is it" for controllers that act on wall-clock times.
@@ -161,6 +164,7 @@ impl Default for Config {
             pod_gc_period: Duration::from_secs(20),
             pod_gc_quarantine: Duration::from_secs(40),
             wall_clock: WallClock::default(),
+            hpa: crate::podautoscaler::Settings::default(),
         }
     }
 }

@@ -215,6 +215,12 @@ pub const CONTROLLERS: &[Entry] = &[
         start: crate::cronjob::start,
     },
     Entry {
+        name: "horizontalpodautoscaling",
+        on_by_default: true,
+        service_account: Some("horizontal-pod-autoscaler"),
+        start: crate::podautoscaler::start,
+    },
+    Entry {
         name: "tokencleaner",
         on_by_default: true,
         service_account: Some("token-cleaner"),
