@@ -6,6 +6,8 @@
 
 #![allow(dead_code)] // each test binary uses a part of it
 
+pub mod hosts;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

@@ -1,0 +1,181 @@
+//! Several "hosts" on this machine for multi-node tests: each host is a
+//! network namespace with a veth (its `eth0`) into a bridge the test
+//! creates in the root namespace, the underlay (`172.20.<octet>.0/24`,
+//! `.1` the bridge, `.10+i` host i, `<octet>` the test's CIDR lease, so
+//! parallel tests never share a name or an address). A `skiff agent`
+//! runs inside each host's namespace with its own data dir, containerd
+//! and CNI bridge, and joins the server with a token. Traffic stays on
+//! loopback, the bridge and those namespaces.
+//!
+//! Dropping it stops each agent by PID, runs `skiff reset` inside its
+//! namespace (its pods, bridge, iptables, CNI state), deletes the
+//! namespaces and the bridge.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use super::{free_port, CidrLease, SKIFF};
+
+/// Runs `ip ARGS`, panicking with its stderr when it fails.
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "ip {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The underlay: the bridge and its hosts.
+pub struct Underlay {
+    octet: u8,
+    bridge: String,
+    pub hosts: Vec<Host>,
+}
+
+/// One host: a network namespace, its address and its agent.
+pub struct Host {
+    pub netns: String,
+    pub ip: String,
+    pub node_name: String,
+    pub data_dir: PathBuf,
+    pub cni_bridge: String,
+    pub kubelet_port: u16,
+    agent: Option<Child>,
+}
+
+impl Underlay {
+    /// The bridge (made before the server starts, so it can bind to
+    /// [`Underlay::gateway`]) and `count` hosts under `dir`.
+    pub fn new(cidr: &CidrLease, count: usize, dir: &Path) -> Self {
+        let octet = cidr.octet;
+        let bridge = format!("sku{octet}");
+        // Left over by a test killed before its cleanup.
+        let _ = Command::new("ip").args(["link", "del", &bridge]).output();
+        ip(&["link", "add", &bridge, "type", "bridge"]);
+        let mut underlay = Underlay {
+            octet,
+            bridge: bridge.clone(),
+            hosts: Vec::new(),
+        };
+        ip(&[
+            "addr",
+            "add",
+            &format!("{}/24", underlay.gateway()),
+            "dev",
+            &bridge,
+        ]);
+        ip(&["link", "set", &bridge, "up"]);
+        for i in 1..=count {
+            let netns = format!("sk{octet}h{i}");
+            let veth = format!("sk{octet}v{i}");
+            let _ = Command::new("ip").args(["netns", "del", &netns]).output();
+            ip(&["netns", "add", &netns]);
+            let host = Host {
+                netns: netns.clone(),
+                ip: format!("172.20.{octet}.{}", 10 + i),
+                node_name: format!("host-{octet}-{i}"),
+                data_dir: dir.join(format!("host-{i}")),
+                cni_bridge: format!("sk{octet}b{i}"),
+                kubelet_port: free_port(),
+                agent: None,
+            };
+            underlay.hosts.push(host);
+            ip(&[
+                "link", "add", &veth, "type", "veth", "peer", "name", "eth0", "netns", &netns,
+            ]);
+            ip(&["link", "set", &veth, "master", &bridge, "up"]);
+            let h = underlay.hosts.last().unwrap();
+            ip(&[
+                "-n",
+                &netns,
+                "addr",
+                "add",
+                &format!("{}/24", h.ip),
+                "dev",
+                "eth0",
+            ]);
+            ip(&["-n", &netns, "link", "set", "eth0", "up"]);
+            ip(&["-n", &netns, "link", "set", "lo", "up"]);
+            ip(&[
+                "-n",
+                &netns,
+                "route",
+                "add",
+                "default",
+                "via",
+                &underlay.gateway(),
+            ]);
+        }
+        underlay
+    }
+
+    /// The bridge's address: the server's, from the hosts.
+    pub fn gateway(&self) -> String {
+        format!("172.20.{}.1", self.octet)
+    }
+
+    /// Starts host `i`'s agent (0-based), joining `server` with `token`.
+    pub fn join(&mut self, i: usize, server: &str, token: &str) {
+        let host = &mut self.hosts[i];
+        let child = Command::new("nsenter")
+            .arg(format!("--net=/run/netns/{}", host.netns))
+            .args(["--", SKIFF, "agent"])
+            .args(["--server", server, "--token", token])
+            .arg("--data-dir")
+            .arg(&host.data_dir)
+            .args(["--node-name", &host.node_name, "--node-ip", &host.ip])
+            .args(["--bridge-name", &host.cni_bridge])
+            .args(["--kubelet-port", &host.kubelet_port.to_string()])
+            .env("SKIFF_LOG", "warn")
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        host.agent = Some(child);
+    }
+}
+
+impl Host {
+    /// Runs `args` inside this host's network namespace (only that one:
+    /// `ip netns exec` would also remount /sys, and with it the cgroup
+    /// tree containerd needs).
+    pub fn exec(&self, args: &[&str]) -> std::process::Output {
+        Command::new("nsenter")
+            .arg(format!("--net=/run/netns/{}", self.netns))
+            .arg("--")
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut agent) = self.agent.take() {
+            // nsenter execs the agent: the child's PID is the agent's.
+            let _ = Command::new("kill")
+                .args(["-TERM", &agent.id().to_string()])
+                .status();
+            let _ = agent.wait();
+        }
+        let _ = Command::new("nsenter")
+            .arg(format!("--net=/run/netns/{}", self.netns))
+            .args(["--", SKIFF, "reset"])
+            .arg("--data-dir")
+            .arg(&self.data_dir)
+            .args(["--bridge-name", &self.cni_bridge])
+            .output();
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.netns])
+            .output();
+    }
+}
+
+impl Drop for Underlay {
+    fn drop(&mut self) {
+        for host in &mut self.hosts {
+            host.stop();
+        }
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.bridge])
+            .output();
+    }
+}
