@@ -299,7 +299,9 @@ pub fn set_condition(
 /// A metric that gave no count: the condition it sets and the error.
 struct Invalid {
     reason: &'static str,
-    condition_message: String,
+    /// The event's message (the metric's own error).
+    message: String,
+    /// The error as the metric's kind wraps it.
     error: String,
 }
 
@@ -657,7 +659,7 @@ impl<'a> Sync<'a> {
                     }
                 }
                 Err(i) => {
-                    self.event(EventType::Warning, i.reason, &i.error);
+                    self.event(EventType::Warning, i.reason, &i.message);
                     statuses.push(MetricStatus::default());
                     invalid.push(i);
                 }
@@ -676,8 +678,11 @@ impl<'a> Sync<'a> {
             || (!invalid.is_empty() && replicas < spec_replicas)
         {
             if let Some(first) = invalid.first() {
-                let (reason, message) = (first.reason, first.condition_message.clone());
-                self.condition("ScalingActive", "False", reason, &message);
+                let message = format!(
+                    "the HPA was unable to compute the replica count: {}",
+                    first.message
+                );
+                self.condition("ScalingActive", "False", first.reason, &message);
             }
             return Computed {
                 replicas: None,
@@ -747,10 +752,17 @@ impl<'a> Sync<'a> {
             .iter()
             .filter(|p| p.metadata.namespace.as_deref() == Some(self.namespace.as_str()))
             .filter(|p| matches(&selector, p));
+        // Only autoscalers that still exist (a deleted one's selector
+        // may linger until its deletion is seen).
+        let existing: std::collections::HashSet<String> =
+            self.state.hpas.state().iter().map(|h| key(h)).collect();
+        let others: Vec<&(String, LabelSelector)> = others
+            .iter()
+            .filter(|(k, _)| existing.contains(k))
+            .collect();
         for pod in mine {
             for (key, other) in &others {
-                let exists = self.state.hpas.state().iter().any(|h| &self::key(h) == key);
-                if exists && matches(other, pod) && !selecting.contains(key) {
+                if matches(other, pod) && !selecting.contains(key) {
                     selecting.push(key.clone());
                 }
             }
@@ -784,10 +796,10 @@ impl<'a> Sync<'a> {
         selector: &str,
         pods: &[Arc<Pod>],
     ) -> Result<Proposal, Invalid> {
-        let invalid = |reason: &'static str, error: String, wrapped: String| Invalid {
+        let invalid = |reason: &'static str, message: String, error: String| Invalid {
             reason,
-            condition_message: format!("the HPA was unable to compute the replica count: {error}"),
-            error: wrapped,
+            message,
+            error,
         };
         match spec.type_.as_str() {
             "Resource" => {
