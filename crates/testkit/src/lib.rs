@@ -8,6 +8,6 @@ pub mod ports;
 pub mod registry;
 
 pub use apiserver::TestApiServer;
-pub use etcd::EtcdServer;
+pub use etcd::{EtcdCluster, EtcdServer};
 pub use ports::free_port;
 pub use registry::Registry;
