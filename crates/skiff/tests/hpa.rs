@@ -213,5 +213,11 @@ fn an_hpa_scales_a_busy_deployment_up_and_an_idle_one_down() {
         "jsonpath={.status.currentReplicas} {.status.desiredReplicas}",
     ]);
     assert!(status.ends_with(" 1"), "{status}");
+    // kubectl's table: the target against the current figure.
+    let table = c.kubectl(&["get", "hpa", "web"]);
+    assert!(
+        table.contains("Deployment/web") && table.contains("/50%"),
+        "{table}"
+    );
     c.assert_no_component_refused();
 }
