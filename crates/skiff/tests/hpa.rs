@@ -138,30 +138,30 @@ fn an_hpa_scales_a_busy_deployment_up_and_an_idle_one_down() {
             && rescaled.starts_with("SuccessfulRescale=New size: "),
         "{rescaled}"
     );
-    let conditions = conditions(&c);
-    assert!(
-        conditions.contains(&"ScalingActive=True/ValidMetricFound".to_string()),
-        "{conditions:?}"
+    // The status of that sync (written after the event is queued).
+    let status = wait_for_explained(
+        "the autoscaler's status to show a valid metric and the rescale",
+        Duration::from_secs(30),
+        || {
+            let conditions = conditions(&c);
+            let status = c.kubectl(&[
+                "get",
+                "horizontalpodautoscalers.v2.autoscaling",
+                "web",
+                "-o",
+                "jsonpath={.status.currentMetrics[0].resource.name} {.status.currentMetrics[0].resource.current.averageUtilization} {.status.lastScaleTime}",
+            ]);
+            let ok = status.split_whitespace().count() == 3
+                && conditions.contains(&"ScalingActive=True/ValidMetricFound".to_string())
+                && conditions
+                    .iter()
+                    .any(|c| c.starts_with("AbleToScale=True/"))
+                && conditions.iter().any(|c| c.starts_with("ScalingLimited="));
+            ok.then_some(status)
+        },
+        || format!("{:?}{}", conditions(&c), explain(&c)),
     );
-    assert!(
-        conditions
-            .iter()
-            .any(|c| c.starts_with("AbleToScale=True/")),
-        "{conditions:?}"
-    );
-    assert!(
-        conditions.iter().any(|c| c.starts_with("ScalingLimited=")),
-        "{conditions:?}"
-    );
-    let status = c.kubectl(&[
-        "get",
-        "horizontalpodautoscalers.v2.autoscaling",
-        "web",
-        "-o",
-        "jsonpath={.status.currentMetrics[0].resource.name} {.status.currentMetrics[0].resource.current.averageUtilization} {.status.lastScaleTime}",
-    ]);
     let fields: Vec<&str> = status.split_whitespace().collect();
-    assert_eq!(fields.len(), 3, "{status}");
     assert_eq!(fields[0], "cpu", "{status}");
     assert!(fields[1].parse::<i64>().unwrap() > 55, "{status}");
     // autoscaling/v1 shows the same object with its figure.
@@ -205,14 +205,21 @@ fn an_hpa_scales_a_busy_deployment_up_and_an_idle_one_down() {
         || explain(&c),
     );
     assert!(!down.is_empty());
-    let status = c.kubectl(&[
-        "get",
-        "horizontalpodautoscalers.v2.autoscaling",
-        "web",
-        "-o",
-        "jsonpath={.status.currentReplicas} {.status.desiredReplicas}",
-    ]);
-    assert!(status.ends_with(" 1"), "{status}");
+    wait_for_explained(
+        "the autoscaler's status to say 1 replica is desired",
+        Duration::from_secs(30),
+        || {
+            let desired = c.kubectl(&[
+                "get",
+                "horizontalpodautoscalers.v2.autoscaling",
+                "web",
+                "-o",
+                "jsonpath={.status.desiredReplicas}",
+            ]);
+            (desired == "1").then_some(())
+        },
+        || explain(&c),
+    );
     // kubectl's table: the target against the current figure.
     let table = c.kubectl(&["get", "hpa", "web"]);
     assert!(
