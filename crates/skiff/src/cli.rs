@@ -618,6 +618,14 @@ pub struct ServerArgs {
     #[arg(long, value_delimiter = ',')]
     pub etcd_servers: Vec<String>,
 
+    /// Join the cluster of another server on the same `--etcd-servers`:
+    /// its join token (`<its data dir>/token`). The CA, the
+    /// service-account key and the token file are read from the store,
+    /// opened with the token and checked against its CA hash before any
+    /// PKI is made, so every server serves with the same CA.
+    #[arg(long, requires = "etcd_servers")]
+    pub token: Option<String>,
+
     /// How often the nodes' resource metrics are scraped for
     /// metrics.k8s.io (`kubectl top`), as metrics-server's flag.
     #[arg(long, default_value = "15s", value_parser = parse_duration)]

@@ -60,6 +60,15 @@ pub fn service(ip: std::net::Ipv4Addr) -> Service {
 /// Creates the Service unless it exists; true when created.
 pub async fn ensure(client: kube::Client, ip: std::net::Ipv4Addr) -> Result<bool, kube::Error> {
     let api: Api<Service> = Api::namespaced(client, NAMESPACE);
+    // Looked up first: another server of the cluster may have made it, and
+    // a create would then fail on its ClusterIP (422) before its name.
+    if api
+        .get_opt(&service(ip).metadata.name.unwrap_or_default())
+        .await?
+        .is_some()
+    {
+        return Ok(false);
+    }
     let params = PostParams {
         field_manager: Some("skiff-server".into()),
         ..PostParams::default()

@@ -2,6 +2,7 @@
 //! component crates. Wiring only; no logic of its own lives here.
 
 mod agent;
+mod bootstrap_data;
 mod certs;
 mod cli;
 mod cluster_dns;

@@ -35,6 +35,23 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
         Arc::new(EtcdStore::connect(EtcdConfig::new(args.etcd_servers.clone())).await?)
     };
     let revision = store.current_revision().await?;
+    // A second server of the cluster takes the first one's PKI before it
+    // makes its own.
+    if let Some(text) = &args.token {
+        let token = skiff_client::join::JoinToken::parse(text)?;
+        crate::bootstrap_data::fetch(store.as_ref(), &data_dir, &token)
+            .await
+            .context("joining the cluster's servers")?;
+        let path = data_dir.join(crate::token::FILE);
+        if !path.exists() {
+            skiff_client::certificate::kubeconfig::write_atomic(
+                &path,
+                format!("{}\n", token.text()).as_bytes(),
+                true,
+            )
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+    }
     tracing::info!(data_dir = %data_dir.display(), revision, "store ready");
 
     let shutdown = CancellationToken::new();
@@ -105,6 +122,12 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
         .await
         .context("the join token")?;
     tracing::debug!(id = %join_token.token.id, "join token ready");
+    if !args.etcd_servers.is_empty() {
+        // What the cluster's other servers need, for `--token`.
+        crate::bootstrap_data::publish(store.as_ref(), &data_dir, &join_token)
+            .await
+            .context("the servers' bootstrap data")?;
+    }
     tokio::spawn(crate::certs::expiration::warn_daily(
         data_dir.clone(),
         shutdown.clone(),
