@@ -1,14 +1,16 @@
 //! `skiff-bench node`: what the node agent adds on top of containerd, in
 //! one run on one machine.
 //!
-//! - The raw CRI floor: a private containerd started with skiff-node's own
-//!   config ([`ContainerdConfig`]), its own CNI bridge and /24 (the
-//!   conflist skiff-node writes) and the built-in pause and busybox
-//!   imported as the agent imports them. The same pods (the very
-//!   `PodSandboxConfig`/`ContainerConfig` the agent builds, from the same
-//!   Pod object) are started with RunPodSandbox, CreateContainer and
-//!   StartContainer and torn down with StopContainer(0), StopPodSandbox,
-//!   RemoveContainer and RemovePodSandbox.
+//! - Two raw CRI floors, each a private containerd started with
+//!   skiff-node's own config ([`ContainerdConfig`]), its own CNI bridge
+//!   and /24, and the built-in pause and busybox imported as the agent
+//!   imports them ([`floor`]): the minimal floor (bare sandbox and
+//!   container configs on a plain bridge + host-local conflist) and the
+//!   own-config floor (the very configs the agent sends for the same Pod
+//!   object, on the conflist it writes). Their pods are started with
+//!   RunPodSandbox, CreateContainer and StartContainer and torn down with
+//!   StopContainer(0), StopPodSandbox, RemoveContainer and
+//!   RemovePodSandbox.
 //! - `skiff server` (API server, scheduler, agent, its own containerd):
 //!   idle RSS, then the same pods created through the API with a kube
 //!   client, timed from the create request to Running and to Ready as seen
@@ -17,10 +19,12 @@
 //!   (CRI list on the server's socket); RSS with the burst running.
 //! - `podman kube play` of the same pod, if podman is installed.
 //!
-//! Both containerds run side by side: one-at-a-time pods alternate between
-//! the floor and skiff (the machines are shared, and pairing keeps drifts
-//! in background load out of the ratios); each burst runs with the other
-//! side idle and podless. containerd's own log gives each CRI call's begin
+//! The containerds run side by side: one-at-a-time pods take turns between
+//! the two floors and skiff (the machines are shared, and interleaving
+//! keeps drifts in background load out of the ratios); each burst (own
+//! floor and skiff only) runs with the other sides idle and podless.
+//! `--floor-variants` runs the floors' bisect instead: each setting the
+//! agent adds, alone, beside the minimal floor ([`floor::run`]). containerd's own log gives each CRI call's begin
 //! and end, so the time between the calls is what the agent (and the API
 //! server, scheduler and watch) adds.
 //!
@@ -45,15 +49,16 @@ use kube::runtime::{watcher, WatchStreamExt as _};
 use kube::Client;
 use serde_json::{json, Value};
 use skiff_node::images::{builtin, import};
-use skiff_node::network::CniConfig;
 use skiff_node::observed;
-use skiff_node::pod_worker::config::{container_config, sandbox_config};
 use skiff_node::pod_worker::sync::observe;
 use skiff_node::runtime::containerd::{Config as ContainerdConfig, Containerd};
 use skiff_node::runtime::cri::CriRuntime;
 use skiff_node::runtime::Runtime as _;
 
 use crate::stats::{percentile, print_grid};
+
+mod floor;
+use floor::{Chain, Variant};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -76,6 +81,13 @@ pub struct Args {
     /// Skip podman even when it is installed.
     #[arg(long)]
     no_podman: bool,
+    /// Instead of the comparison: the floor's bisect. Each variant's pods
+    /// (all, or the keys given) are started and removed one at a time,
+    /// `--pods` rounds, variants interleaved; prints each one's
+    /// RunPodSandbox/CreateContainer/StartContainer medians from
+    /// containerd's log beside the minimal floor's.
+    #[arg(long, num_args = 0.., value_delimiter = ',', value_name = "KEY")]
+    floor_variants: Option<Vec<String>>,
 }
 
 const IMAGE: &str = "docker.io/library/busybox:latest";
@@ -83,7 +95,7 @@ const IMAGE: &str = "docker.io/library/busybox:latest";
 /// of the floor's.
 const NS: &str = "bench";
 const FLOOR_NS: &str = "floor";
-const NODE: &str = "skiff-bench";
+pub(crate) const NODE: &str = "skiff-bench";
 /// Bounds of the waits.
 const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 const POD_TIMEOUT: Duration = Duration::from_secs(90);
@@ -529,6 +541,8 @@ struct FloorPod {
     uid: String,
     sandbox: String,
     container: String,
+    /// In a pod cgroup the floor made (removed after the pod).
+    cgroup: bool,
     began: Stamp,
     done: Stamp,
 }
@@ -540,20 +554,35 @@ struct Floor {
     containerd: Option<Containerd>,
     dir: PathBuf,
     log_root: PathBuf,
+    /// The agent's mount sources (hosts, termination-log, token files).
+    volumes: PathBuf,
+    cgroups: skiff_node::pod_worker::qos::PodCgroups,
 }
 
 impl Floor {
-    async fn start(dir: PathBuf, bridge: &str, cidr: &str) -> anyhow::Result<Self> {
+    async fn start(dir: PathBuf, bridge: &str, cidr: &str, chain: Chain) -> anyhow::Result<Self> {
         for p in skiff_node::network::prepare_host() {
             eprintln!("host prerequisite: {p}");
         }
         let config = ContainerdConfig::new(&dir, builtin::PAUSE_IMAGE);
-        CniConfig {
-            bridge: bridge.to_string(),
-            pod_cidr: cidr.to_string(),
-            ipam_dir: dir.join("cni").join("ipam"),
+        let ipam_dir = dir.join("cni").join("ipam");
+        std::fs::create_dir_all(&ipam_dir)?;
+        std::fs::create_dir_all(&config.cni_conf_dir)?;
+        std::fs::write(
+            config.cni_conf_dir.join(skiff_node::network::CONFLIST),
+            chain.conflist(bridge, cidr, &ipam_dir)?,
+        )?;
+        if chain == Chain::Agent {
+            // The node's masquerade rule, as the agent writes it with its
+            // conflist (`skiff reset` removes it).
+            skiff_node::network::CniConfig {
+                bridge: bridge.to_string(),
+                pod_cidr: cidr.to_string(),
+                ipam_dir: ipam_dir.clone(),
+            }
+            .masquerade()?;
         }
-        .write(&config.cni_conf_dir)?;
+        let cgroups = floor::floor_cgroups(&dir, bridge)?;
         let socket = config.socket();
         let containerd =
             bounded("starting the floor's containerd", Containerd::start(config)).await?;
@@ -604,6 +633,8 @@ impl Floor {
             runtime,
             containerd: Some(containerd),
             log_root: dir.join("pods"),
+            volumes: dir.join("volumes"),
+            cgroups,
             dir,
         })
     }
@@ -614,19 +645,17 @@ impl Floor {
         Ok(serde_json::from_value(v)?)
     }
 
-    /// RunPodSandbox, CreateContainer, StartContainer with the configs the
-    /// agent builds for this pod.
-    async fn up(&self, name: &str) -> anyhow::Result<FloorPod> {
+    /// RunPodSandbox, CreateContainer, StartContainer with `variant`'s
+    /// configs for this pod (see [`floor`]).
+    async fn up(&self, name: &str, variant: &Variant) -> anyhow::Result<FloorPod> {
         let pod = Self::pod(name)?;
-        let c = pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.containers.first())
-            .cloned()
-            .ok_or_else(|| anyhow!("no container"))?;
         let began = Stamp::now();
-        // The agent's default cluster domain (`--cluster-domain`).
-        let sandbox_cfg = sandbox_config(&pod, 0, &self.log_root, "cluster.local");
+        let ctx = floor::Ctx {
+            log_root: &self.log_root,
+            volumes: &self.volumes,
+            cgroups: &self.cgroups,
+        };
+        let (sandbox_cfg, container_cfg) = variant.configs(&pod, &ctx)?;
         // As the agent does before RunPodSandbox.
         std::fs::create_dir_all(&sandbox_cfg.log_directory)?;
         let sandbox = bounded(
@@ -637,11 +666,8 @@ impl Floor {
         .await?;
         let container = bounded(
             "CreateContainer",
-            self.runtime.create_container(
-                &sandbox,
-                container_config(&pod, &c, 0, IMAGE),
-                sandbox_cfg,
-            ),
+            self.runtime
+                .create_container(&sandbox, container_cfg, sandbox_cfg),
         )
         .await?;
         bounded("StartContainer", self.runtime.start_container(&container)).await?;
@@ -650,6 +676,7 @@ impl Floor {
             uid: pod.metadata.uid.clone().unwrap_or_default(),
             sandbox,
             container,
+            cgroup: variant.uses_cgroups(),
             began,
             done: Stamp::now(),
         })
@@ -675,7 +702,12 @@ impl Floor {
             self.runtime.remove_pod_sandbox(&p.sandbox),
         )
         .await?;
-        Ok((began, Stamp::now()))
+        let done = Stamp::now();
+        if p.cgroup {
+            self.cgroups.remove(&p.uid);
+        }
+        let _ = std::fs::remove_dir_all(self.volumes.join(&p.uid));
+        Ok((began, done))
     }
 
     fn log_path(&self) -> PathBuf {
@@ -718,6 +750,30 @@ impl Server {
         log: PathBuf,
         reset_log: &Path,
     ) -> anyhow::Result<Self> {
+        Self::spawn_with(
+            skiff,
+            data_dir,
+            cidr,
+            bridge,
+            log_filter,
+            log,
+            reset_log,
+            &[],
+        )
+    }
+
+    /// [`Server::spawn`] with `extra` flags.
+    #[allow(clippy::too_many_arguments)] // as spawn
+    pub(crate) fn spawn_with(
+        skiff: &Path,
+        data_dir: PathBuf,
+        cidr: &str,
+        bridge: &str,
+        log_filter: &str,
+        log: PathBuf,
+        reset_log: &Path,
+        extra: &[&str],
+    ) -> anyhow::Result<Self> {
         let reset = ResetOnDrop {
             skiff: skiff.to_path_buf(),
             data_dir: data_dir.clone(),
@@ -741,6 +797,7 @@ impl Server {
             .args(["--bridge-name", bridge])
             .args(["--kubelet-port", &kubelet_port.to_string()])
             .args(["--node-ip", "127.0.0.1", "--node-name", NODE])
+            .args(extra)
             .env("SKIFF_LOG", log_filter)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -1197,8 +1254,10 @@ async fn start_skiff(
 async fn measure(
     args: &Args,
     floor: &Arc<Floor>,
+    minimal: &Floor,
     s: &Skiff,
     f: &mut FloorFigures,
+    m: &mut FloorFigures,
     k: &mut SkiffFigures,
 ) -> anyhow::Result<()> {
     // Idle: the node is Ready; 5 quiet seconds.
@@ -1209,39 +1268,70 @@ async fn measure(
     f.idle = floor.mem();
 
     // Warm-up: one pod each way, not counted.
-    let w = floor.up("warmup").await?;
-    floor.down(&w).await?;
+    for (fl, v) in [(&**floor, &floor::AGENT), (minimal, &floor::MINIMAL)] {
+        let w = fl.up("warmup", v).await?;
+        fl.down(&w).await?;
+    }
     start_one(&s.pods, &s.watch, "warmup").await?;
     delete_one(&s.pods, &s.watch, &s.cri, "warmup").await?;
     tokio::time::sleep(SETTLE).await;
 
     let floor_cpu = || cpu_of(floor.containerd.as_ref().and_then(Containerd::pid));
+    let min_cpu = || cpu_of(minimal.containerd.as_ref().and_then(Containerd::pid));
+    // The three sides take turns, the order rotated pod by pod.
+    #[derive(Clone, Copy)]
+    enum Side {
+        Own,
+        Minimal,
+        Skiff,
+    }
+    let turns = |i: usize| {
+        let all = [Side::Own, Side::Minimal, Side::Skiff];
+        [all[i % 3], all[(i + 1) % 3], all[(i + 2) % 3]]
+    };
     for i in 0..args.pods {
         let name = format!("seq-{i}");
-        for floor_turn in [i % 2 == 0, i % 2 == 1] {
-            if floor_turn {
-                let c0 = floor_cpu();
-                f.seq.push(floor.up(&name).await?);
-                tokio::time::sleep(SETTLE).await;
-                f.cpu_seq += floor_cpu() - c0;
-            } else {
-                let c0 = s.cpu();
-                k.seq.push(start_one(&s.pods, &s.watch, &name).await?);
-                tokio::time::sleep(SETTLE).await;
-                add(&mut k.cpu_seq, c0, s.cpu());
+        for side in turns(i) {
+            match side {
+                Side::Own => {
+                    let c0 = floor_cpu();
+                    f.seq.push(floor.up(&name, &floor::AGENT).await?);
+                    tokio::time::sleep(SETTLE).await;
+                    f.cpu_seq += floor_cpu() - c0;
+                }
+                Side::Minimal => {
+                    let c0 = min_cpu();
+                    m.seq.push(minimal.up(&name, &floor::MINIMAL).await?);
+                    tokio::time::sleep(SETTLE).await;
+                    m.cpu_seq += min_cpu() - c0;
+                }
+                Side::Skiff => {
+                    let c0 = s.cpu();
+                    k.seq.push(start_one(&s.pods, &s.watch, &name).await?);
+                    tokio::time::sleep(SETTLE).await;
+                    add(&mut k.cpu_seq, c0, s.cpu());
+                }
             }
         }
     }
     eprintln!("{} pods one at a time", args.pods);
     for i in 0..args.pods {
-        for floor_turn in [i % 2 == 0, i % 2 == 1] {
-            if floor_turn {
-                let p = &f.seq[i];
-                let (a, b) = floor.down(p).await?;
-                f.seq_down.push((p.name.clone(), a, b));
-            } else {
-                k.seq_down
-                    .push(delete_one(&s.pods, &s.watch, &s.cri, &format!("seq-{i}")).await?);
+        for side in turns(i) {
+            match side {
+                Side::Own => {
+                    let p = &f.seq[i];
+                    let (a, b) = floor.down(p).await?;
+                    f.seq_down.push((p.name.clone(), a, b));
+                }
+                Side::Minimal => {
+                    let p = &m.seq[i];
+                    let (a, b) = minimal.down(p).await?;
+                    m.seq_down.push((p.name.clone(), a, b));
+                }
+                Side::Skiff => {
+                    k.seq_down
+                        .push(delete_one(&s.pods, &s.watch, &s.cri, &format!("seq-{i}")).await?);
+                }
             }
             tokio::time::sleep(SETTLE).await;
         }
@@ -1255,7 +1345,7 @@ async fn measure(
             let (floor, barrier) = (floor.clone(), barrier.clone());
             tokio::spawn(async move {
                 barrier.wait().await;
-                floor.up(&format!("burst-{i}")).await
+                floor.up(&format!("burst-{i}"), &floor::AGENT).await
             })
         })
         .collect();
@@ -1485,19 +1575,27 @@ async fn podman_phase(args: &Args, work: &Path) -> anyhow::Result<Option<PodmanF
 
 // ------------------------------------------------------------------ report
 
+/// Startup rows: skiff beside the minimal floor (when measured) and the
+/// own-config floor, with both ratios; the target is against the
+/// minimal floor when there is one, else against the own-config floor.
+#[allow(clippy::too_many_arguments)] // two call sites; a struct would only rename them
 fn startup_rows(
     rows: &mut Vec<Vec<String>>,
     label: &str,
     skiff: &[SkiffPod],
+    minimal: Option<&[FloorPod]>,
     floor: &[FloorPod],
     floor_began: Option<Stamp>,
     percentiles: &[(&str, f64, Option<f64>)],
     podman: Option<&Samples>,
 ) {
-    let floor: Samples = floor
-        .iter()
-        .map(|p| p.done.at - floor_began.map_or(p.began.at, |b| b.at))
-        .collect();
+    let up = |pods: &[FloorPod]| -> Samples {
+        pods.iter()
+            .map(|p| p.done.at - floor_began.map_or(p.began.at, |b| b.at))
+            .collect()
+    };
+    let floor = up(floor);
+    let minimal = minimal.map(up);
     let running: Samples = skiff
         .iter()
         .filter_map(|p| p.seen.running.map(|r| r.at - p.created.at))
@@ -1508,19 +1606,20 @@ fn startup_rows(
         .collect();
     for (what, samples) in [("Running", &running), ("Ready", &ready)] {
         for &(name, p, target) in percentiles {
-            let (s, fl) = if name == "max" {
-                (samples.max(), floor.max())
-            } else {
-                (samples.p(p), floor.p(p))
-            };
-            let r = ratio(s, fl);
-            let pm = podman.and_then(|m| if name == "max" { m.max() } else { m.p(p) });
+            let pick = |s: &Samples| if name == "max" { s.max() } else { s.p(p) };
+            let (s, fl, mi) = (pick(samples), pick(&floor), minimal.as_ref().and_then(pick));
+            let (r_min, r_own) = (ratio(s, mi), ratio(s, fl));
+            let pm = podman.and_then(pick);
             rows.push(vec![
                 format!("{label}: create → {what}, {name}"),
                 ms(s),
+                ms(mi),
                 ms(fl),
-                ratio_text(r),
-                target.map_or("-".into(), |t| target_text(r, t)),
+                ratio_text(r_min),
+                ratio_text(r_own),
+                target.map_or("-".into(), |t| {
+                    target_text(if minimal.is_some() { r_min } else { r_own }, t)
+                }),
                 ms(pm),
             ]);
         }
@@ -1535,6 +1634,7 @@ fn median<T>(items: &[T], f: impl Fn(&T) -> Option<Duration>) -> Option<Duration
 fn report(
     args: &Args,
     floor: &FloorFigures,
+    minimal: &FloorFigures,
     skiff: &SkiffFigures,
     podman: Option<&PodmanFigures>,
     podman_note: &str,
@@ -1546,6 +1646,7 @@ fn report(
         &mut rows,
         &format!("1 at a time ×{n}"),
         &skiff.seq,
+        Some(&minimal.seq),
         &floor.seq,
         None,
         &[
@@ -1559,6 +1660,7 @@ fn report(
         &mut rows,
         &format!("{b} at once"),
         &skiff.burst,
+        None,
         &floor.burst,
         floor.burst_began,
         &[
@@ -1572,17 +1674,28 @@ fn report(
     rows.push(vec![
         format!("{b} at once: all Ready (skiff) / all started (floor)"),
         ms(skiff.burst_up),
+        "-".into(),
         ms(floor.burst_up),
+        "-".into(),
         ratio_text(r),
         "-".into(),
         "-".into(),
     ]);
     print_grid(
         &format!(
-            "Pod startup: busybox `sleep 3600`, image present; skiff = create request → phase Running / Ready condition seen by a watch; floor = RunPodSandbox+CreateContainer+StartContainer on a private containerd of the same config, same run (one at a time: floor and skiff pods alternate; at once: one side at a time, the other idle); {} cores",
+            "Pod startup: busybox `sleep 3600`, image present; skiff = create request → phase Running / Ready condition seen by a watch; floors = RunPodSandbox+CreateContainer+StartContainer on private containerds of the agent's config, same run: minimal = bare configs on a plain bridge, own = the configs and conflist the agent uses (one at a time: the three sides take turns; at once: one side at a time, the others idle; no minimal burst); {} cores",
             std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)
         ),
-        &["metric", "skiff", "raw CRI floor", "ratio", "target", "podman kube play"],
+        &[
+            "metric",
+            "skiff",
+            "minimal floor",
+            "own-config floor",
+            "skiff / minimal",
+            "skiff / own",
+            "target",
+            "podman kube play",
+        ],
         &rows,
     );
 
@@ -1597,7 +1710,9 @@ fn report(
         .iter()
         .map(|d| d.sandbox_gone.at - d.sent.at)
         .collect();
-    let floor_down: Samples = floor.seq_down.iter().map(|(_, a, b)| b.at - a.at).collect();
+    let down_of =
+        |f: &FloorFigures| -> Samples { f.seq_down.iter().map(|(_, a, b)| b.at - a.at).collect() };
+    let (floor_down, min_down) = (down_of(floor), down_of(minimal));
     let pdown = podman.map(|p| &p.down);
     let mut rows = Vec::new();
     for (name, p) in [("p50", 50.0), ("max", 100.0)] {
@@ -1607,13 +1722,17 @@ fn report(
             ms(pick(&gone)),
             "-".into(),
             "-".into(),
+            "-".into(),
+            "-".into(),
             ms(pdown.and_then(&pick)),
         ]);
-        let (s, fl) = (pick(&removed), pick(&floor_down));
+        let (s, mi, fl) = (pick(&removed), pick(&min_down), pick(&floor_down));
         rows.push(vec![
             format!("1 at a time ×{n}: DELETE grace 0 → sandbox removed from containerd, {name}"),
             ms(s),
+            ms(mi),
             ms(fl),
+            ratio_text(ratio(s, mi)),
             ratio_text(ratio(s, fl)),
             "-".into(),
         ]);
@@ -1621,13 +1740,23 @@ fn report(
     rows.push(vec![
         format!("{b} at once: DELETE grace 0 → all sandboxes removed"),
         ms(skiff.burst_down),
+        "-".into(),
         ms(floor.burst_down),
+        "-".into(),
         ratio_text(ratio(skiff.burst_down, floor.burst_down)),
         "-".into(),
     ]);
     print_grid(
-        "Pod deletion; floor = StopContainer(timeout 0) + StopPodSandbox + RemoveContainer + RemovePodSandbox",
-        &["metric", "skiff", "raw CRI floor", "ratio", "podman kube down"],
+        "Pod deletion; floors = StopContainer(timeout 0) + StopPodSandbox + RemoveContainer + RemovePodSandbox",
+        &[
+            "metric",
+            "skiff",
+            "minimal floor",
+            "own-config floor",
+            "skiff / minimal",
+            "skiff / own",
+            "podman kube down",
+        ],
         &rows,
     );
 
@@ -1803,30 +1932,31 @@ fn report(
             }),
         ]
     };
-    let floor_steps = |pods: &[FloorPod], began: Option<Stamp>| -> Vec<Option<Duration>> {
-        let with: Vec<(&FloorPod, &Calls)> = pods
-            .iter()
-            .filter_map(|p| floor.calls.get(&p.name).map(|c| (p, c)))
-            .collect();
-        let c = |f: fn(&Calls) -> Option<Duration>| median(&with, |(_, c)| f(c));
-        vec![
-            None,
-            None,
-            median(&with, |(p, c)| {
-                Some(span(
-                    began.map_or(p.began.wall, |b| b.wall),
-                    c.run_sandbox.begin?,
-                ))
-            }),
-            c(|c| c.run_sandbox.took()),
-            c(|c| Some(span(c.run_sandbox.end?, c.create.begin?))),
-            c(|c| c.create.took()),
-            c(|c| Some(span(c.create.end?, c.start.begin?))),
-            c(|c| c.start.took()),
-            median(&with, |(p, c)| Some(span(c.start.end?, p.done.wall))),
-            None,
-        ]
-    };
+    let floor_steps =
+        |fig: &FloorFigures, pods: &[FloorPod], began: Option<Stamp>| -> Vec<Option<Duration>> {
+            let with: Vec<(&FloorPod, &Calls)> = pods
+                .iter()
+                .filter_map(|p| fig.calls.get(&p.name).map(|c| (p, c)))
+                .collect();
+            let c = |f: fn(&Calls) -> Option<Duration>| median(&with, |(_, c)| f(c));
+            vec![
+                None,
+                None,
+                median(&with, |(p, c)| {
+                    Some(span(
+                        began.map_or(p.began.wall, |b| b.wall),
+                        c.run_sandbox.begin?,
+                    ))
+                }),
+                c(|c| c.run_sandbox.took()),
+                c(|c| Some(span(c.run_sandbox.end?, c.create.begin?))),
+                c(|c| c.create.took()),
+                c(|c| Some(span(c.create.end?, c.start.begin?))),
+                c(|c| c.start.took()),
+                median(&with, |(p, c)| Some(span(c.start.end?, p.done.wall))),
+                None,
+            ]
+        };
     let labels = [
         "create request → pod bound (scheduler), seen by watch",
         "create request → agent's first status (ContainerCreating) seen by watch",
@@ -1841,9 +1971,10 @@ fn report(
     ];
     let columns = [
         steps(&skiff.seq),
-        floor_steps(&floor.seq, None),
+        floor_steps(minimal, &minimal.seq, None),
+        floor_steps(floor, &floor.seq, None),
         steps(&skiff.burst),
-        floor_steps(&floor.burst, floor.burst_began),
+        floor_steps(floor, &floor.burst, floor.burst_began),
     ];
     let mut rows: Vec<Vec<String>> = labels
         .iter()
@@ -1861,25 +1992,37 @@ fn report(
         .iter()
         .filter_map(|d| skiff.calls.get(&d.name).map(|c| (d, c)))
         .collect();
-    let fdown: Vec<(&(String, Stamp, Stamp), &Calls)> = floor
-        .seq_down
-        .iter()
-        .filter_map(|d| floor.calls.get(&d.0).map(|c| (d, c)))
-        .collect();
+    type Down<'a> = Vec<(&'a (String, Stamp, Stamp), &'a Calls)>;
+    fn downs_of(fig: &FloorFigures) -> Down<'_> {
+        fig.seq_down
+            .iter()
+            .filter_map(|d| fig.calls.get(&d.0).map(|c| (d, c)))
+            .collect()
+    }
+    let (fdown, mdown) = (downs_of(floor), downs_of(minimal));
     let c = |f: fn(&Calls) -> Option<Duration>| {
-        (median(&down, |(_, c)| f(c)), median(&fdown, |(_, c)| f(c)))
+        [
+            median(&down, |(_, c)| f(c)),
+            median(&mdown, |(_, c)| f(c)),
+            median(&fdown, |(_, c)| f(c)),
+        ]
     };
-    let mut teardown = vec![
+    let sent = |fd: &[(&(String, Stamp, Stamp), &Calls)]| {
+        median(fd, |(d, c)| Some(span(d.1.wall, c.stop_container.begin?)))
+    };
+    let gone = |fd: &[(&(String, Stamp, Stamp), &Calls)]| {
+        median(fd, |(d, c)| Some(span(c.remove_sandbox.end?, d.2.wall)))
+    };
+    let teardown = vec![
         (
             "DELETE sent → StopContainer begins",
-            (
+            [
                 median(&down, |(d, c)| {
                     Some(span(d.sent.wall, c.stop_container.begin?))
                 }),
-                median(&fdown, |(d, c)| {
-                    Some(span(d.1.wall, c.stop_container.begin?))
-                }),
-            ),
+                sent(&mdown),
+                sent(&fdown),
+            ],
         ),
         ("StopContainer", c(|c| c.stop_container.took())),
         (
@@ -1891,20 +2034,22 @@ fn report(
             "StopPodSandbox done → RemovePodSandbox done",
             c(|c| Some(span(c.stop_sandbox.end?, c.remove_sandbox.end?))),
         ),
-    ];
-    teardown.push((
-        "RemovePodSandbox done → seen gone (skiff: CRI list every 20 ms; floor: call returned)",
         (
-            median(&down, |(d, c)| {
-                Some(span(c.remove_sandbox.end?, d.sandbox_gone.wall))
-            }),
-            median(&fdown, |(d, c)| Some(span(c.remove_sandbox.end?, d.2.wall))),
+            "RemovePodSandbox done → seen gone (skiff: CRI list every 20 ms; floor: call returned)",
+            [
+                median(&down, |(d, c)| {
+                    Some(span(c.remove_sandbox.end?, d.sandbox_gone.wall))
+                }),
+                gone(&mdown),
+                gone(&fdown),
+            ],
         ),
-    ));
-    for (label, (s, f)) in teardown {
+    ];
+    for (label, [s, m, f]) in teardown {
         rows.push(vec![
             format!("deletion: {label}"),
             ms(s),
+            ms(m),
             ms(f),
             "-".into(),
             "-".into(),
@@ -1915,9 +2060,10 @@ fn report(
         &[
             "step",
             &format!("skiff, 1 at a time ×{n}"),
-            &format!("floor, 1 at a time ×{n}"),
+            &format!("minimal floor, 1 at a time ×{n}"),
+            &format!("own-config floor, 1 at a time ×{n}"),
             &format!("skiff, {b} at once"),
-            &format!("floor, {b} at once"),
+            &format!("own-config floor, {b} at once"),
         ],
         &rows,
     );
@@ -1960,16 +2106,29 @@ async fn run_all(args: &Args) -> anyhow::Result<()> {
     for binary in ["containerd", "ctr"] {
         anyhow::ensure!(on_path(binary).is_some(), "{binary} is not installed");
     }
-    // Locals drop in reverse order: the server and the floor are stopped
+    // Locals drop in reverse order: the server and the floors are stopped
     // and reset before the leases and the work dir go.
     let work = tempfile::Builder::new()
         .prefix("skiff-bench-node-")
         .tempdir()?;
+    if let Some(keys) = &args.floor_variants {
+        eprintln!("work dir {}", work.path().display());
+        return floor::run(
+            &skiff,
+            work.path(),
+            keys,
+            args.pods,
+            args.keep_logs.as_deref(),
+        )
+        .await;
+    }
     let server_lease = Lease::take(240)?;
     let floor_lease = Lease::take(server_lease.octet + 1)?;
+    let min_lease = Lease::take(floor_lease.octet + 1)?;
     // A bridge of ours left by an interrupted run.
-    skiff_node::network::remove_bridge(&server_lease.bridge());
-    skiff_node::network::remove_bridge(&floor_lease.bridge());
+    for lease in [&server_lease, &floor_lease, &min_lease] {
+        skiff_node::network::remove_bridge(&lease.bridge());
+    }
     eprintln!("work dir {}", work.path().display());
 
     let floor_dir = work.path().join("floor");
@@ -1980,23 +2139,40 @@ async fn run_all(args: &Args) -> anyhow::Result<()> {
         log: work.path().join("reset.log"),
     };
     let floor_cidr = format!("10.{}.0.0/24", floor_lease.octet);
-    let floor = Arc::new(Floor::start(floor_dir, &floor_lease.bridge(), &floor_cidr).await?);
+    let floor =
+        Arc::new(Floor::start(floor_dir, &floor_lease.bridge(), &floor_cidr, Chain::Agent).await?);
     eprintln!(
-        "floor: containerd up (bridge {}, {floor_cidr})",
+        "own-config floor: containerd up (bridge {}, {floor_cidr})",
         floor_lease.bridge()
+    );
+    let min_dir = work.path().join("minimal");
+    let _min_reset = ResetOnDrop {
+        skiff: skiff.clone(),
+        data_dir: min_dir.clone(),
+        bridge: min_lease.bridge(),
+        log: work.path().join("reset.log"),
+    };
+    let min_cidr = format!("10.{}.0.0/24", min_lease.octet);
+    let minimal = Floor::start(min_dir, &min_lease.bridge(), &min_cidr, Chain::Plain).await?;
+    eprintln!(
+        "minimal floor: containerd up (bridge {}, {min_cidr})",
+        min_lease.bridge()
     );
     let s = start_skiff(args, &skiff, work.path(), &server_lease).await?;
 
     let mut ff = FloorFigures::default();
+    let mut mf = FloorFigures::default();
     let mut sf = SkiffFigures::default();
-    let result = measure(args, &floor, &s, &mut ff, &mut sf).await;
+    let result = measure(args, &floor, &minimal, &s, &mut ff, &mut mf, &mut sf).await;
     ff.calls = parse_containerd_log(&floor.log_path(), FLOOR_NS);
+    mf.calls = parse_containerd_log(&minimal.log_path(), FLOOR_NS);
     let skiff_containerd_log = s.server.containerd_dir().join("containerd.log");
     sf.calls = parse_containerd_log(&skiff_containerd_log, NS);
     if let Some(dir) = &args.keep_logs {
         std::fs::create_dir_all(dir)?;
         for (from, to) in [
             (floor.log_path(), "floor-containerd.log"),
+            (minimal.log_path(), "minimal-floor-containerd.log"),
             (skiff_containerd_log, "skiff-containerd.log"),
             (s.server.log.clone(), "skiff-server.log"),
         ] {
@@ -2010,7 +2186,10 @@ async fn run_all(args: &Args) -> anyhow::Result<()> {
     if let Some(mut floor) = Arc::into_inner(floor) {
         floor.stop().await;
     }
+    let mut minimal = minimal;
+    minimal.stop().await;
     drop(_floor_reset);
+    drop(_min_reset);
 
     let (podman, note) = if args.no_podman {
         (None, "podman: skipped (--no-podman).".to_string())
@@ -2024,6 +2203,6 @@ async fn run_all(args: &Args) -> anyhow::Result<()> {
             Err(e) => (None, format!("podman: failed: {e:#}")),
         }
     };
-    report(args, &ff, &sf, podman.as_ref(), &note);
+    report(args, &ff, &mf, &sf, podman.as_ref(), &note);
     Ok(())
 }

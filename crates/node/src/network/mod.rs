@@ -1,11 +1,25 @@
 //! The pod network: the CNI conflist the agent writes from its node's
-//! podCIDR (bridge with host-local IPAM, portmap, loopback; plugins from
-//! Debian's containernetworking-plugins), the host settings pods need
-//! (IP forwarding, bridge netfilter, overlayfs), and the clean-up of what
-//! the plugins leave behind (the bridge device, host-local's leases).
+//! podCIDR (bridge with host-local IPAM, then portmap; plugins from
+//! Debian's containernetworking-plugins), the node's masquerade rule for
+//! pod traffic leaving the podCIDR, the host settings pods need (IP
+//! forwarding, bridge netfilter, overlayfs), and the clean-up of what the
+//! plugins leave behind (the bridge device, host-local's leases).
 //!
-//! containerd calls the plugins; this module only writes their config and
-//! checks the host. It does not allocate addresses itself.
+//! The chain is upstream's default shape (k3s: flannel's bridge, portmap,
+//! bandwidth; containerd's example: bridge, portmap), and costs each
+//! RunPodSandbox only what it must (`skiff-bench node --floor-variants`
+//! measures each piece):
+//! - no `loopback` plugin: containerd's CRI brings `lo` up itself (its
+//!   built-in cni-loopback network), so a second one only cost an exec;
+//! - masquerading is one rule set for the whole podCIDR, written once
+//!   with the conflist (as flannel does it for k3s, whose bridge runs
+//!   without ipMasq), not the bridge plugin's `ipMasq`, which makes and
+//!   later deletes an iptables chain per pod: the same rules (the pod
+//!   network accepted, the rest but multicast masqueraded), one copy.
+//!
+//! containerd calls the plugins; this module only writes their config,
+//! the masquerade rule and checks the host. It does not allocate
+//! addresses itself.
 
 use std::path::{Path, PathBuf};
 
@@ -20,6 +34,8 @@ pub enum Error {
     },
     #[error("podCIDR {0:?} is not an IPv4 CIDR")]
     BadCidr(String),
+    #[error("cannot write the pod network's masquerade rule ({what}): {message}")]
+    Masquerade { what: String, message: String },
 }
 
 /// `Result` with [`Error`].
@@ -66,7 +82,8 @@ impl CniConfig {
                     "type": "bridge",
                     "bridge": self.bridge,
                     "isGateway": true,
-                    "ipMasq": true,
+                    // Masquerading is the node's rule (masquerade()).
+                    "ipMasq": false,
                     "hairpinMode": true,
                     "ipam": {
                         "type": "host-local",
@@ -75,16 +92,116 @@ impl CniConfig {
                         "dataDir": self.ipam_dir,
                     }
                 },
-                { "type": "portmap", "capabilities": { "portMappings": true } },
-                { "type": "loopback" }
+                { "type": "portmap", "capabilities": { "portMappings": true } }
             ]
         });
         Ok(serde_json::to_string_pretty(&doc).unwrap_or_default())
     }
 
-    /// Writes the conflist into `dir` (atomically: containerd watches the dir).
+    /// The chain of the node's masquerade rules (`CNI-<bridge>`, at most
+    /// 19 bytes; never a plugin's: theirs are `CNI-` and 24 hex digits).
+    pub fn masquerade_chain(&self) -> String {
+        format!("CNI-{}", self.bridge)
+    }
+
+    /// The comment on the masquerade rules: the CNI plugins' form
+    /// (`name: "NETWORK" id: "…"`), so that `skiff reset` removes them with
+    /// the plugins' rules of this network.
+    pub fn masquerade_comment(&self) -> String {
+        format!("name: \"{}\" id: \"skiff-masquerade\"", self.bridge)
+    }
+
+    /// The masquerade chain's rules as `iptables-restore --noflush` input
+    /// (declaring the chain flushes it): what the bridge plugin's `ipMasq`
+    /// writes per pod, for the whole podCIDR.
+    pub fn masquerade_rules(&self) -> Result<String> {
+        check_cidr(&self.pod_cidr)?;
+        let chain = self.masquerade_chain();
+        let comment = self.masquerade_comment().replace('"', "\\\"");
+        Ok(format!(
+            "*nat\n:{chain} - [0:0]\n\
+             -A {chain} -d {cidr} -m comment --comment \"{comment}\" -j ACCEPT\n\
+             -A {chain} ! -d 224.0.0.0/4 -m comment --comment \"{comment}\" -j MASQUERADE\n\
+             COMMIT\n",
+            cidr = self.pod_cidr,
+        ))
+    }
+
+    /// The POSTROUTING rule that sends the pods' traffic to the
+    /// masquerade chain (iptables arguments after `-t nat -A|-C`).
+    fn masquerade_jump(&self) -> Vec<String> {
+        vec![
+            "POSTROUTING".into(),
+            "-s".into(),
+            self.pod_cidr.clone(),
+            "-m".into(),
+            "comment".into(),
+            "--comment".into(),
+            self.masquerade_comment(),
+            "-j".into(),
+            self.masquerade_chain(),
+        ]
+    }
+
+    /// Writes the node's masquerade rules (idempotent): the chain, then
+    /// the POSTROUTING jump to it unless it is there.
+    pub fn masquerade(&self) -> Result<()> {
+        use std::io::Write as _;
+        use std::process::{Command, Stdio};
+        let failed = |what: &str, message: String| Error::Masquerade {
+            what: what.into(),
+            message,
+        };
+        let rules = self.masquerade_rules()?;
+        let mut child = Command::new("iptables-restore")
+            .args(["-w", "5", "--noflush"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| failed("iptables-restore", e.to_string()))?;
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin
+                .write_all(rules.as_bytes())
+                .map_err(|e| failed("iptables-restore", e.to_string()))?;
+        }
+        let out = child
+            .wait_with_output()
+            .map_err(|e| failed("iptables-restore", e.to_string()))?;
+        if !out.status.success() {
+            return Err(failed(
+                "iptables-restore",
+                String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            ));
+        }
+        let iptables = |op: &str| {
+            Command::new("iptables")
+                .args(["-w", "5", "-t", "nat", op])
+                .args(self.masquerade_jump())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .output()
+        };
+        if iptables("-C").is_ok_and(|o| o.status.success()) {
+            return Ok(());
+        }
+        let out = iptables("-A").map_err(|e| failed("iptables", e.to_string()))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(failed(
+                "iptables",
+                String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            ))
+        }
+    }
+
+    /// Writes the masquerade rules ([`Self::masquerade`]), then the
+    /// conflist into `dir` (atomically: containerd watches the dir), so
+    /// that no pod starts before its traffic can leave the node.
     pub fn write(&self, dir: &Path) -> Result<PathBuf> {
         let text = self.conflist()?;
+        self.masquerade()?;
         let path = dir.join(CONFLIST);
         let tmp = dir.join(format!(".{CONFLIST}.tmp"));
         let write = || -> std::io::Result<()> {
@@ -222,12 +339,38 @@ mod tests {
             .iter()
             .map(|p| p["type"].as_str().unwrap())
             .collect();
-        assert_eq!(types, ["bridge", "portmap", "loopback"]);
+        // containerd brings lo up itself; masquerading is the node's rule.
+        assert_eq!(types, ["bridge", "portmap"]);
+        assert_eq!(v["plugins"][0]["ipMasq"], false);
+        assert_eq!(v["plugins"][0]["hairpinMode"], true);
         assert_eq!(
             v["plugins"][0]["ipam"]["ranges"][0][0]["subnet"],
             "10.244.3.0/24"
         );
         assert_eq!(v["plugins"][0]["bridge"], "skiff0");
+    }
+
+    #[test]
+    fn the_masquerade_rules_are_the_bridge_plugins_for_the_whole_cidr() {
+        let c = CniConfig {
+            bridge: "skiff0".into(),
+            pod_cidr: "10.244.3.0/24".into(),
+            ipam_dir: "/d/ipam".into(),
+        };
+        let comment = r#""name: \"skiff0\" id: \"skiff-masquerade\"""#;
+        assert_eq!(
+            c.masquerade_rules().unwrap(),
+            format!(
+                "*nat\n:CNI-skiff0 - [0:0]\n\
+                 -A CNI-skiff0 -d 10.244.3.0/24 -m comment --comment {comment} -j ACCEPT\n\
+                 -A CNI-skiff0 ! -d 224.0.0.0/4 -m comment --comment {comment} -j MASQUERADE\n\
+                 COMMIT\n"
+            )
+        );
+        assert_eq!(
+            c.masquerade_jump().join(" "),
+            r#"POSTROUTING -s 10.244.3.0/24 -m comment --comment name: "skiff0" id: "skiff-masquerade" -j CNI-skiff0"#
+        );
     }
 
     #[test]
