@@ -70,7 +70,17 @@ fn is_token_char(c: char) -> bool {
 impl Token {
     /// Parses `id.secret`.
     pub fn parse(text: &str) -> Result<Self, Error> {
-        let form = || Error::Form(text.chars().take(6).collect::<String>() + "...");
+        // Never a character of the secret in the message.
+        let form = || {
+            let id: String = text
+                .split('.')
+                .next()
+                .unwrap_or("")
+                .chars()
+                .take(6)
+                .collect();
+            Error::Form(format!("{id}..."))
+        };
         let (id, secret) = text.split_once('.').ok_or_else(form)?;
         if id.len() != 6
             || secret.len() != 16
@@ -165,26 +175,22 @@ pub fn secret(token: &Token, options: &Options) -> Result<Value, Error> {
     }))
 }
 
-/// One key of a Secret's `data` (base64) or `stringData`, decoded.
+/// One key of a Secret, decoded: its `stringData` wins over its `data`
+/// (base64), as upstream merges a write's `stringData` over `data`.
 pub fn data(secret: &Value, key: &str) -> Option<String> {
-    if let Some(encoded) = secret
-        .pointer(&format!("/data/{key}"))
-        .and_then(Value::as_str)
-    {
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(encoded)
-            .ok()?;
-        return String::from_utf8(bytes).ok();
-    }
-    secret
+    if let Some(text) = secret
         .pointer(&format!("/stringData/{key}"))
         .and_then(Value::as_str)
-        .map(String::from)
-}
-
-/// The token id a Secret's name says, if it is a token Secret's name.
-pub fn id_of_name(name: &str) -> Option<&str> {
-    name.strip_prefix(SECRET_PREFIX)
+    {
+        return Some(text.to_string());
+    }
+    let encoded = secret
+        .pointer(&format!("/data/{key}"))
+        .and_then(Value::as_str)?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .ok()?;
+    String::from_utf8(bytes).ok()
 }
 
 /// The expiration a Secret states.
@@ -200,7 +206,9 @@ pub enum Expiration {
 /// The Secret's [`Expiration`].
 pub fn expiration(secret: &Value) -> Expiration {
     match data(secret, KEY_EXPIRATION) {
+        // Empty is no expiration, as upstream's GetExpiration.
         None => Expiration::Never,
+        Some(text) if text.is_empty() => Expiration::Never,
         Some(text) => DateTime::parse_from_rfc3339(&text).map_or(Expiration::Unreadable, |t| {
             Expiration::At(t.with_timezone(&Utc))
         }),
@@ -262,19 +270,23 @@ pub fn validate_group(group: &str) -> Result<(), Error> {
     }
 }
 
-/// The groups the Secret's token is in: `system:bootstrappers` first,
-/// then its `auth-extra-groups` (trimmed, each checked, no repeats).
+/// The groups the Secret's token is in, as upstream's `GetGroups`:
+/// `system:bootstrappers` and each `auth-extra-groups` entry (split on
+/// `,` as written; any invalid entry fails the whole), sorted, no
+/// repeats.
 pub fn groups(secret: &Value) -> Result<Vec<String>, Error> {
-    let mut groups = vec![GROUP.to_string()];
-    if let Some(extra) = data(secret, KEY_EXTRA_GROUPS) {
-        for group in extra.split(',').map(str::trim).filter(|g| !g.is_empty()) {
-            validate_group(group)?;
-            if !groups.iter().any(|g| g == group) {
-                groups.push(group.to_string());
+    let mut groups = std::collections::BTreeSet::from([GROUP.to_string()]);
+    match data(secret, KEY_EXTRA_GROUPS) {
+        None => {}
+        Some(extra) if extra.is_empty() => {}
+        Some(extra) => {
+            for group in extra.split(',') {
+                validate_group(group)?;
+                groups.insert(group.to_string());
             }
         }
     }
-    Ok(groups)
+    Ok(groups.into_iter().collect())
 }
 
 /// Why a presented token does not authenticate, in upstream's words (the
@@ -473,6 +485,35 @@ mod tests {
             }
         });
         assert!(authenticate(&token(), &plain, now).is_ok());
+    }
+
+    #[test]
+    fn upstream_details() {
+        let now = Utc::now();
+        // stringData, written later, wins over data.
+        let mut revoked = stored(&auth_only());
+        revoked["stringData"] = json!({ KEY_SECRET: "ffffffffffffffff" });
+        assert_eq!(authenticate(&token(), &revoked, now), Err(Refusal::Secret));
+        // An empty expiration never expires.
+        let mut empty = stored(&auth_only());
+        empty["data"][KEY_EXPIRATION] = json!("");
+        assert_eq!(expiration(&empty), Expiration::Never);
+        // Extra groups: sorted, no repeats, not trimmed.
+        let mut extra = stored(&auth_only());
+        extra["stringData"] = json!({
+            KEY_EXTRA_GROUPS: "system:bootstrappers:b,system:bootstrappers:a,system:bootstrappers:b"
+        });
+        assert_eq!(
+            groups(&extra).unwrap(),
+            vec![
+                "system:bootstrappers",
+                "system:bootstrappers:a",
+                "system:bootstrappers:b"
+            ]
+        );
+        extra["stringData"] =
+            json!({ KEY_EXTRA_GROUPS: "system:bootstrappers:a, system:bootstrappers:b" });
+        assert!(groups(&extra).is_err());
     }
 
     #[test]

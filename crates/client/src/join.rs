@@ -21,7 +21,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use base64::Engine as _;
-use rustls::pki_types::pem::PemObject as _;
 use skiff_api::bootstrap_token::Token;
 
 use crate::certificate::{authority, kubeconfig, rotation};
@@ -58,6 +57,8 @@ pub enum Error {
     Client(String, #[source] kube::Error),
     #[error("the server refused the join token ({0}): it is wrong, expired or was deleted")]
     Refused(String),
+    #[error("the token authenticated, but may not ask for a node certificate ({0}): is the ClusterRoleBinding kubeadm:kubelet-bootstrap there?")]
+    Forbidden(String),
     #[error("the node's client certificate was not issued: {0}")]
     Issue(#[source] rotation::Error),
     #[error("cannot write {path}: {source}")]
@@ -117,6 +118,24 @@ pub fn ca_hash(pem: &[u8]) -> Result<String> {
         .map_err(|_| Error::Certificate(authority::Error::MalformedCertificate))?;
     let digest = ring::digest::digest(&ring::digest::SHA256, cert.public_key().raw);
     Ok(digest.as_ref().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The CA certificate of a fetched bundle that matches the token's hash,
+/// alone (DER and PEM): only it is trusted from then on and written to
+/// the kubeconfig, never the rest of what the server sent (a reply may
+/// append a certificate of its own after the real CA).
+pub fn pinned(pem: &[u8], token: &JoinToken) -> Result<(Vec<u8>, String)> {
+    verify_ca(pem, token)?;
+    let der = authority::first_certificate(pem).map_err(Error::Certificate)?;
+    let der = der.as_ref().to_vec();
+    let body = base64::engine::general_purpose::STANDARD.encode(&der);
+    let mut text = String::from("-----BEGIN CERTIFICATE-----\n");
+    for line in body.as_bytes().chunks(64) {
+        text.push_str(&String::from_utf8_lossy(line));
+        text.push('\n');
+    }
+    text.push_str("-----END CERTIFICATE-----\n");
+    Ok((der, text))
 }
 
 /// Checks a fetched CA against the token's hash.
@@ -209,24 +228,20 @@ pub async fn bootstrap(
     path: &Path,
 ) -> Result<()> {
     let ca = fetch_ca(server).await?;
-    verify_ca(&ca, token)?;
-    let ca_pem = String::from_utf8_lossy(&ca).into_owned();
-    let ders = rustls::pki_types::CertificateDer::pem_slice_iter(ca.as_slice())
-        .filter_map(|c| c.ok())
-        .map(|c| c.as_ref().to_vec())
-        .collect::<Vec<_>>();
+    let (ca_der, ca_pem) = pinned(&ca, token)?;
     let mut config = kube::Config::new(url(server)?);
-    config.root_cert = Some(ders);
+    config.root_cert = Some(vec![ca_der]);
     config.auth_info.token = Some(token.token.text().into());
     config.connect_timeout = Some(Duration::from_secs(10));
     let client =
         kube::Client::try_from(config).map_err(|e| Error::Client(server.to_string(), e))?;
     let issued = match rotation::issue(&client, node_name, ISSUE_TIMEOUT).await {
         Ok(issued) => issued,
-        Err(rotation::Error::Api(kube::Error::Api(status)))
-            if status.code == 401 || status.code == 403 =>
-        {
+        Err(rotation::Error::Api(kube::Error::Api(status))) if status.code == 401 => {
             return Err(Error::Refused(format!("{} {}", status.code, status.reason)));
+        }
+        Err(rotation::Error::Api(kube::Error::Api(status))) if status.code == 403 => {
+            return Err(Error::Forbidden(status.message));
         }
         Err(e) => return Err(Error::Issue(e)),
     };
@@ -299,6 +314,27 @@ mod tests {
         assert!(err.to_string().contains(&hash));
         assert!(ca_hash(CA.as_bytes()).is_err());
         assert!(ca_hash(b"not pem").is_err());
+    }
+
+    #[test]
+    fn only_the_pinned_certificate_is_trusted() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let real = params.self_signed(&key).unwrap();
+        let attacker = params
+            .self_signed(&rcgen::KeyPair::generate().unwrap())
+            .unwrap();
+        let hash = ca_hash(real.pem().as_bytes()).unwrap();
+        let token = JoinToken::parse(&format!("K10{hash}::abcdef.0123456789abcdef")).unwrap();
+        let bundle = format!("{}{}", real.pem(), attacker.pem());
+        let (der, pem) = pinned(bundle.as_bytes(), &token).unwrap();
+        assert_eq!(der, real.der().to_vec());
+        assert_eq!(ca_hash(pem.as_bytes()).unwrap(), hash);
+        assert_eq!(pem.matches("BEGIN CERTIFICATE").count(), 1);
+        // The attacker's certificate first: refused.
+        let swapped = format!("{}{}", attacker.pem(), real.pem());
+        assert!(pinned(swapped.as_bytes(), &token).is_err());
     }
 
     #[test]

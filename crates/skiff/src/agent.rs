@@ -112,23 +112,58 @@ async fn join(
 ) -> anyhow::Result<std::path::PathBuf> {
     let token = skiff_client::join::JoinToken::parse(token)?;
     let path = data_dir.join(JOINED_KUBECONFIG);
-    if path.exists() {
-        tracing::info!(kubeconfig = %path.display(), "already joined; using the node's kubeconfig");
-        return Ok(path);
+    match still_valid(&path, node_name) {
+        Ok(()) => {
+            tracing::info!(kubeconfig = %path.display(), "already joined; using the node's kubeconfig");
+            return Ok(path);
+        }
+        Err(why) if path.exists() => {
+            tracing::warn!(kubeconfig = %path.display(), "joining again: {why}");
+        }
+        Err(_) => {}
     }
     skiff_client::join::bootstrap(server, &token, node_name, &path).await?;
     tracing::info!(kubeconfig = %path.display(), server, "joined the cluster");
     Ok(path)
 }
 
+/// Whether a kept kubeconfig still serves: its client certificate is
+/// this node's (`system:node:NAME`) and not expired (else the node joins
+/// again, as the kubelet bootstraps again when its certificate is no
+/// longer valid).
+fn still_valid(path: &Path, node_name: &str) -> anyhow::Result<()> {
+    let credential = skiff_client::certificate::kubeconfig::read(path)?
+        .context("it has no client certificate")?;
+    let info = skiff_client::certificate::authority::inspect(credential.cert_pem.as_bytes())?;
+    anyhow::ensure!(
+        info.common_name == format!("system:node:{node_name}"),
+        "its certificate is {:?}'s, not this node's",
+        info.common_name
+    );
+    anyhow::ensure!(
+        info.not_after > time::OffsetDateTime::now_utc(),
+        "its certificate expired at {}",
+        info.not_after
+    );
+    Ok(())
+}
+
 /// `skiff agent --kubeconfig FILE --node-name N --data-dir DIR`.
 pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
     let data_dir = std::path::absolute(&args.data_dir)?;
     let node_name = args.node_name.clone().unwrap_or_else(default_node_name);
-    let kubeconfig = match (&args.kubeconfig, &args.server, &args.token) {
+    let token = match (&args.token, &args.token_file) {
+        (Some(text), _) => Some(text.clone()),
+        (None, Some(file)) => Some(
+            std::fs::read_to_string(file)
+                .with_context(|| format!("cannot read the token file {}", file.display()))?,
+        ),
+        (None, None) => None,
+    };
+    let kubeconfig = match (&args.kubeconfig, &args.server, &token) {
         (Some(path), _, _) => path.clone(),
         (None, Some(server), Some(token)) => join(server, token, &node_name, &data_dir).await?,
-        _ => anyhow::bail!("pass --kubeconfig, or --server and --token to join"),
+        _ => anyhow::bail!("pass --kubeconfig, or --server and --token-file to join"),
     };
     let (client, rotating) = skiff_client::http::client_with_rotating_cert(&kubeconfig).await?;
     let ca = match &args.client_ca_file {

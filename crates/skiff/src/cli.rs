@@ -296,20 +296,33 @@ pub struct NodeArgs {
 
 #[derive(Debug, Args)]
 pub struct AgentArgs {
-    /// Kubeconfig of the API server (or join with --server and --token).
-    #[arg(long, required_unless_present = "token", conflicts_with_all = ["server", "token"])]
+    /// Kubeconfig of the API server (or join with --server and
+    /// --token-file or --token).
+    #[arg(
+        long,
+        required_unless_present_any = ["token", "token_file"],
+        conflicts_with_all = ["server", "token", "token_file"]
+    )]
     pub kubeconfig: Option<PathBuf>,
 
-    /// The API server to join (`https://HOST:PORT`), with --token.
-    #[arg(long, requires = "token")]
+    /// The API server to join (`https://HOST:PORT`), with --token-file or
+    /// --token.
+    #[arg(long)]
     pub server: Option<String>,
 
     /// The join token (`<server data dir>/token` or `skiff token create`):
     /// the server's CA is checked against its hash, then the token asks
     /// for this node's client certificate; the node's kubeconfig is kept
     /// in the data dir, and later starts use it.
-    #[arg(long, requires = "server")]
+    /// Prefer --token-file: a token on the command line is visible to
+    /// every user of the machine for as long as the agent runs.
+    #[arg(long, requires = "server", conflicts_with = "token_file")]
     pub token: Option<String>,
+
+    /// A file holding the join token (a copy of the server's
+    /// `<data-dir>/token`).
+    #[arg(long, requires = "server")]
+    pub token_file: Option<PathBuf>,
 
     /// The Node's name (default: the hostname).
     #[arg(long)]

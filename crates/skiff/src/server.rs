@@ -253,7 +253,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
         _ => addr,
     };
     let join = format!(
-        "Nodes join with:\n  skiff agent --server https://{join_address} --token $(cat {})\n",
+        "Nodes join with (on another machine, a copy of the token file):\n  skiff agent --server https://{join_address} --token-file {}\n",
         data_dir.join(crate::token::FILE).display()
     );
     let try_it = if args.disable_agent {

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
+use chrono::Datelike as _;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use skiff_api::bootstrap_token::{self as bt, Options, Token};
@@ -158,7 +159,7 @@ fn id_of(text: &str) -> anyhow::Result<String> {
             && text
                 .chars()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()),
-        "{text:?} is neither a token id ([a-z0-9]{{6}}) nor a token"
+        "not a token id ([a-z0-9]{{6}}) nor a token"
     );
     Ok(text.to_string())
 }
@@ -169,14 +170,30 @@ async fn create(
     args: &TokenCreateArgs,
 ) -> anyhow::Result<JoinToken> {
     let token = match &args.token {
-        Some(text) => id_of(text)
+        // The text is not echoed: it may be a secret typed wrong.
+        Some(text) => Token::parse(text)
             .ok()
-            .and_then(|_| Token::parse(text).ok())
-            .with_context(|| format!("--token {text:?}: expected [a-z0-9]{{6}}.[a-z0-9]{{16}}"))?,
+            .context("the token: expected [a-z0-9]{6}.[a-z0-9]{16}")?,
         None => new_token(),
     };
-    let expiration = (!args.ttl.is_zero())
-        .then(|| chrono::Utc::now() + chrono::Duration::from_std(args.ttl).unwrap_or_default());
+    for usage in &args.usages {
+        anyhow::ensure!(
+            [bt::USAGE_SIGNING, bt::USAGE_AUTHENTICATION].contains(&usage.as_str()),
+            "--usages: {usage:?} is not one of signing, authentication"
+        );
+    }
+    let expiration = match args.ttl.is_zero() {
+        true => None,
+        false => Some(
+            chrono::Duration::from_std(args.ttl)
+                .ok()
+                .and_then(|ttl| chrono::Utc::now().checked_add_signed(ttl))
+                .filter(|at| at.year() <= 9999)
+                .context("--ttl: too long (0 means never)")?,
+        ),
+    };
+    // The hash first: a token is never made that could not be printed.
+    let ca_hash = join::ca_hash(ca_pem.as_bytes())?;
     let options = Options {
         expiration,
         description: args.description.clone(),
@@ -184,10 +201,7 @@ async fn create(
         extra_groups: args.groups.clone(),
     };
     create_secret(client, &token, &options).await?;
-    Ok(JoinToken {
-        ca_hash: join::ca_hash(ca_pem.as_bytes())?,
-        token,
-    })
+    Ok(JoinToken { ca_hash, token })
 }
 
 /// kubeadm's `token list` table.
@@ -228,7 +242,10 @@ async fn list(client: &kube::Client, ca_pem: &str) -> anyhow::Result<String> {
             ),
             bt::Expiration::Unreadable => ("<invalid>".into(), "<invalid>".into()),
         };
-        let usages = bt::usages(&value).join(",");
+        let usages = match bt::usages(&value).join(",") {
+            none if none.is_empty() => "<none>".to_string(),
+            some => some,
+        };
         let groups = bt::data(&value, bt::KEY_EXTRA_GROUPS).unwrap_or_default();
         rows.push([
             JoinToken {
@@ -239,7 +256,9 @@ async fn list(client: &kube::Client, ca_pem: &str) -> anyhow::Result<String> {
             ttl,
             expires,
             usages,
-            bt::data(&value, bt::KEY_DESCRIPTION).unwrap_or_else(|| "<none>".into()),
+            bt::data(&value, bt::KEY_DESCRIPTION)
+                .filter(|d| !d.is_empty())
+                .unwrap_or_else(|| "<none>".into()),
             if groups.is_empty() {
                 "<none>".into()
             } else {

@@ -27,10 +27,7 @@ struct Second {
 
 impl Drop for Second {
     fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let _ = self.child.wait();
+        cluster::stop_child(&mut self.child);
         let _ = Command::new(SKIFF)
             .arg("reset")
             .arg("--data-dir")

@@ -56,9 +56,9 @@ fn printed_join(c: &Cluster) -> (String, PathBuf) {
         .unwrap()
         .to_string();
     let file = line
-        .split("$(cat ")
+        .split_whitespace()
+        .skip_while(|w| *w != "--token-file")
         .nth(1)
-        .and_then(|r| r.strip_suffix(')'))
         .unwrap_or_else(|| panic!("no token file in {line:?}"));
     (server, PathBuf::from(file))
 }
@@ -84,6 +84,17 @@ fn refused(c: &Cluster, server: &str, token: &str, words: &str) {
     assert!(!dir.exists(), "{token:?}: {} was made", dir.display());
 }
 
+/// A running agent: stopped with SIGTERM on drop (SIGKILL after 40 s),
+/// also when the test fails. Declared after its [`Reset`], so it stops
+/// before the reset runs.
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        cluster::stop_child(&mut self.0);
+    }
+}
+
 struct Reset(PathBuf, String);
 
 impl Drop for Reset {
@@ -107,8 +118,11 @@ fn token_args<'a>(c: &'a Cluster, args: &[&'a str]) -> Vec<&'a str> {
 
 #[test]
 fn a_node_joins_with_the_printed_command_and_bad_tokens_are_refused() {
+    // No token cleaner here: the expired token must be refused for being
+    // expired, not for being gone (the other test checks the cleaner).
     let c = Cluster::start(Options {
         disable_agent: true,
+        extra: vec!["--controllers".into(), "*,-tokencleaner".into()],
         ..Options::default()
     });
     let (server, file) = printed_join(&c);
@@ -168,31 +182,17 @@ stringData:
         s.spawn(move || refused(c, server, &expired, "refused the join token"));
         s.spawn(move || refused(c, server, "abcdef.0123456789abcdef", "not of the form K10"));
     });
-    // The token cleaner deletes the expired token's Secret.
-    wait_for(
-        "the expired token to be deleted",
-        Duration::from_secs(30),
-        || {
-            (!c.kubectl_output(&[
-                "-n",
-                "kube-system",
-                "get",
-                "secret",
-                "bootstrap-token-zzzzzz",
-            ])
-            .status
-            .success())
-            .then_some(())
-        },
-    );
 
     // The good join, with the printed command.
     let agent_dir = c.dir.path().join("agent");
     let bridge = format!("{}j", c.bridge);
     let _reset = Reset(agent_dir.clone(), bridge.clone());
-    let mut agent = Command::new(SKIFF)
+    let agent = Command::new(SKIFF)
         .arg("agent")
-        .args(["--server", &server, "--token", &token])
+        .arg("--server")
+        .arg(&server)
+        .arg("--token-file")
+        .arg(&file)
         .arg("--data-dir")
         .arg(&agent_dir)
         .args(["--node-name", "joined-1", "--node-ip", "127.0.0.1"])
@@ -202,6 +202,7 @@ stringData:
         .stdin(Stdio::null())
         .spawn()
         .unwrap();
+    let agent = Running(agent);
     wait_for("the joined node", Duration::from_secs(60), || {
         c.kubectl_output(&["get", "node", "joined-1"])
             .status
@@ -259,10 +260,7 @@ stringData:
                 .then_some(())
         },
     );
-    let _ = Command::new("kill")
-        .args(["-TERM", &agent.id().to_string()])
-        .status();
-    let _ = agent.wait();
+    drop(agent);
 
     // The node is deleted while its agent is stopped (as `kubectl delete
     // node` after a drain); a restart with the same command uses the kept
@@ -270,7 +268,7 @@ stringData:
     // a wrong one now) and registers the node again.
     c.kubectl(&["delete", "node", "joined-1"]);
     let before = c.kubectl(&["get", "csr", "-o", "name"]).lines().count();
-    let mut again = Command::new(SKIFF)
+    let again = Command::new(SKIFF)
         .arg("agent")
         .args(["--server", &server, "--token", &wrong_secret])
         .arg("--data-dir")
@@ -282,6 +280,7 @@ stringData:
         .stdin(Stdio::null())
         .spawn()
         .unwrap();
+    let again = Running(again);
     wait_for(
         "the node to be registered and Ready again",
         Duration::from_secs(60),
@@ -300,10 +299,7 @@ stringData:
         c.kubectl(&["get", "csr", "-o", "name"]).lines().count(),
         before
     );
-    let _ = Command::new("kill")
-        .args(["-TERM", &again.id().to_string()])
-        .status();
-    let _ = again.wait();
+    drop(again);
     c.kubectl(&[
         "delete",
         "pod",
@@ -379,6 +375,39 @@ fn tokens_are_created_listed_and_deleted() {
         String::from_utf8_lossy(&bad.stderr).contains("system:bootstrappers:"),
         "{}",
         String::from_utf8_lossy(&bad.stderr)
+    );
+
+    // The token cleaner deletes an expired token's Secret.
+    c.apply(
+        r#"
+apiVersion: v1
+kind: Secret
+metadata:
+  name: bootstrap-token-zzzzzz
+  namespace: kube-system
+type: bootstrap.kubernetes.io/token
+stringData:
+  token-id: zzzzzz
+  token-secret: 0123456789abcdef
+  expiration: "2020-01-01T00:00:00Z"
+  usage-bootstrap-authentication: "true"
+"#,
+    );
+    wait_for(
+        "the expired token to be deleted",
+        Duration::from_secs(30),
+        || {
+            (!c.kubectl_output(&[
+                "-n",
+                "kube-system",
+                "get",
+                "secret",
+                "bootstrap-token-zzzzzz",
+            ])
+            .status
+            .success())
+            .then_some(())
+        },
     );
 
     let deleted = ok(&token_args(&c, &["delete", id]));

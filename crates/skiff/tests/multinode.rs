@@ -11,8 +11,15 @@ use std::time::Duration;
 use cluster::hosts::Underlay;
 use cluster::{wait_for, CidrLease, Cluster, Options};
 
-/// The server address and the token of the printed join command.
-fn printed_join(c: &Cluster) -> (String, String) {
+/// The hosts and the server: the hosts are torn down first, while the
+/// server still holds the test's network lease (fields drop in order).
+struct Env {
+    underlay: Underlay,
+    c: Cluster,
+}
+
+/// The server address and the token file of the printed join command.
+fn printed_join(c: &Cluster) -> (String, std::path::PathBuf) {
     let line = wait_for("the printed join command", Duration::from_secs(10), || {
         c.log_text()
             .lines()
@@ -26,19 +33,18 @@ fn printed_join(c: &Cluster) -> (String, String) {
         .unwrap()
         .to_string();
     let file = line
-        .split("$(cat ")
+        .split_whitespace()
+        .skip_while(|w| *w != "--token-file")
         .nth(1)
-        .and_then(|r| r.strip_suffix(')'))
         .unwrap();
-    let token = std::fs::read_to_string(file).unwrap().trim().to_string();
-    (server, token)
+    (server, file.into())
 }
 
 #[test]
 fn a_server_and_two_agents_on_their_own_hosts_join_and_run_pods() {
     let cidr = CidrLease::take();
     let dir = tempfile::tempdir().unwrap();
-    let mut underlay = Underlay::new(&cidr, 2, dir.path());
+    let underlay = Underlay::new(&cidr, 2, dir.path());
     let gateway = underlay.gateway();
     let c = Cluster::start_with(
         Options {
@@ -48,7 +54,9 @@ fn a_server_and_two_agents_on_their_own_hosts_join_and_run_pods() {
         },
         cidr,
     );
-    let (server, token) = printed_join(&c);
+    let mut env = Env { underlay, c };
+    let (underlay, c) = (&mut env.underlay, &env.c);
+    let (server, token) = printed_join(c);
     assert!(
         server.starts_with(&format!("https://{gateway}:")),
         "{server}"

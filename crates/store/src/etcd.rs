@@ -81,6 +81,47 @@ fn map_error(e: etcd_client::Error, requested: i64) -> Error {
     Error::unavailable("etcd request failed", e)
 }
 
+/// How many times a request is sent again when it did not reach a member
+/// that could serve it.
+const RETRIES: u32 = 5;
+
+/// Whether an etcd error says the request never reached a member that
+/// could serve it (a dead member's connection refused or reset, no
+/// leader yet): sent again, the client's balancer routes it to another
+/// member. Upstream's etcd client retries the same way.
+fn retryable(e: &etcd_client::Error) -> bool {
+    match e {
+        etcd_client::Error::TransportError(_) => true,
+        // 14: gRPC's UNAVAILABLE.
+        etcd_client::Error::GRpcStatus(status) => status.code() as i32 == 14,
+        _ => false,
+    }
+}
+
+/// Sends a request (made by `send`) until it is answered or fails for
+/// another reason, at most [`RETRIES`] more times, waiting 50, 100,
+/// 200... ms between.
+async fn with_retries<T, Fut>(
+    mut send: impl FnMut() -> Fut,
+) -> std::result::Result<T, etcd_client::Error>
+where
+    Fut: std::future::Future<Output = std::result::Result<T, etcd_client::Error>>,
+{
+    let mut delay = Duration::from_millis(50);
+    for _ in 0..RETRIES {
+        match send().await {
+            Err(e) if retryable(&e) => {
+                tracing::debug!(error = %e, "etcd request not served; sending again");
+                // Back-off between attempts, not a wait for a condition.
+                tokio::time::sleep(delay).await;
+                delay *= 2;
+            }
+            other => return other,
+        }
+    }
+    send().await
+}
+
 fn to_kv(kv: &etcd_client::KeyValue) -> KeyValue {
     KeyValue {
         key: String::from_utf8_lossy(kv.key()).into_owned(),
@@ -224,12 +265,12 @@ impl Store for EtcdStore {
         let txn = Txn::new()
             .when([Compare::create_revision(key, CompareOp::Equal, 0)])
             .and_then([TxnOp::put(key, value.to_vec(), None)]);
-        let resp = self
-            .kv
-            .clone()
-            .txn(txn)
-            .await
-            .map_err(|e| map_error(e, 0))?;
+        let resp = with_retries(|| {
+            let (mut kv, txn) = (self.kv.clone(), txn.clone());
+            async move { kv.txn(txn).await }
+        })
+        .await
+        .map_err(|e| map_error(e, 0))?;
         if !resp.succeeded() {
             return Err(Error::AlreadyExists {
                 key: key.to_string(),
@@ -245,12 +286,12 @@ impl Store for EtcdStore {
     }
 
     async fn get(&self, key: &str) -> Result<KeyValue> {
-        let resp = self
-            .kv
-            .clone()
-            .get(key, None)
-            .await
-            .map_err(|e| map_error(e, 0))?;
+        let resp = with_retries(|| {
+            let mut kv = self.kv.clone();
+            async move { kv.get(key, None).await }
+        })
+        .await
+        .map_err(|e| map_error(e, 0))?;
         resp.kvs()
             .first()
             .map(to_kv)
@@ -269,12 +310,12 @@ impl Store for EtcdStore {
         if let Some(revision) = revision {
             get = get.with_revision(revision);
         }
-        let resp = self
-            .kv
-            .clone()
-            .get(start, Some(get))
-            .await
-            .map_err(|e| map_error(e, revision.unwrap_or(0)))?;
+        let resp = with_retries(|| {
+            let (mut kv, start, get) = (self.kv.clone(), start.clone(), get.clone());
+            async move { kv.get(start, Some(get)).await }
+        })
+        .await
+        .map_err(|e| map_error(e, revision.unwrap_or(0)))?;
         let snapshot = revision.unwrap_or_else(|| resp.header().map(|h| h.revision()).unwrap_or(0));
         let items: Vec<KeyValue> = resp.kvs().iter().map(to_kv).collect();
         let continue_token = match (resp.more(), items.last()) {
@@ -303,12 +344,12 @@ impl Store for EtcdStore {
                 Some(PutOptions::new().with_prev_key()),
             )])
             .or_else([TxnOp::get(key, None)]);
-        let resp = self
-            .kv
-            .clone()
-            .txn(txn)
-            .await
-            .map_err(|e| map_error(e, 0))?;
+        let resp = with_retries(|| {
+            let (mut kv, txn) = (self.kv.clone(), txn.clone());
+            async move { kv.txn(txn).await }
+        })
+        .await
+        .map_err(|e| map_error(e, 0))?;
         if !resp.succeeded() {
             return Err(match else_get(&resp) {
                 Some(current) => Error::Conflict {
@@ -350,12 +391,12 @@ impl Store for EtcdStore {
                 Some(DeleteOptions::new().with_prev_key()),
             )])
             .or_else([TxnOp::get(key, None)]);
-        let resp = self
-            .kv
-            .clone()
-            .txn(txn)
-            .await
-            .map_err(|e| map_error(e, 0))?;
+        let resp = with_retries(|| {
+            let (mut kv, txn) = (self.kv.clone(), txn.clone());
+            async move { kv.txn(txn).await }
+        })
+        .await
+        .map_err(|e| map_error(e, 0))?;
         if !resp.succeeded() {
             return Err(match (else_get(&resp), expected_revision) {
                 (Some(current), Some(expected)) => Error::Conflict {

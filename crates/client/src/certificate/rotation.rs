@@ -60,8 +60,8 @@ pub enum Error {
     #[error("waiting for the certificate")]
     Wait(#[source] kube::runtime::wait::Error),
     /// Nobody issued it in time.
-    #[error("certificate signing request {0} was not issued within {ISSUE_TIMEOUT:?}")]
-    Timeout(String),
+    #[error("certificate signing request {0} was not issued within {1:?}")]
+    Timeout(String, Duration),
     /// It was denied, failed or deleted.
     #[error("certificate signing request {name} was {how}")]
     Refused {
@@ -223,7 +223,7 @@ pub async fn issue(client: &kube::Client, node_name: &str, timeout: Duration) ->
         kube::runtime::wait::await_condition(api, &name, settled),
     )
     .await
-    .map_err(|_| Error::Timeout(name.clone()))?
+    .map_err(|_| Error::Timeout(name.clone(), timeout))?
     .map_err(Error::Wait)?;
     let Some(done) = waited else {
         return Err(Error::Refused {

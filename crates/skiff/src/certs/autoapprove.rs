@@ -10,7 +10,7 @@
 //! `...:nodeclient`). The csrapproving controller approves after a
 //! SubjectAccessReview that these bindings answer.
 //!
-//! This module owns only those two objects: created when absent, never
+//! This module owns only those three objects: created when absent, never
 //! overwritten (an operator may delete one to stop auto-approval until
 //! the next start).
 

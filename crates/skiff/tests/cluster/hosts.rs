@@ -115,13 +115,16 @@ impl Underlay {
         format!("172.20.{}.1", self.octet)
     }
 
-    /// Starts host `i`'s agent (0-based), joining `server` with `token`.
-    pub fn join(&mut self, i: usize, server: &str, token: &str) {
+    /// Starts host `i`'s agent (0-based), joining `server` with the token
+    /// in `token_file`.
+    pub fn join(&mut self, i: usize, server: &str, token_file: &Path) {
         let host = &mut self.hosts[i];
         let child = Command::new("nsenter")
             .arg(format!("--net=/run/netns/{}", host.netns))
             .args(["--", SKIFF, "agent"])
-            .args(["--server", server, "--token", token])
+            .args(["--server", server])
+            .arg("--token-file")
+            .arg(token_file)
             .arg("--data-dir")
             .arg(&host.data_dir)
             .args(["--node-name", &host.node_name, "--node-ip", &host.ip])
@@ -151,10 +154,7 @@ impl Host {
     fn stop(&mut self) {
         if let Some(mut agent) = self.agent.take() {
             // nsenter execs the agent: the child's PID is the agent's.
-            let _ = Command::new("kill")
-                .args(["-TERM", &agent.id().to_string()])
-                .status();
-            let _ = agent.wait();
+            super::stop_child(&mut agent);
         }
         let _ = Command::new("nsenter")
             .arg(format!("--net=/run/netns/{}", self.netns))

@@ -118,6 +118,24 @@ pub struct Cluster {
     pub cidr: CidrLease,
 }
 
+/// Stops a child process with SIGTERM and waits for it, with SIGKILL
+/// after 40 s (a stuck stop never hangs a test).
+pub fn stop_child(child: &mut Child) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while child.try_wait().ok().flatten().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return;
+        }
+        // A poll interval while waiting for the exit, not a fixed wait.
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
