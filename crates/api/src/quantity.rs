@@ -32,7 +32,7 @@ pub struct ParsedQuantity {
 impl ParsedQuantity {
     /// Parses a quantity string with the upstream grammar:
     /// `<sign><digits>[.<digits>]<suffix>`, where the suffix is a binary SI
-    /// suffix (`Ki`..`Ei`), a decimal SI suffix (`m`, ``, `k`, `M`..`E`) or a
+    /// suffix (`Ki`..`Ei`), a decimal SI suffix (`n`, `u`, `m`, ``, `k`, `M`..`E`) or a
     /// decimal exponent (`e3`, `E-2`).
     pub fn parse(s: &str) -> Result<Self> {
         let err = || QuantityError::Format(s.to_string());
@@ -125,6 +125,8 @@ fn parse_suffix(suffix: &str) -> Option<(i32, u32)> {
         return Some((0, *e));
     }
     let decimal = [
+        ("n", -9),
+        ("u", -6),
         ("m", -3),
         ("", 0),
         ("k", 3),
@@ -223,5 +225,11 @@ mod tests {
         assert!(ParsedQuantity::parse("lots").is_err());
         assert!(ParsedQuantity::parse("").is_err());
         assert!(ParsedQuantity::parse("1.5.5").is_err());
+        // Nano and micro, as metrics.k8s.io writes CPU (upstream accepts
+        // them everywhere).
+        assert!(equal("1000000n", "1m"));
+        assert!(equal("1500u", "1.5m"));
+        assert_eq!(parse_milli("123456n").unwrap(), 1);
+        assert_eq!(parse_milli("250000000n").unwrap(), 250);
     }
 }
