@@ -79,7 +79,6 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use axum::extract::State;
 use axum::routing::get;
 use axum::Router;
 use serde_json::json;
@@ -156,6 +155,12 @@ pub struct Config {
     /// How often the agents' resource metrics are scraped for
     /// metrics.k8s.io (metrics-server's `--metric-resolution`).
     pub metric_resolution: std::time::Duration,
+    /// Whether the server records and serves metrics (default on). Off:
+    /// nothing is recorded on the request path or per watch event,
+    /// `/metrics` is 404 and no metrics.k8s.io usage is scraped (its
+    /// NodeMetrics and PodMetrics lists are empty; `kubectl top` says
+    /// metrics are not available).
+    pub metrics: bool,
 }
 
 impl Config {
@@ -171,6 +176,7 @@ impl Config {
             disable_admission_plugins: Vec::new(),
             audit: audit::Options::default(),
             metric_resolution: metrics_api::DEFAULT_RESOLUTION,
+            metrics: true,
         }
     }
 }
@@ -247,9 +253,16 @@ pub fn router(
         authorizers,
         reviews,
         audit,
-        metrics: Some(state.metrics.clone()),
+        metrics: state.metrics.clone(),
     });
-    Router::new()
+    let routes = match state.metrics.clone() {
+        // Off: not routed, so 404 as any unknown path.
+        None => Router::new(),
+        Some(metrics) => {
+            Router::new().route("/metrics", get(move || async move { metrics.response() }))
+        }
+    };
+    routes
         .route("/version", get(discovery::version))
         .route("/version/", get(discovery::version))
         .route(authn::CA_CERTS_PATH, get(discovery::ca_certs))
@@ -270,10 +283,6 @@ pub fn router(
             get(oidc::configuration),
         )
         .route("/openid/v1/jwks", get(oidc::jwks))
-        .route(
-            "/metrics",
-            get(|State(state): State<AppState>| async move { state.metrics.response() }),
-        )
         .route("/openapi/v3", get(openapi::index))
         .route("/openapi/v3/", get(openapi::index))
         .route("/openapi/v3/{*path}", get(openapi::document))
@@ -369,6 +378,9 @@ impl ApiServer {
         let kubeconfig = config.data_dir.join("admin.kubeconfig");
         serve::pki::write_admin_kubeconfig(&pki, &format!("https://{advertise}"), &kubeconfig)?;
         let mut state = AppState::new(store, advertise, config.bookmark_every);
+        if !config.metrics {
+            state.metrics = None;
+        }
         // Service-account tokens: signed with pki/sa.key, checked against
         // the watch caches.
         let (signer, keys) = authn::serviceaccount::ensure_keys(&pki.dir)?;
@@ -463,9 +475,9 @@ impl ApiServer {
 
     /// The process's metrics registry, served on `/metrics`: `skiff
     /// server` registers its scheduler's and controller manager's metrics
-    /// here too.
-    pub fn metrics_registry(&self) -> skiff_metrics::Registry {
-        self.state.metrics.registry().clone()
+    /// here too. None when metrics are off ([`Config::metrics`]).
+    pub fn metrics_registry(&self) -> Option<skiff_metrics::Registry> {
+        Some(self.state.metrics.as_ref()?.registry().clone())
     }
 
     /// Where node agents running in this process register, so that
@@ -497,11 +509,14 @@ impl ApiServer {
             self.state.store.clone(),
             shutdown.clone(),
         ));
-        tokio::spawn(
-            self.metrics_api
-                .scraper(self.state.clone())
-                .run(shutdown.clone()),
-        );
+        // metrics-server's work, only when metrics are on.
+        if self.state.metrics.is_some() {
+            tokio::spawn(
+                self.metrics_api
+                    .scraper(self.state.clone())
+                    .run(shutdown.clone()),
+            );
+        }
         // Requests of callers outside system:masters are judged by the
         // Node authorizer and RBAC, which need their kinds read once.
         if !self

@@ -54,8 +54,10 @@ pub struct AppState {
     pub ca_cert: Option<Arc<str>>,
     /// The authorizer chain: system:masters, then upstream's `Node,RBAC`.
     pub authorizers: Arc<Vec<Box<dyn crate::authz::Authorizer>>>,
-    /// Requests, watch events and stored objects counted (`/metrics`).
-    pub metrics: Arc<crate::metrics::ApiMetrics>,
+    /// Requests, watch events and stored objects counted (`/metrics`);
+    /// none when metrics are off (`--metrics=false`): nothing is
+    /// recorded and `/metrics` is not served.
+    pub metrics: Option<Arc<crate::metrics::ApiMetrics>>,
 }
 
 impl AppState {
@@ -76,10 +78,10 @@ impl AppState {
                 fields.selectable_for_storage(storage)
             })),
         ));
-        let metrics = Arc::new(crate::metrics::ApiMetrics::new(
+        let metrics = Some(Arc::new(crate::metrics::ApiMetrics::new(
             catalog.clone(),
             caches.clone(),
-        ));
+        )));
         AppState {
             metrics,
             store,

@@ -9,6 +9,7 @@ mod controllers;
 mod framework;
 mod h2;
 mod node;
+mod overhead;
 mod probes;
 mod scheduler;
 mod services;
@@ -70,6 +71,12 @@ enum Command {
     /// ip, dnsmasq, dnsperf and taskset; the live part also containerd,
     /// runc, the CNI plugins and kubectl (`--skip-cluster` skips it).
     Services(services::Args),
+    /// What recording and exporting cost: pod start p50 and the sim
+    /// benchmark's pods-Running time on two `skiff server`s, one as
+    /// shipped and one with `--startup-timelines=false --metrics=false`,
+    /// in interleaved rounds. Needs root, containerd, runc and the CNI
+    /// plugins.
+    Overhead(overhead::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -91,5 +98,6 @@ fn main() -> anyhow::Result<()> {
         Command::Sim(args) => runtime.block_on(sim::run(args)),
         Command::Controllers(args) => runtime.block_on(controllers::run(args)),
         Command::Services(args) => runtime.block_on(services::run(args)),
+        Command::Overhead(args) => runtime.block_on(overhead::run(args)),
     }
 }

@@ -58,6 +58,7 @@ pub fn config(
     if !node.startup_timelines {
         config.timelines = None;
     }
+    config.metrics = node.metrics;
     config.containerd_binary = node.containerd_binary.clone();
     config.insecure_registries = node.insecure_registry.clone();
     for spec in &node.register_with_taints {

@@ -260,6 +260,14 @@ pub struct NodeArgs {
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub startup_timelines: bool,
 
+    /// Record and serve metrics (`--metrics=false`: this process records
+    /// none; the API server's `/metrics` and the agent's `/metrics` and
+    /// `/metrics/resource` answer 404, and the server scrapes no usage
+    /// for metrics.k8s.io, so `kubectl top` says metrics are not
+    /// available).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub metrics: bool,
+
     /// The containerd binary the agent starts.
     #[arg(long, default_value = "containerd")]
     pub containerd_binary: PathBuf,

@@ -69,6 +69,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
             audit: args.audit.options(),
             disable_admission_plugins: args.disable_admission_plugins.clone(),
             metric_resolution: args.metric_resolution,
+            metrics: args.node.metrics,
             advertise_address: args.advertise_address.or_else(|| {
                 // Bound to every address: the node's (pods cannot reach
                 // 127.0.0.1), as upstream picks the default interface's.
@@ -107,7 +108,8 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     let authorization = api.authorization_ready();
     let local_agents = api.local_agents();
     // The scheduler's and the controller manager's metrics are served
-    // with the API server's on its /metrics (one registry per process).
+    // with the API server's on its /metrics (one registry per process);
+    // none when metrics are off.
     let metrics = api.metrics_registry();
     let api = tokio::spawn(api.run(shutdown.clone()));
     if !authorization.wait(Duration::from_secs(60)).await {
@@ -157,7 +159,9 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
                 )
             })
         };
-        skiff_controllers::metrics::install(&metrics);
+        if let Some(metrics) = &metrics {
+            skiff_controllers::metrics::install(metrics);
+        }
         tokio::spawn(
             skiff_controllers::ControllerManager::new(config)
                 .with_clients_per_controller(client_for)
@@ -234,7 +238,7 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
         Some(tokio::spawn(crate::scheduler::run_with(
             client,
             true,
-            Some(metrics.clone()),
+            metrics.clone(),
             shutdown.clone(),
         )))
     };

@@ -490,3 +490,38 @@ fn kubeconfig_for_a_user_is_judged_by_rbac() {
         .unwrap();
     assert!(!bad.status.success());
 }
+
+/// `--metrics=false` (documented in both commands' help): the server
+/// serves no `/metrics` (404, as any unknown path) and its
+/// metrics.k8s.io has no usage, while the API keeps working.
+#[test]
+fn metrics_off_serves_no_metrics() {
+    for command in ["server", "agent"] {
+        let help = Command::new(SKIFF)
+            .args([command, "--help"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8(help.stdout).unwrap();
+        assert!(text.contains("--metrics <METRICS>"), "{command}: {text}");
+    }
+    let server = start_server_with(&[], &["--metrics=false"], true);
+    let out = Command::new("/usr/lib/google-cloud-sdk/bin/kubectl.1.33")
+        .arg("--kubeconfig")
+        .arg(&server.kubeconfig)
+        .args(["get", "--raw", "/metrics"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "/metrics answered");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("NotFound") || err.contains("not found"),
+        "{err}"
+    );
+    let nodes = kubectl(
+        &server,
+        &["get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes"],
+        None,
+    );
+    assert!(nodes.contains(r#""items":[]"#), "{nodes}");
+    kubectl(&server, &["get", "namespaces"], None);
+}

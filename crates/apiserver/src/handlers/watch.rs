@@ -176,8 +176,10 @@ pub(super) async fn watch(
         };
         line(kind)
     };
-    // Each event sent counts in apiserver_watch_events_total.
-    let to_line = crate::metrics::counting(to_line, state.metrics.watch_events(r));
+    // Each event sent counts in apiserver_watch_events_total (when
+    // metrics are on).
+    let to_line =
+        crate::metrics::counting(to_line, state.metrics.as_ref().map(|m| m.watch_events(r)));
     let to_line_live = to_line.clone();
     let bookmarks = is_true(q.get("allowWatchBookmarks"));
     let initial_end =

@@ -12,6 +12,11 @@
 //! scheduler's and controller manager's metrics in it too
 //! ([`ApiMetrics::registry`]). This module records and writes figures; it
 //! decides nothing about a request.
+//!
+//! Metrics off (`Config::metrics`, `skiff server --metrics=false`): the
+//! server has no [`ApiMetrics`] at all (`AppState::metrics` is none), so
+//! the request filters and the watch handler record nothing, and
+//! `/metrics` is not routed (404, as any unknown path).
 
 pub mod labels;
 pub mod storage;
@@ -182,14 +187,15 @@ impl Drop for Recorded {
 }
 
 /// Counts each line `to_line` produces on `events` (the watch handler's
-/// event-to-line function, wrapped).
+/// event-to-line function, wrapped); with no counter (metrics off) it
+/// only passes the lines on.
 pub fn counting<E>(
     to_line: impl Fn(E) -> Option<bytes::Bytes> + Clone,
-    events: Counter,
+    events: Option<Counter>,
 ) -> impl Fn(E) -> Option<bytes::Bytes> + Clone {
     move |e| {
         let line = to_line(e);
-        if line.is_some() {
+        if let (Some(events), Some(_)) = (&events, &line) {
             events.inc();
         }
         line
@@ -291,11 +297,18 @@ mod tests {
         let pods = crate::resources::builtin().find("", "v1", "pods").unwrap();
         let count = counting(
             |n: u32| (n > 0).then(|| bytes::Bytes::from("l")),
-            m.watch_events(pods),
+            Some(m.watch_events(pods)),
         );
         assert!(count(1).is_some() && count(0).is_none() && count(2).is_some());
         let text = m.registry().encode();
         let line = r#"apiserver_watch_events_total{group="",version="v1",resource="pods"} 2"#;
         assert!(text.contains(line), "{text}");
+    }
+
+    #[test]
+    fn with_metrics_off_watch_lines_pass_uncounted() {
+        let count = counting(|n: u32| (n > 0).then(|| bytes::Bytes::from("l")), None);
+        assert_eq!(count(1).as_deref(), Some(&b"l"[..]));
+        assert!(count(0).is_none());
     }
 }

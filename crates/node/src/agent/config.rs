@@ -70,6 +70,11 @@ pub struct Config {
     /// process share it); `None` records none and writes no
     /// `StartupTimeline` events.
     pub timelines: Option<crate::timeline::Store>,
+    /// Whether the agent records and serves its metrics (default on).
+    /// Off: no pod worker, pod start or runtime operation figures are
+    /// kept (the runtime is not wrapped in the timing layer), and
+    /// `/metrics` and `/metrics/resource` are 404.
+    pub metrics: bool,
 }
 
 /// See [`Config::on_local_endpoint`].
@@ -113,6 +118,7 @@ impl Config {
             service_cidr: None,
             on_local_endpoint: None,
             timelines: Some(crate::timeline::Store::new()),
+            metrics: true,
         }
     }
 

@@ -128,15 +128,24 @@ impl Agent {
         // reports its port.
         // The kubelet's metrics, served on the endpoint; the pods' cgroups
         // are read under the node's own cgroup when the agent keeps them.
-        let metrics = Arc::new(crate::metrics::NodeMetrics::new());
-        let metrics_endpoint = Arc::new(crate::metrics::Endpoint::new(
-            metrics.clone(),
-            config
-                .container_runtime_endpoint
-                .is_none()
-                .then(|| format!("skiff/{}", config.node_name)),
-        ));
-        let index = PodIndex::default().with_metrics(metrics.clone());
+        // Metrics off: none are kept, and the endpoint has no routes for
+        // them.
+        let metrics = config
+            .metrics
+            .then(|| Arc::new(crate::metrics::NodeMetrics::new()));
+        let metrics_endpoint = metrics.clone().map(|metrics| {
+            Arc::new(crate::metrics::Endpoint::new(
+                metrics,
+                config
+                    .container_runtime_endpoint
+                    .is_none()
+                    .then(|| format!("skiff/{}", config.node_name)),
+            ))
+        });
+        let index = match &metrics {
+            Some(metrics) => PodIndex::default().with_metrics(metrics.clone()),
+            None => PodIndex::default(),
+        };
         let server_runtime = crate::server::streaming::RuntimeSlot::default();
         let server = {
             let mut sc = crate::server::ServerConfig::new(
@@ -148,7 +157,7 @@ impl Agent {
             );
             sc.serving_ips = vec![node_ip];
             sc.runtime = server_runtime.clone();
-            sc.metrics = Some(metrics_endpoint.clone());
+            sc.metrics = metrics_endpoint.clone();
             // Callers from the network are judged by the API server
             // (SubjectAccessReview), as the kubelet's webhook authorizer.
             sc.authorizer = Some(Arc::new(crate::server::authz::Authorizer::new(
@@ -281,12 +290,17 @@ impl Agent {
             }
             retry = (retry * 2).min(Duration::from_secs(30));
         };
-        // Every CRI call timed for kubelet_runtime_operations_*.
-        let runtime: Arc<dyn Runtime> = Arc::new(crate::metrics::runtime::Metered::new(
-            Arc::new(CriRuntime::new(socket.clone()).map_err(Error::Runtime)?),
-            metrics.clone(),
-        ));
-        let _ = metrics_endpoint.runtime.set(runtime.clone());
+        // Every CRI call timed for kubelet_runtime_operations_* (when
+        // metrics are on).
+        let cri: Arc<dyn Runtime> =
+            Arc::new(CriRuntime::new(socket.clone()).map_err(Error::Runtime)?);
+        let runtime: Arc<dyn Runtime> = match &metrics {
+            Some(metrics) => Arc::new(crate::metrics::runtime::Metered::new(cri, metrics.clone())),
+            None => cri,
+        };
+        if let Some(endpoint) = &metrics_endpoint {
+            let _ = endpoint.runtime.set(runtime.clone());
+        }
         // exec, attach and port-forward on the endpoint from now on.
         let _ = server_runtime.set(runtime.clone());
         let version = runtime.version().await.map_err(Error::Runtime)?;
