@@ -186,37 +186,6 @@ pub async fn fetch_ca(server: &str) -> Result<Vec<u8>> {
     Ok(text.into_bytes())
 }
 
-/// A kubeconfig for `server` trusting `ca_pem`, as `user` with a client
-/// certificate.
-pub fn kubeconfig_text(server: &str, ca_pem: &str, user: &str, cert: &str, key: &str) -> String {
-    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
-    let user = serde_json::to_string(user).unwrap_or_default();
-    format!(
-        "apiVersion: v1
-kind: Config
-clusters:
-- name: skiff
-  cluster:
-    server: {server}
-    certificate-authority-data: {ca}
-users:
-- name: {user}
-  user:
-    client-certificate-data: {cert}
-    client-key-data: {key}
-contexts:
-- name: skiff
-  context:
-    cluster: skiff
-    user: {user}
-current-context: skiff
-",
-        ca = b64(ca_pem),
-        cert = b64(cert),
-        key = b64(key),
-    )
-}
-
 /// Joins: checks the server's CA against the token, asks for node
 /// `node_name`'s client certificate with the bootstrap token and writes
 /// the node's kubeconfig to `path` (its directory made then, mode 0600).
@@ -246,7 +215,7 @@ pub async fn bootstrap(
         Err(e) => return Err(Error::Issue(e)),
     };
     tracing::info!(csr = %issued.request, "the node's client certificate was issued");
-    let text = kubeconfig_text(
+    let text = kubeconfig::text(
         server,
         &ca_pem,
         &format!("system:node:{node_name}"),

@@ -39,29 +39,20 @@ fn ok(args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The server address and token file of the printed join command.
-fn printed_join(c: &Cluster) -> (String, PathBuf) {
-    // The banner's later lines are read after the server said it runs.
-    let line = wait_for("the printed join command", Duration::from_secs(10), || {
-        c.log_text()
-            .lines()
-            .find(|l| l.contains("skiff agent --server "))
-            .map(String::from)
-    });
-    let mut words = line.split_whitespace();
-    let server = words
-        .by_ref()
-        .skip_while(|w| *w != "--server")
-        .nth(1)
-        .unwrap()
-        .to_string();
-    let file = line
-        .split_whitespace()
-        .skip_while(|w| *w != "--token-file")
-        .nth(1)
-        .unwrap_or_else(|| panic!("no token file in {line:?}"));
-    (server, PathBuf::from(file))
-}
+/// A bootstrap token Secret that expired in 2020.
+const EXPIRED_TOKEN: &str = r#"
+apiVersion: v1
+kind: Secret
+metadata:
+  name: bootstrap-token-zzzzzz
+  namespace: kube-system
+type: bootstrap.kubernetes.io/token
+stringData:
+  token-id: zzzzzz
+  token-secret: 0123456789abcdef
+  expiration: "2020-01-01T00:00:00Z"
+  usage-bootstrap-authentication: "true"
+"#;
 
 /// A joining agent that must be refused: it exits with an error saying
 /// `words`, and its data dir is never made.
@@ -125,7 +116,7 @@ fn a_node_joins_with_the_printed_command_and_bad_tokens_are_refused() {
         extra: vec!["--controllers".into(), "*,-tokencleaner".into()],
         ..Options::default()
     });
-    let (server, file) = printed_join(&c);
+    let (server, file) = c.printed_join();
     assert_eq!(file, c.data_dir.join("token"));
     let mode =
         std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&file).unwrap().permissions());
@@ -151,21 +142,7 @@ fn a_node_joins_with_the_printed_command_and_bad_tokens_are_refused() {
     let wrong_secret = format!("{head}::{id}.0000000000000000");
     let wrong_hash = format!("K10{}::{secret}", "0".repeat(64));
     let expired = format!("{head}::zzzzzz.0123456789abcdef");
-    c.apply(
-        r#"
-apiVersion: v1
-kind: Secret
-metadata:
-  name: bootstrap-token-zzzzzz
-  namespace: kube-system
-type: bootstrap.kubernetes.io/token
-stringData:
-  token-id: zzzzzz
-  token-secret: 0123456789abcdef
-  expiration: "2020-01-01T00:00:00Z"
-  usage-bootstrap-authentication: "true"
-"#,
-    );
+    c.apply(EXPIRED_TOKEN);
     std::thread::scope(|s| {
         let c = &c;
         let server = server.as_str();
@@ -378,21 +355,7 @@ fn tokens_are_created_listed_and_deleted() {
     );
 
     // The token cleaner deletes an expired token's Secret.
-    c.apply(
-        r#"
-apiVersion: v1
-kind: Secret
-metadata:
-  name: bootstrap-token-zzzzzz
-  namespace: kube-system
-type: bootstrap.kubernetes.io/token
-stringData:
-  token-id: zzzzzz
-  token-secret: 0123456789abcdef
-  expiration: "2020-01-01T00:00:00Z"
-  usage-bootstrap-authentication: "true"
-"#,
-    );
+    c.apply(EXPIRED_TOKEN);
     wait_for(
         "the expired token to be deleted",
         Duration::from_secs(30),

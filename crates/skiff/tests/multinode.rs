@@ -18,28 +18,6 @@ struct Env {
     c: Cluster,
 }
 
-/// The server address and the token file of the printed join command.
-fn printed_join(c: &Cluster) -> (String, std::path::PathBuf) {
-    let line = wait_for("the printed join command", Duration::from_secs(10), || {
-        c.log_text()
-            .lines()
-            .find(|l| l.contains("skiff agent --server "))
-            .map(String::from)
-    });
-    let server = line
-        .split_whitespace()
-        .skip_while(|w| *w != "--server")
-        .nth(1)
-        .unwrap()
-        .to_string();
-    let file = line
-        .split_whitespace()
-        .skip_while(|w| *w != "--token-file")
-        .nth(1)
-        .unwrap();
-    (server, file.into())
-}
-
 #[test]
 fn a_server_and_two_agents_on_their_own_hosts_join_and_run_pods() {
     let cidr = CidrLease::take();
@@ -56,7 +34,7 @@ fn a_server_and_two_agents_on_their_own_hosts_join_and_run_pods() {
     );
     let mut env = Env { underlay, c };
     let (underlay, c) = (&mut env.underlay, &env.c);
-    let (server, token) = printed_join(c);
+    let (server, token) = c.printed_join();
     assert!(
         server.starts_with(&format!("https://{gateway}:")),
         "{server}"

@@ -9,7 +9,6 @@
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
-use base64::Engine as _;
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
     Issuer, KeyPair, KeyUsagePurpose, SanType,
@@ -289,34 +288,9 @@ pub fn admin_kubeconfig(pki: &Pki, server: &str) -> String {
 }
 
 /// A kubeconfig for `server` trusting `ca_cert`, as `user_name` with a
-/// client certificate and key (PEM).
+/// client certificate and key (PEM): the form every skiff kubeconfig has.
 fn kubeconfig(ca_cert: &str, server: &str, user_name: &str, cert: &str, key: &str) -> String {
-    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
-    let user = serde_json::to_string(user_name).unwrap_or_default();
-    format!(
-        "apiVersion: v1
-kind: Config
-clusters:
-- name: skiff
-  cluster:
-    server: {server}
-    certificate-authority-data: {ca}
-users:
-- name: {user}
-  user:
-    client-certificate-data: {cert}
-    client-key-data: {key}
-contexts:
-- name: skiff
-  context:
-    cluster: skiff
-    user: {user}
-current-context: skiff
-",
-        ca = b64(ca_cert),
-        cert = b64(cert),
-        key = b64(key),
-    )
+    skiff_client::certificate::kubeconfig::text(server, ca_cert, user_name, cert, key)
 }
 
 /// A kubeconfig for a user of the cluster whose PKI is under `dir`: a

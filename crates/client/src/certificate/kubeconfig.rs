@@ -202,6 +202,39 @@ pub fn write(location: &Location, cert_pem: &str, key_pem: &str) -> Result<()> {
     }
 }
 
+/// A kubeconfig for `server` trusting `ca_pem`, as `user` with a client
+/// certificate and key (PEM): the form of every kubeconfig skiff writes
+/// (the server's admin and users', a joined node's).
+pub fn text(server: &str, ca_pem: &str, user: &str, cert: &str, key: &str) -> String {
+    use base64::Engine as _;
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let user = serde_json::to_string(user).unwrap_or_default();
+    format!(
+        "apiVersion: v1
+kind: Config
+clusters:
+- name: skiff
+  cluster:
+    server: {server}
+    certificate-authority-data: {ca}
+users:
+- name: {user}
+  user:
+    client-certificate-data: {cert}
+    client-key-data: {key}
+contexts:
+- name: skiff
+  context:
+    cluster: skiff
+    user: {user}
+current-context: skiff
+",
+        ca = b64(ca_pem),
+        cert = b64(cert),
+        key = b64(key),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

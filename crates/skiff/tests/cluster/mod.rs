@@ -322,6 +322,26 @@ impl Cluster {
         self.child = Some(child);
     }
 
+    /// The server address and the token file of the join command the
+    /// server printed (`skiff agent --server URL --token-file FILE`).
+    pub fn printed_join(&self) -> (String, PathBuf) {
+        // The banner's later lines are read after the server said it runs.
+        let line = wait_for("the printed join command", Duration::from_secs(10), || {
+            self.log_text()
+                .lines()
+                .find(|l| l.contains("skiff agent --server "))
+                .map(String::from)
+        });
+        let after = |flag: &str| {
+            line.split_whitespace()
+                .skip_while(|w| *w != flag)
+                .nth(1)
+                .unwrap_or_else(|| panic!("no {flag} in {line:?}"))
+                .to_string()
+        };
+        (after("--server"), PathBuf::from(after("--token-file")))
+    }
+
     pub fn log_text(&self) -> String {
         self.log.lock().unwrap().join("\n")
     }
