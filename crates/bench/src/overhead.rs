@@ -82,6 +82,12 @@ const SIM_TIMEOUT: Duration = Duration::from_secs(300);
 /// after its pod is up (events, a second status sync) does not slow the
 /// other side's next pod.
 const SETTLE: Duration = Duration::from_millis(300);
+/// After the one-at-a-time pods are deleted (their objects gone), the
+/// agents still tear their sandboxes down: the sim phase waits this long
+/// so that the first side's phase does not run beside that work (the
+/// second side's would not), and after each sim phase the same, for the
+/// sim's and the server's own cleanup.
+const TEARDOWN: Duration = Duration::from_secs(5);
 
 /// The flags that turn recording and exporting off.
 const OFF_FLAGS: [&str; 2] = ["--startup-timelines=false", "--metrics=false"];
@@ -562,6 +568,7 @@ async fn measure(args: &Args, sides: &[Side; 2]) -> anyhow::Result<Vec<[Figures;
         for (k, s) in sides.iter().enumerate() {
             delete_all(s, &s.watch, NS, &names[k]).await?;
         }
+        tokio::time::sleep(TEARDOWN).await;
         for k in [first, 1 - first] {
             let (took, cpu, events, writes) =
                 sim_phase(&sides[k], round, args.sim_pods, args.concurrency).await?;
@@ -569,7 +576,7 @@ async fn measure(args: &Args, sides: &[Side; 2]) -> anyhow::Result<Vec<[Figures;
             figures[k].sim_cpu = cpu;
             figures[k].sim_events = events;
             figures[k].sim_writes = writes;
-            tokio::time::sleep(SETTLE).await;
+            tokio::time::sleep(TEARDOWN).await;
         }
         eprintln!(
             "round {}/{} ({} first): pod start p50 to Running {} on / {} off, to Ready {} / {}; sim pods Running {:.2} s / {:.2} s",
