@@ -83,11 +83,32 @@ const SIM_TIMEOUT: Duration = Duration::from_secs(300);
 /// other side's next pod.
 const SETTLE: Duration = Duration::from_millis(300);
 /// After the one-at-a-time pods are deleted (their objects gone), the
-/// agents still tear their sandboxes down: the sim phase waits this long
-/// so that the first side's phase does not run beside that work (the
-/// second side's would not), and after each sim phase the same, for the
-/// sim's and the server's own cleanup.
-const TEARDOWN: Duration = Duration::from_secs(5);
+/// agents still tear their sandboxes down, and after a sim phase the sim
+/// and the server clean up: the next phase waits until both sides are
+/// quiet ([`quiet`]: under [`QUIET_CPU`] of a core over [`QUIET_WINDOW`]),
+/// at most [`TEARDOWN`], so that one side's phase does not run beside the
+/// other's leftover work.
+const TEARDOWN: Duration = Duration::from_secs(30);
+const QUIET_WINDOW: Duration = Duration::from_millis(500);
+const QUIET_CPU: f64 = 0.05;
+
+/// Waits until both sides' servers and containerds together use under
+/// [`QUIET_CPU`] of a core over [`QUIET_WINDOW`] (at most [`TEARDOWN`]).
+async fn quiet(sides: &[Side; 2]) {
+    let deadline = std::time::Instant::now() + TEARDOWN;
+    let used = || sides.iter().map(Side::node_cpu).sum::<f64>();
+    let mut before = used();
+    while std::time::Instant::now() < deadline {
+        // The measuring window, not a wait standing in for a condition.
+        tokio::time::sleep(QUIET_WINDOW).await;
+        let now = used();
+        if now - before < QUIET_CPU * QUIET_WINDOW.as_secs_f64() {
+            return;
+        }
+        before = now;
+    }
+    eprintln!("the servers were still busy after {TEARDOWN:?}; going on");
+}
 
 /// The flags that turn recording and exporting off.
 const OFF_FLAGS: [&str; 2] = ["--startup-timelines=false", "--metrics=false"];
@@ -568,7 +589,7 @@ async fn measure(args: &Args, sides: &[Side; 2]) -> anyhow::Result<Vec<[Figures;
         for (k, s) in sides.iter().enumerate() {
             delete_all(s, &s.watch, NS, &names[k]).await?;
         }
-        tokio::time::sleep(TEARDOWN).await;
+        quiet(sides).await;
         for k in [first, 1 - first] {
             let (took, cpu, events, writes) =
                 sim_phase(&sides[k], round, args.sim_pods, args.concurrency).await?;
@@ -576,7 +597,7 @@ async fn measure(args: &Args, sides: &[Side; 2]) -> anyhow::Result<Vec<[Figures;
             figures[k].sim_cpu = cpu;
             figures[k].sim_events = events;
             figures[k].sim_writes = writes;
-            tokio::time::sleep(TEARDOWN).await;
+            quiet(sides).await;
         }
         eprintln!(
             "round {}/{} ({} first): pod start p50 to Running {} on / {} off, to Ready {} / {}; sim pods Running {:.2} s / {:.2} s",
