@@ -166,20 +166,8 @@ fn time(item: &Item) -> Timestamp {
 }
 
 /// A quantity in milli-units, rounded up as apimachinery's
-/// `MilliValue()`; the nano and micro suffixes metrics.k8s.io writes CPU
-/// with are read here (skiff-api's parser takes none below milli).
+/// `MilliValue()` (metrics.k8s.io writes CPU in nano units).
 fn milli(q: &str) -> Option<i64> {
-    let scaled = |number: &str, divisor: u64| {
-        let milli_of_number = skiff_api::quantity::parse_milli(number).ok()?;
-        let magnitude = u64::try_from(milli_of_number).ok()?;
-        i64::try_from(magnitude.div_ceil(divisor)).ok()
-    };
-    if let Some(number) = q.strip_suffix('n') {
-        return scaled(number, 1_000_000_000);
-    }
-    if let Some(number) = q.strip_suffix('u') {
-        return scaled(number, 1_000_000);
-    }
     skiff_api::quantity::parse_milli(q).ok()
 }
 
