@@ -122,7 +122,7 @@ fn converse(c: &Cluster, version: &str, args: &[&str], steps: &[(&str, &str)]) -
     let collect = |mut from: Box<dyn Read + Send>| {
         let into = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let to = into.clone();
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             while let Ok(n) = from.read(&mut buf) {
                 if n == 0 {
@@ -131,10 +131,10 @@ fn converse(c: &Cluster, version: &str, args: &[&str], steps: &[(&str, &str)]) -
                 to.lock().unwrap().extend_from_slice(&buf[..n]);
             }
         });
-        into
+        (into, reader)
     };
-    let stdout = collect(Box::new(child.stdout.take().unwrap()));
-    let stderr = collect(Box::new(child.stderr.take().unwrap()));
+    let (stdout, stdout_reader) = collect(Box::new(child.stdout.take().unwrap()));
+    let (stderr, stderr_reader) = collect(Box::new(child.stderr.take().unwrap()));
     let text = |b: &std::sync::Arc<std::sync::Mutex<Vec<u8>>>| {
         String::from_utf8_lossy(&b.lock().unwrap()).into_owned()
     };
@@ -160,7 +160,9 @@ fn converse(c: &Cluster, version: &str, args: &[&str], steps: &[(&str, &str)]) -
     let status = wait_for(&format!("{what} to end"), START, || {
         child.try_wait().unwrap()
     });
-    std::thread::sleep(Duration::from_millis(200));
+    // Its output read to the end (the pipes close with it).
+    let _ = stdout_reader.join();
+    let _ = stderr_reader.join();
     assert!(
         status.success(),
         "{what}: {status}\nstdout: {}\nstderr: {}",
@@ -374,6 +376,9 @@ fn ephemeral(c: &Cluster) {
     assert_eq!(field(c, ns, "web", code), "3");
     let id = "{.status.ephemeralContainerStatuses[?(@.name==\"once\")].containerID}";
     let first = field(c, ns, "web", id);
+    // An observation window for an absence (the agent syncs the pod more
+    // than once in it and must not start the container again), not a
+    // wait for a condition.
     std::thread::sleep(Duration::from_secs(5));
     assert_eq!(field(c, ns, "web", id), first, "restarted");
     let restarts = "{.status.ephemeralContainerStatuses[?(@.name==\"once\")].restartCount}";

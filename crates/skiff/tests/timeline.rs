@@ -349,6 +349,9 @@ spec:
         unschedulable.contains("didn't match Pod's node affinity/selector"),
         "{unschedulable}"
     );
+    // Kept waiting a while on purpose, so the scheduling phase is long
+    // enough to tell from the others (this makes the wait, it does not
+    // wait for anything).
     std::thread::sleep(Duration::from_millis(1500));
     c.kubectl(&["label", "node", &node, "skiff.dev/timeline-test=yes"]);
     c.wait("pod/waiter", "condition=Ready", 60);
@@ -416,6 +419,8 @@ spec:
             .then_some(())
     });
     c.wait("pod/tl", "condition=Ready", 60);
+    // An observation window for an absence (no second event is written),
+    // not a wait for a condition.
     std::thread::sleep(Duration::from_secs(2));
     let counts = events(
         &c,
