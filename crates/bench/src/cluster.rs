@@ -199,3 +199,14 @@ pub fn sibling(name: &str) -> anyhow::Result<PathBuf> {
     );
     Ok(path)
 }
+
+/// The skiff binary a benchmark runs: `--skiff` if given, else the one
+/// beside skiff-bench; checked to exist, made absolute.
+pub fn skiff_binary(given: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let skiff = match given {
+        Some(p) => p.to_path_buf(),
+        None => sibling("skiff")?,
+    };
+    anyhow::ensure!(skiff.exists(), "{} not found", skiff.display());
+    Ok(std::path::absolute(skiff)?)
+}

@@ -810,12 +810,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 }
 
 async fn run_all(args: &Args) -> anyhow::Result<()> {
-    let skiff = match &args.skiff {
-        Some(p) => p.clone(),
-        None => crate::cluster::sibling("skiff")?,
-    };
-    anyhow::ensure!(skiff.exists(), "{} not found", skiff.display());
-    let skiff = std::path::absolute(skiff)?;
+    let skiff = crate::cluster::skiff_binary(args.skiff.as_deref())?;
     anyhow::ensure!(
         args.rounds > 0 && args.pods > 0 && args.sim_pods > 0,
         "--rounds, --pods and --sim-pods must be > 0"

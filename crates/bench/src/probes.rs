@@ -1019,12 +1019,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 }
 
 async fn run_all(args: &Args) -> anyhow::Result<()> {
-    let skiff = match &args.skiff {
-        Some(p) => p.clone(),
-        None => crate::cluster::sibling("skiff")?,
-    };
-    anyhow::ensure!(skiff.exists(), "{} not found", skiff.display());
-    let skiff = std::path::absolute(skiff)?;
+    let skiff = crate::cluster::skiff_binary(args.skiff.as_deref())?;
     anyhow::ensure!(
         args.pods > 0 && args.window_secs > 0,
         "--pods and --window-secs must be > 0"

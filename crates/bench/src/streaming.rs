@@ -1453,12 +1453,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 }
 
 async fn run_all(args: &Args) -> anyhow::Result<()> {
-    let skiff = match &args.skiff {
-        Some(p) => p.clone(),
-        None => crate::cluster::sibling("skiff")?,
-    };
-    anyhow::ensure!(skiff.exists(), "{} not found", skiff.display());
-    let skiff = std::path::absolute(skiff)?;
+    let skiff = crate::cluster::skiff_binary(args.skiff.as_deref())?;
     anyhow::ensure!(
         args.runs > 0 && args.transfers > 0 && args.size_mib > 0,
         "--runs, --transfers and --size-mib must be > 0"
