@@ -234,6 +234,8 @@ pub struct ApiServer {
     timeouts: serve::Timeouts,
     /// metrics.k8s.io's usage store, filled by its scraper in [`ApiServer::run`].
     metrics_api: metrics_api::MetricsApi,
+    /// This server's lease and the `kubernetes` endpoints.
+    endpoints: bootstrap::endpoint_reconciler::EndpointReconciler,
 }
 
 /// The router for `state`, auditing to `audit` when given.
@@ -406,18 +408,28 @@ impl ApiServer {
                 .with_service_accounts(service_accounts)
                 .with_bootstrap(Arc::new(authn::bootstrap::BootstrapTokens::new(lookup))),
         );
+        let advertised = match config.advertise_address {
+            Some(ip) => std::net::SocketAddr::new(ip, local_addr.port()).to_string(),
+            None => state.advertise.to_string(),
+        };
         state.set_allocators(
             bootstrap::start(
                 state.store.as_ref(),
                 &config.service_cidr,
                 &config.service_node_port_range,
-                &match config.advertise_address {
-                    Some(ip) => std::net::SocketAddr::new(ip, local_addr.port()).to_string(),
-                    None => state.advertise.to_string(),
-                },
+                &advertised,
             )
             .await?,
         );
+        // Listed in the `kubernetes` endpoints from the start; the lease
+        // is refreshed while the server runs.
+        let endpoints = bootstrap::endpoint_reconciler::EndpointReconciler::new(
+            state.store.clone(),
+            bootstrap::endpoint_reconciler::Member::parse(&advertised),
+        );
+        if let Err(e) = endpoints.reconcile().await {
+            tracing::warn!(error = %e, "the kubernetes endpoints; retrying while serving");
+        }
         state.kubelet_tls = Some(agents::dial::kubelet_client_tls(
             &pki.kubelet_client_cert,
             &pki.kubelet_client_key,
@@ -427,6 +439,7 @@ impl ApiServer {
             audited: audit.is_some(),
             router: router(state.clone(), tokens, audit, &metrics_api),
             metrics_api,
+            endpoints,
             state,
             listener,
             tls,
@@ -509,6 +522,8 @@ impl ApiServer {
             self.state.store.clone(),
             shutdown.clone(),
         ));
+        // Removes this server's lease when `shutdown` comes.
+        let endpoints = tokio::spawn(self.endpoints.clone().run(shutdown.clone()));
         // metrics-server's work, only when metrics are on.
         if self.state.metrics.is_some() {
             tokio::spawn(
@@ -536,5 +551,6 @@ impl ApiServer {
             shutdown,
         )
         .await;
+        let _ = endpoints.await;
     }
 }

@@ -3,8 +3,8 @@
 //! repaired to match (one per ClusterIP, its parentRef the Service, as
 //! upstream 1.33's MultiCIDRServiceAllocator keeps them), the default
 //! ServiceCIDR `kubernetes`, and the `kubernetes` Service in `default`
-//! with its Endpoints (and EndpointSlice when that kind is served)
-//! pointing at the API server (upstream's bootstrap controller).
+//! (upstream's bootstrap controller). Its Endpoints and EndpointSlices,
+//! listing every live API server, are [`super::endpoint_reconciler`]'s.
 
 use std::net::Ipv4Addr;
 
@@ -116,7 +116,7 @@ pub async fn load(store: &dyn Store, cidr: Cidr, node_ports: PortRange) -> Store
 
 /// Creates `key` with `body`, or replaces it when `differs` says the
 /// stored one is out of date.
-async fn ensure(
+pub(super) async fn ensure(
     store: &dyn Store,
     key: &str,
     body: Value,
@@ -152,7 +152,7 @@ async fn ensure(
     }
 }
 
-fn meta(name: &str, ns: Option<&str>, labels: Value) -> Value {
+pub(super) fn meta(name: &str, ns: Option<&str>, labels: Value) -> Value {
     let mut m = json!({
         "name": name,
         "uid": uuid::Uuid::new_v4().to_string(),
@@ -195,8 +195,8 @@ pub async fn service_cidr(store: &dyn Store, cidr: Cidr) -> StoreResult<()> {
 }
 
 /// The `kubernetes` Service in `default` (the range's first address, 443
-/// to the API server's port) and its Endpoints and EndpointSlice at
-/// `advertise` (`host:port`).
+/// to the API server's port at `advertise`, `host:port`); its endpoints
+/// are [`super::endpoint_reconciler`]'s.
 pub async fn kubernetes_service(
     store: &dyn Store,
     alloc: &Allocators,
@@ -205,10 +205,7 @@ pub async fn kubernetes_service(
     let Some(svc_r) = services() else {
         return Ok(());
     };
-    let (host, port) = advertise
-        .rsplit_once(':')
-        .map(|(h, p)| (h.to_string(), p.parse::<u16>().unwrap_or(6443)))
-        .unwrap_or_else(|| (advertise.to_string(), 6443));
+    let port = super::endpoint_reconciler::Member::parse(advertise).port;
     let key = object::key(svc_r, Some("default"), "kubernetes");
     let existing = match store.get(&key).await {
         Ok(kv) => Some(serde_json::from_slice::<Value>(&kv.value).unwrap_or_default()),
@@ -252,46 +249,6 @@ pub async fn kubernetes_service(
         })
         .await?;
         put_ip_address(store, ip, "default", "kubernetes").await;
-    }
-    let endpoint_ports = json!([{"name": "https", "port": port, "protocol": "TCP"}]);
-    if let Some(r) = resources::find_builtin("", "v1", "endpoints") {
-        let subsets = json!([{"addresses": [{"ip": host}], "ports": endpoint_ports.clone()}]);
-        let body = json!({
-            "kind": "Endpoints",
-            "apiVersion": "v1",
-            "metadata": meta("kubernetes", Some("default"),
-                json!({"endpointslice.kubernetes.io/skip-mirror": "true"})),
-            "subsets": subsets.clone(),
-        });
-        ensure(
-            store,
-            &object::key(r, Some("default"), "kubernetes"),
-            body,
-            |cur| cur.get("subsets") != Some(&subsets),
-        )
-        .await?;
-    }
-    if let Some(r) = resources::find_builtin("discovery.k8s.io", "v1", "endpointslices") {
-        let endpoints = json!([{"addresses": [host], "conditions": {"ready": true}}]);
-        let body = json!({
-            "kind": "EndpointSlice",
-            "apiVersion": "discovery.k8s.io/v1",
-            "metadata": meta("kubernetes", Some("default"),
-                json!({"kubernetes.io/service-name": "kubernetes"})),
-            "addressType": "IPv4",
-            "endpoints": endpoints.clone(),
-            "ports": endpoint_ports.clone(),
-        });
-        ensure(
-            store,
-            &object::key(r, Some("default"), "kubernetes"),
-            body,
-            |cur| {
-                cur.get("endpoints") != Some(&endpoints)
-                    || cur.get("ports") != Some(&endpoint_ports)
-            },
-        )
-        .await?;
     }
     Ok(())
 }
