@@ -169,6 +169,34 @@ impl Host {
     }
 }
 
+/// Faults: a host's cable pulled and plugged back, its agent stopped.
+impl Underlay {
+    /// The bridge's end of host `i`'s veth (0-based).
+    fn veth(&self, i: usize) -> String {
+        format!("sk{}v{}", self.octet, i + 1)
+    }
+
+    /// Host `i` loses its link, as a pulled cable: the bridge's end of
+    /// its veth goes down, so its `eth0` has no carrier but keeps its
+    /// address and routes, and its agent keeps running cut off.
+    pub fn cut_link(&self, i: usize) {
+        ip(&["link", "set", &self.veth(i), "down"]);
+    }
+
+    /// Host `i`'s link comes back (the cable plugged in again).
+    pub fn restore_link(&self, i: usize) {
+        ip(&["link", "set", &self.veth(i), "up"]);
+    }
+
+    /// Stops host `i`'s agent by PID (SIGTERM), leaving its data dir,
+    /// pods and namespace; [`Underlay::join`] starts it again.
+    pub fn stop_agent(&mut self, i: usize) {
+        if let Some(mut agent) = self.hosts[i].agent.take() {
+            super::stop_child(&mut agent);
+        }
+    }
+}
+
 impl Drop for Underlay {
     fn drop(&mut self) {
         for host in &mut self.hosts {
