@@ -18,6 +18,10 @@ pub async fn client(kubeconfig: &Path) -> anyhow::Result<kube::Client> {
     let kc = Kubeconfig::read_from(kubeconfig)
         .with_context(|| format!("cannot read kubeconfig {}", kubeconfig.display()))?;
     let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
+    client_of(config)
+}
+
+fn client_of(config: kube::Config) -> anyhow::Result<kube::Client> {
     if config.cluster_url.scheme_str() != Some("https") || config.proxy_url.is_some() {
         return Ok(kube::Client::try_from(config)?);
     }
@@ -37,13 +41,30 @@ pub type RotatingCert = (
 pub async fn client_with_rotating_cert(
     kubeconfig: &Path,
 ) -> anyhow::Result<(kube::Client, Option<RotatingCert>)> {
+    client_with_rotating_cert_at(kubeconfig, None).await
+}
+
+/// [`client_with_rotating_cert`], dialing `server` (an `https://` URL,
+/// the agent's load balancer) instead of the kubeconfig's server, the
+/// server's certificate checked under that URL's host.
+pub async fn client_with_rotating_cert_at(
+    kubeconfig: &Path,
+    server: Option<&str>,
+) -> anyhow::Result<(kube::Client, Option<RotatingCert>)> {
     let credential = crate::certificate::kubeconfig::read(kubeconfig)?;
     let kc = Kubeconfig::read_from(kubeconfig)
         .with_context(|| format!("cannot read kubeconfig {}", kubeconfig.display()))?;
-    let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
+    let mut config =
+        kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
+    if let Some(server) = server {
+        config.cluster_url = server
+            .parse()
+            .with_context(|| format!("server URL {server:?}"))?;
+        config.tls_server_name = None;
+    }
     let plain = config.cluster_url.scheme_str() != Some("https") || config.proxy_url.is_some();
     let Some(credential) = credential.filter(|_| !plain) else {
-        return Ok((client(kubeconfig).await?, None));
+        return Ok((client_of(config)?, None));
     };
     let cell =
         crate::certificate::rotation::ClientCert::new(&credential.cert_pem, &credential.key_pem)?;

@@ -12,6 +12,8 @@
 //! - [`trimmed`]: pods and nodes decoded without managedFields, tolerant of
 //!   objects that do not decode as their type;
 //! - [`http`]: the HTTP/2 kube client client-go's transport resembles;
+//! - [`loadbalancer`]: the agent's local TCP proxy over the API servers,
+//!   failing over between them (k3s's agent load balancer);
 //! - [`ratelimit`]: client-go's client-side token bucket (QPS, burst);
 //! - [`informer`]: shared informers, one watch per kind per process, with
 //!   a store every controller reads and a change stream for kube-runtime's
@@ -32,6 +34,7 @@ pub mod http;
 pub mod informer;
 pub mod join;
 pub mod leader;
+pub mod loadbalancer;
 pub mod ratelimit;
 pub mod recorder;
 pub mod selectors;

@@ -1,5 +1,9 @@
 //! `skiff agent`, and the node agent `skiff server` runs in-process: both
 //! talk to an API server through a kube client like any other client.
+//! `skiff agent`'s client dials a local load balancer
+//! (`skiff_client::loadbalancer`) that fails over between the servers the
+//! `kubernetes` Endpoints lists; the in-process one uses its server's
+//! loopback.
 
 use std::path::{Path, PathBuf};
 
@@ -53,6 +57,9 @@ pub fn config(
     config.port = node.kubelet_port;
     config.node_ip = node.node_ip;
     config.bridge = node.bridge_name.clone();
+    config.overlay = node.flannel_backend;
+    config.vxlan_vni = node.vxlan_vni;
+    config.vxlan_port = node.vxlan_port;
     config.client_ca_pem = client_ca_pem;
     config.stop_pods_on_exit = node.stop_pods_on_exit;
     if !node.startup_timelines {
@@ -149,6 +156,23 @@ fn still_valid(path: &Path, node_name: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The `host:port` of a kubeconfig's https server, for the load
+/// balancer; None for a plain-http one (nothing to balance).
+fn kubeconfig_server(path: &Path) -> anyhow::Result<Option<String>> {
+    let kc = kube::config::Kubeconfig::read_from(path)
+        .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
+    let server = kc
+        .clusters
+        .first()
+        .and_then(|c| c.cluster.as_ref())
+        .and_then(|c| c.server.clone())
+        .context("the kubeconfig names no server")?;
+    if !server.starts_with("https://") {
+        return Ok(None);
+    }
+    Ok(Some(skiff_client::loadbalancer::host_port(&server)?))
+}
+
 /// `skiff agent --kubeconfig FILE --node-name N --data-dir DIR`.
 pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
     let data_dir = std::path::absolute(&args.data_dir)?;
@@ -166,7 +190,33 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
         (None, Some(server), Some(token)) => join(server, token, &node_name, &data_dir).await?,
         _ => anyhow::bail!("pass --kubeconfig, or --server and --token-file to join"),
     };
-    let (client, rotating) = skiff_client::http::client_with_rotating_cert(&kubeconfig).await?;
+    // The client dials the local load balancer, which fails over between
+    // the cluster's API servers (k3s's agent load balancer).
+    let balancer = match kubeconfig_server(&kubeconfig)? {
+        Some(server) => Some(
+            skiff_client::loadbalancer::LoadBalancer::bind(&server)
+                .await
+                .context("the API load balancer")?,
+        ),
+        None => None,
+    };
+    let (client, rotating) = skiff_client::http::client_with_rotating_cert_at(
+        &kubeconfig,
+        balancer.as_ref().map(|b| b.url()).as_deref(),
+    )
+    .await?;
+    // Stopped after the agent, which still writes while it stops.
+    let balancing = CancellationToken::new();
+    if let Some(balancer) = balancer {
+        tracing::info!(local = %balancer.local_addr(), servers = ?balancer.servers().list(), "API load balancer");
+        tokio::spawn(skiff_client::loadbalancer::follow_endpoints(
+            client.clone(),
+            balancer.servers(),
+            balancing.clone(),
+        ));
+        tokio::spawn(balancer.run(balancing.clone()));
+    }
+    let _stop_balancing = balancing.drop_guard();
     let ca = match &args.client_ca_file {
         Some(file) => std::fs::read_to_string(file)
             .with_context(|| format!("cannot read {}", file.display()))?,

@@ -483,7 +483,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store: Arc<dyn Store> = Arc::new(
             skiff_store::sqlite::SqliteStore::open(
-                &dir.path().join("s.db"),
+                dir.path().join("s.db"),
                 skiff_store::sqlite::Config::default(),
             )
             .unwrap(),
