@@ -7,7 +7,10 @@
 //! is unreachable; then, every `status_update_frequency`, the status is
 //! computed from the Node last written and patched (from a fresh GET as
 //! kubelet does, retried up to five times) when it changed beyond the
-//! heartbeat times, when the agent's health changes, or when
+//! heartbeat times, when the agent's health changes, when its watch of
+//! the Node shows other conditions than it would write (the node
+//! lifecycle controller's Unknown, written while the agent was cut off;
+//! kubelet compares with the Node it GETs), or when
 //! `status_report_frequency` has passed since the last patch (kubelet's
 //! nodeStatusReportFrequency: the Lease is the frequent heartbeat, so
 //! thousands of nodes do not each patch their Node every 10 s). What the status says is
@@ -17,7 +20,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, NodeStatus, Taint};
+use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeStatus, Taint};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{GetParams, Patch, PatchParams, PostParams};
 use kube::Api;
@@ -162,12 +165,18 @@ pub(super) struct Every {
 }
 
 /// Patches the status when it changes (looked at every `every.update`),
-/// when `health` changes and every `every.report`, until `shutdown`.
-/// `registered` is the Node as registration left it.
+/// when `health` changes, when the conditions `seen` on the API server
+/// (the agent's watch of its Node) are not the ones it wrote (the node
+/// lifecycle controller marked them Unknown while the agent was cut
+/// off: kubelet compares with the server's Node each update) and every
+/// `every.report`, until `shutdown`. `registered` is the Node as
+/// registration left it.
+#[allow(clippy::too_many_arguments)] // the heartbeat loop's whole context, passed once
 pub(super) async fn run(
     api: Api<Node>,
     facts: &Facts,
     mut health: watch::Receiver<Health>,
+    mut seen: watch::Receiver<Option<Vec<NodeCondition>>>,
     every: Every,
     registered: Node,
     events: Option<super::events::NodeEvents>,
@@ -204,7 +213,21 @@ pub(super) async fn run(
         let current = health.borrow_and_update().clone();
         if let Some((held, at)) = &last {
             let desired = desired_status(facts, &current, Some(held), Timestamp::now());
-            if at.elapsed() < every.report && !status_changed(held, &desired) {
+            // Only a Node seen since the last look or write counts, so a
+            // watch that lags behind the agent's own write costs at most
+            // one more write.
+            let on_server = if seen.has_changed().unwrap_or(false) {
+                seen.borrow_and_update()
+                    .as_deref()
+                    .filter(|s| overwritten(&desired, s))
+                    .map(<[NodeCondition]>::to_vec)
+            } else {
+                None
+            };
+            if let Some(on_server) = on_server {
+                // Its events tell the change from what the server says.
+                known = on_server;
+            } else if at.elapsed() < every.report && !status_changed(held, &desired) {
                 continue;
             }
         }
@@ -219,6 +242,7 @@ pub(super) async fn run(
                     }
                     known = written;
                     last = Some((status, tokio::time::Instant::now()));
+                    seen.mark_unchanged();
                 }
                 Err(e) => {
                     last = None;
@@ -227,6 +251,21 @@ pub(super) async fn run(
             }
         }
     }
+}
+
+/// Whether a condition the agent reports is not on the server as it
+/// would write it (status, reason, message), e.g. Ready made Unknown by
+/// the node lifecycle controller. Conditions others own are not looked
+/// at.
+fn overwritten(desired: &NodeStatus, on_server: &[NodeCondition]) -> bool {
+    desired.conditions.iter().flatten().any(|mine| {
+        !on_server.iter().any(|theirs| {
+            theirs.type_ == mine.type_
+                && theirs.status == mine.status
+                && theirs.reason == mine.reason
+                && theirs.message == mine.message
+        })
+    })
 }
 
 /// Whether `desired` differs from `held` beyond the conditions'
@@ -298,4 +337,40 @@ pub(super) fn error_chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn condition(type_: &str, status: &str, reason: &str) -> NodeCondition {
+        NodeCondition {
+            type_: type_.into(),
+            status: status.into(),
+            reason: Some(reason.into()),
+            message: Some(format!("{type_} {status}")),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn conditions_made_unknown_on_the_server_are_overwritten() {
+        let desired = NodeStatus {
+            conditions: Some(vec![condition("Ready", "True", "KubeletReady")]),
+            ..Default::default()
+        };
+        let mut on_server = vec![
+            condition("Ready", "True", "KubeletReady"),
+            // Another component's condition is not the agent's to judge.
+            condition("NetworkUnavailable", "False", "FlannelIsUp"),
+        ];
+        // A heartbeat time alone is no difference.
+        on_server[0].last_heartbeat_time = Some(
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(Timestamp::now()),
+        );
+        assert!(!overwritten(&desired, &on_server));
+        on_server[0] = condition("Ready", "Unknown", "NodeStatusUnknown");
+        assert!(overwritten(&desired, &on_server));
+        assert!(overwritten(&desired, &on_server[1..]), "missing");
+    }
 }

@@ -28,7 +28,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Node, Taint};
+use k8s_openapi::api::core::v1::{Node, NodeCondition, Taint};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::Api;
 use tokio::sync::watch;
@@ -290,12 +290,15 @@ impl Registration {
                 _ = tokio::time::sleep(config.start_jitter) => {}
             }
         }
+        // The Node's conditions as the watch last saw them on the server.
+        let (seen, seen_rx) = watch::channel(None);
         let follow = async {
             if config.follow_pod_cidr {
                 follow_pod_cidr(
                     nodes.clone(),
                     &config.node_name,
                     &self.pod_cidr,
+                    &seen,
                     shutdown.clone(),
                 )
                 .await;
@@ -306,6 +309,7 @@ impl Registration {
                 nodes.clone(),
                 &facts,
                 health,
+                seen_rx,
                 heartbeat::Every {
                     update: config.status_update_frequency,
                     report: config.status_report_frequency,
@@ -366,11 +370,12 @@ fn publish(tx: &watch::Sender<Option<String>>, cidr: Option<String>) {
 }
 
 /// Watches this Node (field selector metadata.name) and publishes its
-/// spec.podCIDR until `shutdown`.
+/// spec.podCIDR, and its status conditions to `seen`, until `shutdown`.
 async fn follow_pod_cidr(
     api: Api<Node>,
     name: &str,
     tx: &watch::Sender<Option<String>>,
+    seen: &watch::Sender<Option<Vec<NodeCondition>>>,
     shutdown: CancellationToken,
 ) {
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
@@ -383,6 +388,7 @@ async fn follow_pod_cidr(
         match event {
             Some(Ok(watcher::Event::Apply(node) | watcher::Event::InitApply(node))) => {
                 publish(tx, pod_cidr_of(&node));
+                seen.send_replace(node.status.and_then(|s| s.conditions));
             }
             Some(Ok(watcher::Event::Delete(_))) => {
                 tracing::warn!(node = name, "this node's Node object was deleted");
