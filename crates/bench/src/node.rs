@@ -57,6 +57,7 @@ use skiff_node::runtime::Runtime as _;
 
 use crate::stats::{percentile, print_grid};
 
+mod counts;
 mod floor;
 use floor::{Chain, Variant};
 
@@ -88,6 +89,17 @@ pub struct Args {
     /// containerd's log beside the minimal floor's.
     #[arg(long, num_args = 0.., value_delimiter = ',', value_name = "KEY")]
     floor_variants: Option<Vec<String>>,
+    /// Pods started and deleted alone at the end, each counted: the
+    /// agent's CRI calls by method and the API's pod and Event writes per
+    /// start and per deletion (medians; deterministic, unlike the times).
+    /// 0: not counted.
+    #[arg(long, default_value_t = 5)]
+    counts: usize,
+    /// Only the counts (`--counts` pods on `skiff server`): no floors, no
+    /// timings, no podman. Quick, and meaningful on a loaded machine or
+    /// with a debug build.
+    #[arg(long)]
+    counts_only: bool,
 }
 
 const IMAGE: &str = "docker.io/library/busybox:latest";
@@ -579,6 +591,7 @@ impl Floor {
                 bridge: bridge.to_string(),
                 pod_cidr: cidr.to_string(),
                 ipam_dir: ipam_dir.clone(),
+                ..Default::default()
             }
             .masquerade()?;
         }
@@ -734,6 +747,8 @@ impl Floor {
 pub(crate) struct Server {
     child: Option<Child>,
     pub(crate) data_dir: PathBuf,
+    /// The agent's port (its `/metrics`).
+    pub(crate) kubelet_port: u16,
     kubeconfig: PathBuf,
     pub(crate) log: PathBuf,
     _reset: ResetOnDrop,
@@ -809,6 +824,7 @@ impl Server {
             .with_context(|| format!("cannot start {}", skiff.display()))?;
         Ok(Self {
             child: Some(child),
+            kubelet_port,
             kubeconfig: data_dir.join("admin.kubeconfig"),
             data_dir,
             log,
@@ -1174,6 +1190,8 @@ struct SkiffFigures {
     cpu_seq: (f64, f64),
     cpu_burst: (f64, f64),
     calls: HashMap<String, Calls>,
+    /// The calls of one pod start and one deletion ([`counts`]).
+    counts: Option<counts::Counts>,
 }
 
 fn cpu_of(pid: Option<u32>) -> f64 {
@@ -1473,7 +1491,32 @@ async fn measure(
     sandboxes_gone(&s.cri, &uids, BURST_TIMEOUT).await?;
     k.burst_down = Some(began.elapsed());
     eprintln!("skiff: {} pods at once", args.burst);
+    if args.counts > 0 {
+        k.counts = Some(count_calls(args, s).await?);
+    }
     Ok(())
+}
+
+/// [`counts::count`] on the server's node.
+async fn count_calls(args: &Args, s: &Skiff) -> anyhow::Result<counts::Counts> {
+    let scraper = counts::Scraper::new(&s.server.kubeconfig, s.server.kubelet_port).await?;
+    let c = counts::count(&scraper, &s.pods, &s.watch, &s.cri, args.counts).await?;
+    eprintln!("skiff: {} pods counted", args.counts);
+    Ok(c)
+}
+
+/// The counts table: per pod start and per deletion, median over the
+/// pods counted.
+fn print_counts(c: &counts::Counts) {
+    let rows: Vec<Vec<String>> = c.rows().into_iter().map(Vec::from).collect();
+    print_grid(
+        &format!(
+            "Calls per pod (skiff; median of {} pods started and deleted alone, the agent's relists and periodic writes left out; counts, so they do not drift with noise as the times do)",
+            c.pods
+        ),
+        &["call", "per start", "per deletion"],
+        &rows,
+    );
 }
 
 // ------------------------------------------------------------------ podman
@@ -1698,6 +1741,9 @@ fn report(
         ],
         &rows,
     );
+    if let Some(c) = &skiff.counts {
+        print_counts(c);
+    }
 
     // Deletion.
     let gone: Samples = skiff
@@ -2118,6 +2164,22 @@ async fn run_all(args: &Args) -> anyhow::Result<()> {
         .await;
     }
     let server_lease = Lease::take(240)?;
+    if args.counts_only {
+        anyhow::ensure!(args.counts > 0, "--counts-only needs --counts > 0");
+        skiff_node::network::remove_bridge(&server_lease.bridge());
+        eprintln!("work dir {}", work.path().display());
+        let s = start_skiff(args, &skiff, work.path(), &server_lease).await?;
+        let result = count_calls(args, &s).await;
+        if let Some(dir) = &args.keep_logs {
+            std::fs::create_dir_all(dir)?;
+            let _ = std::fs::copy(&s.server.log, dir.join("skiff-server.log"));
+        }
+        let c =
+            result.map_err(|e| e.context(format!("server log tail:\n{}", s.server.log_tail())))?;
+        drop(s);
+        print_counts(&c);
+        return Ok(());
+    }
     let floor_lease = Lease::take(server_lease.octet + 1)?;
     let min_lease = Lease::take(floor_lease.octet + 1)?;
     // A bridge of ours left by an interrupted run.

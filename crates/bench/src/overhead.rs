@@ -18,8 +18,12 @@
 //!   watch sees all Running; one side, then the other.
 //!
 //! Rounds alternate which side goes first (on,off then off,on, …), so a
-//! drift in the machine's background load falls on both. It prints per
-//! round figures, their median, spread (min–max) and the on/off ratio,
+//! drift in the machine's background load falls on both; a warm-up round
+//! comes first and is not counted, and each phase starts only once the
+//! previous one's teardown is over (no sandbox or container left in either
+//! containerd, then both sides quiet, children and sims included). It
+//! prints per round figures, their median, spread (min–max) and the on/off
+//! ratio, also by which side went first and balanced over the order,
 //! beside counts that must not drift between the sides (pod writes and
 //! Events per pod) and the servers' CPU. It never asserts timings.
 //!
@@ -41,6 +45,9 @@ use kube::runtime::{watcher, WatchStreamExt as _};
 use kube::Client;
 use serde_json::{json, Value};
 
+use skiff_node::runtime::cri::CriRuntime;
+use skiff_node::runtime::Runtime as _;
+
 use crate::h2::H2;
 use crate::node::{bounded, on_path, wait_node_ready, Lease, Server, NODE};
 use crate::stats::{percentile, print_grid};
@@ -53,6 +60,10 @@ pub struct Args {
     /// Interleaved rounds.
     #[arg(long, default_value_t = 5)]
     rounds: usize,
+    /// Rounds run first and not counted (the first sim phase of a fresh
+    /// server fills its caches and the store's pages).
+    #[arg(long, default_value_t = 1)]
+    warmup: usize,
     /// Pods started one at a time per side per round (a).
     #[arg(long, default_value_t = 10)]
     pods: usize,
@@ -84,19 +95,74 @@ const SIM_TIMEOUT: Duration = Duration::from_secs(300);
 const SETTLE: Duration = Duration::from_millis(300);
 /// After the one-at-a-time pods are deleted (their objects gone), the
 /// agents still tear their sandboxes down, and after a sim phase the sim
-/// and the server clean up: the next phase waits until both sides are
-/// quiet ([`quiet`]: under [`QUIET_CPU`] of a core over [`QUIET_WINDOW`]),
-/// at most [`TEARDOWN`], so that one side's phase does not run beside the
-/// other's leftover work.
+/// and the server clean up: the next phase waits until both containerds
+/// have no sandbox and no container left ([`torn_down`]), then until both
+/// sides are quiet ([`quiet`]: under [`QUIET_CPU`] of a core over
+/// [`QUIET_WINDOW`]), each at most [`TEARDOWN`], so that one side's phase
+/// does not run beside the other's leftover work.
+///
+/// The CPU counted is the servers', the containerds' and the sims', each
+/// with its reaped children's (runc, the CNI plugins and iptables run as
+/// containerd's children: while it waits for them containerd itself is
+/// idle). Without the sims, the children and the containerds' teardown
+/// the first sim phase of a round ran beside the real pods' teardown and
+/// was the slower one in most rounds, whichever side it was.
 const TEARDOWN: Duration = Duration::from_secs(30);
 const QUIET_WINDOW: Duration = Duration::from_millis(500);
 const QUIET_CPU: f64 = 0.05;
 
-/// Waits until both sides' servers and containerds together use under
-/// [`QUIET_CPU`] of a core over [`QUIET_WINDOW`] (at most [`TEARDOWN`]).
+/// CPU seconds of `pid` and of its children it has waited for (utime,
+/// stime, cutime, cstime).
+fn cpu_with_children(pid: Option<u32>) -> f64 {
+    let Some(pid) = pid else { return 0.0 };
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start at ')';
+    // utime, stime, cutime, cstime are fields 14 to 17 (11 to 14 after it).
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    (11..=14)
+        .filter_map(|i| fields.get(i)?.parse::<f64>().ok())
+        .sum::<f64>()
+        / 100.0
+}
+
+/// Waits until neither side's containerd has a sandbox or a container of
+/// the benchmark's pods (at most [`TEARDOWN`]).
+async fn torn_down(sides: &[Side; 2]) -> anyhow::Result<()> {
+    let deadline = std::time::Instant::now() + TEARDOWN;
+    loop {
+        let ours = |labels: &HashMap<String, String>| {
+            labels
+                .get("io.kubernetes.pod.namespace")
+                .map(String::as_str)
+                == Some(NS)
+        };
+        let mut left = 0;
+        for s in sides {
+            let sandboxes = bounded("ListPodSandbox", s.cri.list_pod_sandboxes()).await?;
+            let containers = bounded("ListContainers", s.cri.list_containers()).await?;
+            left += sandboxes.iter().filter(|x| ours(&x.labels)).count();
+            left += containers.iter().filter(|x| ours(&x.labels)).count();
+        }
+        if left == 0 {
+            return Ok(());
+        }
+        if std::time::Instant::now() > deadline {
+            eprintln!("{left} sandboxes and containers still there after {TEARDOWN:?}; going on");
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits until both sides (servers, containerds and sims, with their
+/// children) together use under [`QUIET_CPU`] of a core over
+/// [`QUIET_WINDOW`] (at most [`TEARDOWN`]).
 async fn quiet(sides: &[Side; 2]) {
     let deadline = std::time::Instant::now() + TEARDOWN;
-    let used = || sides.iter().map(Side::node_cpu).sum::<f64>();
+    let used = || sides.iter().map(Side::all_cpu).sum::<f64>();
     let mut before = used();
     while std::time::Instant::now() < deadline {
         // The measuring window, not a wait standing in for a condition.
@@ -244,6 +310,12 @@ struct Sim {
     child: Option<Child>,
 }
 
+impl Sim {
+    fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+}
+
 impl Drop for Sim {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -262,7 +334,9 @@ struct Side {
     pods: Api<Pod>,
     client: Client,
     h2: H2,
-    _sim: Sim,
+    /// The server's containerd, for [`torn_down`].
+    cri: CriRuntime,
+    sim: Sim,
     server: Server,
 }
 
@@ -274,6 +348,19 @@ impl Side {
     /// The server's and its containerd's CPU seconds.
     fn node_cpu(&self) -> f64 {
         cpu_of(self.server.pid()) + cpu_of(self.server.containerd_pid())
+    }
+
+    /// The server's, its containerd's and the sim's CPU seconds, each
+    /// with its reaped children's.
+    fn all_cpu(&self) -> f64 {
+        [
+            self.server.pid(),
+            self.server.containerd_pid(),
+            self.sim.pid(),
+        ]
+        .into_iter()
+        .map(cpu_with_children)
+        .sum()
     }
 }
 
@@ -361,6 +448,7 @@ async fn start_side(
         crate::h2::CONNECTIONS,
     )
     .await?;
+    let cri = CriRuntime::new(server.containerd_dir().join("containerd.sock"))?;
     Ok(Side {
         name,
         watch,
@@ -368,7 +456,8 @@ async fn start_side(
         pods: Api::namespaced(client.clone(), NS),
         client,
         h2,
-        _sim: sim,
+        cri,
+        sim,
         server,
     })
 }
@@ -557,9 +646,10 @@ impl Figures {
 
 async fn measure(args: &Args, sides: &[Side; 2]) -> anyhow::Result<Vec<[Figures; 2]>> {
     let mut rounds = Vec::new();
-    for round in 0..args.rounds {
-        // on,off then off,on, …
-        let first = round % 2;
+    for round in 0..args.warmup + args.rounds {
+        // The measured rounds go on,off then off,on, …
+        let counted = round.checked_sub(args.warmup);
+        let first = counted.unwrap_or(round) % 2;
         let mut figures: [Figures; 2] = Default::default();
         let mut names: [Vec<String>; 2] = Default::default();
         let before: Vec<(f64, u64, i64)> = {
@@ -589,6 +679,7 @@ async fn measure(args: &Args, sides: &[Side; 2]) -> anyhow::Result<Vec<[Figures;
         for (k, s) in sides.iter().enumerate() {
             delete_all(s, &s.watch, NS, &names[k]).await?;
         }
+        torn_down(sides).await?;
         quiet(sides).await;
         for k in [first, 1 - first] {
             let (took, cpu, events, writes) =
@@ -599,10 +690,12 @@ async fn measure(args: &Args, sides: &[Side; 2]) -> anyhow::Result<Vec<[Figures;
             figures[k].sim_writes = writes;
             quiet(sides).await;
         }
+        let label = match counted {
+            Some(r) => format!("round {}/{}", r + 1, args.rounds),
+            None => format!("warm-up round {}/{} (not counted)", round + 1, args.warmup),
+        };
         eprintln!(
-            "round {}/{} ({} first): pod start p50 to Running {} on / {} off, to Ready {} / {}; sim pods Running {:.2} s / {:.2} s",
-            round + 1,
-            args.rounds,
+            "{label} ({} first): pod start p50 to Running {} on / {} off, to Ready {} / {}; sim pods Running {:.2} s / {:.2} s",
             sides[first].name,
             ms(Figures::p50(&figures[0].running)),
             ms(Figures::p50(&figures[1].running)),
@@ -611,7 +704,9 @@ async fn measure(args: &Args, sides: &[Side; 2]) -> anyhow::Result<Vec<[Figures;
             figures[0].sim_running.as_secs_f64(),
             figures[1].sim_running.as_secs_f64(),
         );
-        rounds.push(figures);
+        if counted.is_some() {
+            rounds.push(figures);
+        }
     }
     Ok(rounds)
 }
@@ -688,6 +783,34 @@ fn report(args: &Args, rounds: &[[Figures; 2]], counts: &[Counts; 2], speed: (Du
     let mut spread = vec!["spread (min–max)".to_string()];
     let mut spread_pct = vec!["spread / median".to_string()];
     let mut ratio = vec!["on/off (medians)".to_string()];
+    // Per-round ratios by which side went first: their difference is what
+    // the order still does; their geometric mean is free of it (an odd
+    // number of rounds has one order once more).
+    let mut ratio_on_first = vec!["on/off, rounds with on first (median)".to_string()];
+    let mut ratio_off_first = vec!["on/off, rounds with off first (median)".to_string()];
+    let mut balanced = vec!["on/off, order-balanced (geometric mean of the two)".to_string()];
+    for (_, get, _) in &metrics {
+        let by_order = |first: usize| -> Vec<f64> {
+            rounds
+                .iter()
+                .enumerate()
+                .filter(|(r, _)| r % 2 == first)
+                .map(|(_, f)| get(&f[0]) / get(&f[1]).max(1e-9))
+                .collect()
+        };
+        let (a, b) = (by_order(0), by_order(1));
+        let (ma, mb) = (median_f(a.clone()), median_f(b.clone()));
+        ratio_on_first.push(format!("{ma:.3} ({} rounds)", a.len()));
+        ratio_on_first.push(String::new());
+        ratio_off_first.push(format!("{mb:.3} ({} rounds)", b.len()));
+        ratio_off_first.push(String::new());
+        balanced.push(if a.is_empty() || b.is_empty() {
+            "-".into()
+        } else {
+            format!("{:.3}", (ma * mb).sqrt())
+        });
+        balanced.push(String::new());
+    }
     for (_, get, fmt) in &metrics {
         let on = summary(&per_side(*get, 0));
         let off = summary(&per_side(*get, 1));
@@ -699,13 +822,22 @@ fn report(args: &Args, rounds: &[[Figures; 2]], counts: &[Counts; 2], speed: (Du
         ratio.push(format!("{:.3}", on.0 / off.0.max(1e-9)));
         ratio.push(String::new());
     }
-    rows.extend([median, spread, spread_pct, ratio]);
+    rows.extend([
+        median,
+        spread,
+        spread_pct,
+        ratio,
+        ratio_on_first,
+        ratio_off_first,
+        balanced,
+    ]);
     let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
     print_grid(
         &format!(
-            "recording and exporting on (default) vs off ({}): {} interleaved rounds; per round {} pods one at a time per side on the real node (alternating sides), then {} pods on {} simulated nodes by {} clients per side",
+            "recording and exporting on (default) vs off ({}): {} interleaved rounds after {} warm-up; per round {} pods one at a time per side on the real node (alternating sides), then {} pods on {} simulated nodes by {} clients per side",
             OFF_FLAGS.join(" "),
             args.rounds,
+            args.warmup,
             args.pods,
             args.sim_pods,
             args.sim_nodes,

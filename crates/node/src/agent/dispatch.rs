@@ -22,13 +22,24 @@ use tokio_util::sync::CancellationToken;
 
 use super::pod_index::PodIndex;
 use super::relist;
-use crate::pod_worker::sync::{Context, Outcome, PodWorker};
+use crate::pod_worker::sync::{Context, Fingerprint, Outcome, PodWorker, Relisted};
 
 /// A running worker's handles.
 #[derive(Debug)]
 struct Handle {
     pod: watch::Sender<Option<Arc<Pod>>>,
-    wake: Arc<Notify>,
+    /// What the relist saw of the pod, and the wake-up that says so (the
+    /// worker syncs only if it is news to it).
+    relisted: Arc<Relisted>,
+    relist_wake: Arc<Notify>,
+}
+
+impl Handle {
+    /// Hands the worker what a relist that began at `at` saw.
+    fn relisted(&self, at: std::time::Instant, fingerprint: &Fingerprint) {
+        self.relisted.set(at, fingerprint.clone());
+        self.relist_wake.notify_one();
+    }
 }
 
 /// Resolves once the pod changes in a way that must not wait for the
@@ -82,8 +93,10 @@ fn spawn_worker(
     shutdown: CancellationToken,
 ) -> Handle {
     let (tx, mut rx) = watch::channel(pod);
-    let wake = Arc::new(Notify::new());
-    let notify = wake.clone();
+    let notify = Arc::new(Notify::new());
+    let relisted = Arc::new(Relisted::default());
+    let relist_wake = Arc::new(Notify::new());
+    let (seen, relist_woken) = (relisted.clone(), relist_wake.clone());
     tokio::spawn(async move {
         let mut worker = PodWorker::new(ctx, uid).with_wake(notify.clone());
         let mut gone = false;
@@ -134,12 +147,23 @@ fn spawn_worker(
                         }
                     }
                     _ = notify.notified() => break,
+                    // A relist that saw only what this worker read last
+                    // (its own sandbox and container, say) is no reason.
+                    _ = relist_woken.notified() => {
+                        if worker.relist_is_news(&seen) {
+                            break;
+                        }
+                    }
                     _ = tokio::time::sleep_until(deadline.into()) => break,
                 }
             }
         }
     });
-    Handle { pod: tx, wake }
+    Handle {
+        pod: tx,
+        relisted,
+        relist_wake,
+    }
 }
 
 /// The watch events of one node's pods (from its own watch, or from a
@@ -249,7 +273,7 @@ pub(crate) async fn run_pods(
                     }
                 }
             }
-            Some((now, running)) = relists.recv() => {
+            Some((now, running, began)) = relists.recv() => {
                 index.set_running(running);
                 if let Some(metrics) = index.metrics() {
                     let (ready, states) = relist::runtime_counts(&now);
@@ -257,7 +281,7 @@ pub(crate) async fn run_pods(
                 }
                 for (uid, fp) in &now {
                     match workers.get(uid) {
-                        Some(h) if fingerprints.get(uid) != Some(fp) => h.wake.notify_one(),
+                        Some(h) if fingerprints.get(uid) != Some(fp) => h.relisted(began, fp),
                         Some(_) => {}
                         // Runtime objects of a pod the API does not have
                         // (deleted while the agent was away, say).

@@ -12,11 +12,12 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::pod_worker::sync::Fingerprint;
 use crate::runtime::Runtime;
 
-/// What one relist found: the fingerprints, and the (pod UID, container
-/// name) of every running container.
-pub(super) type Found = (Fingerprints, HashSet<(String, String)>);
+/// What one relist found: the fingerprints, the (pod UID, container
+/// name) of every running container, and when the relist began.
+pub(super) type Found = (Fingerprints, HashSet<(String, String)>, std::time::Instant);
 
 /// Spawns the relist task; it sends what each relist finds until
 /// `shutdown` or until the receiver is dropped.
@@ -45,8 +46,10 @@ pub(super) fn spawn(
                     continue;
                 }
             }
+            let began = std::time::Instant::now();
             match relist_fingerprints(runtime.as_ref()).await {
-                Ok(found) => {
+                Ok((fingerprints, running)) => {
+                    let found = (fingerprints, running, began);
                     listed = generation.map(|g| (g, tokio::time::Instant::now()));
                     if relist_tx.send(found).await.is_err() {
                         return;
@@ -71,7 +74,9 @@ pub(super) const LOG_SWEEP_PERIOD: Duration = Duration::from_secs(30);
 
 /// Per pod UID, its sandboxes' and containers' (ID, state): what changes
 /// when something happens in the runtime.
-async fn relist_fingerprints(runtime: &dyn Runtime) -> crate::runtime::Result<Found> {
+async fn relist_fingerprints(
+    runtime: &dyn Runtime,
+) -> crate::runtime::Result<(Fingerprints, HashSet<(String, String)>)> {
     let mut out: Fingerprints = BTreeMap::new();
     let mut running = HashSet::new();
     let listed = runtime.relist().await?;
@@ -96,7 +101,9 @@ async fn relist_fingerprints(runtime: &dyn Runtime) -> crate::runtime::Result<Fo
     Ok((out, running))
 }
 
-pub(super) type Fingerprints = BTreeMap<String, Vec<(String, i32)>>;
+/// Per pod UID, its [`Fingerprint`] (the pod workers read theirs in the
+/// same form).
+pub(super) type Fingerprints = BTreeMap<String, Fingerprint>;
 
 /// For `kubelet_running_pods` and `kubelet_running_containers`: how many
 /// pods have a ready sandbox, and each container's CRI state.
@@ -135,6 +142,38 @@ pub(super) fn remove_stale_log_dirs(log_root: &std::path::Path, known: impl Fn(&
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The dispatcher drops a relist's wake-up when the worker read the
+    /// same: both must fingerprint a pod alike.
+    #[tokio::test]
+    async fn a_workers_read_fingerprints_its_pod_as_the_relist_does() {
+        use crate::pod_worker::config::{container_config, sandbox_config};
+        let runtime = crate::runtime::fake::FakeRuntime::new();
+        runtime.add_image("busybox:1", 1);
+        let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "default", "uid": "u1"},
+            "spec": {"containers": [{"name": "c", "image": "busybox:1"}]}
+        }))
+        .unwrap();
+        let sandbox = sandbox_config(&pod, 0, std::path::Path::new("/logs"), "cluster.local");
+        let id = runtime
+            .run_pod_sandbox(sandbox.clone(), String::new())
+            .await
+            .unwrap();
+        let c = &pod.spec.as_ref().unwrap().containers[0];
+        let container = runtime
+            .create_container(&id, container_config(&pod, c, 0, "busybox:1"), sandbox)
+            .await
+            .unwrap();
+        runtime.start_container(&container).await.unwrap();
+        let (relisted, running) = relist_fingerprints(&runtime).await.unwrap();
+        let (_, read) = crate::pod_worker::sync::observe_known(&runtime, "u1", &Default::default())
+            .await
+            .unwrap();
+        assert_eq!(read.len(), 2, "{read:?}");
+        assert_eq!(relisted.get("u1"), Some(&read));
+        assert!(running.contains(&("u1".to_string(), "c".to_string())));
+    }
 
     #[test]
     fn running_pods_have_a_ready_sandbox_and_containers_keep_their_state() {

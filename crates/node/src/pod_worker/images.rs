@@ -15,11 +15,14 @@ use crate::status::Waiting;
 use crate::timeline::ImageOutcome;
 
 /// Pull back-off per pod and image, with the error that started it (the
-/// back-off message repeats it, as upstream's since 1.32).
+/// back-off message repeats it, as upstream's since 1.32); and ImageStatus
+/// answers read ahead, by image (while the pod's sandbox was being
+/// created), each used once by the next [`ensure_image`] of that image.
 #[derive(Debug, Default)]
 pub struct Pulls {
     pub backoff: Backoff,
     pub errors: std::collections::HashMap<String, String>,
+    pub inspected: std::collections::HashMap<String, Option<api::Image>>,
 }
 
 impl Pulls {
@@ -119,11 +122,25 @@ pub async fn ensure_image(
 ) -> Result<String, Waiting> {
     ensure_image_traced(runtime, events, pulls, pod, c, sandbox, now)
         .await
-        .map(|(image, _)| image)
+        .map(|e| e.image)
+}
+
+/// What [`ensure_image_traced`] found.
+#[derive(Debug, Clone)]
+pub struct Ensured {
+    /// The reference to create the container with.
+    pub image: String,
+    /// Present or pulled (and its size), for the pod's startup timeline.
+    pub outcome: ImageOutcome,
+    /// The runtime's ImageStatus answer it decided on (after the pull, if
+    /// it pulled): the caller's runAsNonRoot check reads the image's user
+    /// from it instead of asking the runtime again.
+    pub info: Option<api::Image>,
 }
 
 /// As [`ensure_image`], also saying whether the image was present or
-/// pulled (and its size), for the pod's startup timeline.
+/// pulled (and its size), for the pod's startup timeline, and what the
+/// runtime said of it.
 pub async fn ensure_image_traced(
     runtime: &dyn Runtime,
     events: &dyn Events,
@@ -132,7 +149,7 @@ pub async fn ensure_image_traced(
     c: &Container,
     sandbox: Option<api::PodSandboxConfig>,
     now: Instant,
-) -> Result<(String, ImageOutcome), Waiting> {
+) -> Result<Ensured, Waiting> {
     let image = c.image.clone().unwrap_or_default();
     if !valid_reference(&image) {
         let mut msg = format!(
@@ -161,8 +178,13 @@ pub async fn ensure_image_traced(
         return Err(Waiting::new("InvalidImageName", msg));
     }
     let policy = pull_policy(c);
-    let present = match runtime.image_status(&image).await {
-        Ok(i) => i.is_some(),
+    let ahead = pulls.inspected.remove(&image);
+    let answer = match ahead {
+        Some(i) => Ok(i),
+        None => runtime.image_status(&image).await,
+    };
+    let inspected = match answer {
+        Ok(i) => i,
         Err(e) => {
             let msg = format!("Failed to inspect image \"{image}\": {}", e.go_text());
             events.container_event(pod, &c.name, EventType::Warning, "InspectFailed", &msg);
@@ -176,6 +198,7 @@ pub async fn ensure_image_traced(
             return Err(Waiting::new("ImageInspectError", msg));
         }
     };
+    let present = inspected.is_some();
     if present && policy != "Always" {
         events.container_event(
             pod,
@@ -184,7 +207,11 @@ pub async fn ensure_image_traced(
             "Pulled",
             &format!("Container image \"{image}\" already present on machine"),
         );
-        return Ok((image, ImageOutcome::Present));
+        return Ok(Ensured {
+            image,
+            outcome: ImageOutcome::Present,
+            info: inspected,
+        });
     }
     if !present && policy == "Never" {
         let msg = format!("Container image \"{image}\" is not present with pull policy of Never");
@@ -231,13 +258,8 @@ pub async fn ensure_image_traced(
     match runtime.pull_image(&image, sandbox).await {
         Ok(_) => {
             let took = started.elapsed();
-            let size = runtime
-                .image_status(&image)
-                .await
-                .ok()
-                .flatten()
-                .map(|i| i.size)
-                .unwrap_or(0);
+            let info = runtime.image_status(&image).await.ok().flatten();
+            let size = info.as_ref().map(|i| i.size).unwrap_or(0);
             events.container_event(
                 pod,
                 &c.name,
@@ -250,7 +272,11 @@ pub async fn ensure_image_traced(
             );
             pulls.backoff.forget(&key);
             pulls.errors.remove(&key);
-            Ok((image, ImageOutcome::Pulled { bytes: size }))
+            Ok(Ensured {
+                image,
+                outcome: ImageOutcome::Pulled { bytes: size },
+                info,
+            })
         }
         Err(e) if present && registry_unreachable(&e) => {
             // Offline first: with no registry to ask, an image the node
@@ -274,7 +300,11 @@ pub async fn ensure_image_traced(
                 "Pulled",
                 &format!("Container image \"{image}\" already present on machine"),
             );
-            Ok((image, ImageOutcome::Present))
+            Ok(Ensured {
+                image,
+                outcome: ImageOutcome::Present,
+                info: inspected,
+            })
         }
         Err(e) => {
             pulls.backoff.next(&key, now);

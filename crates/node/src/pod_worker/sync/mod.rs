@@ -13,7 +13,7 @@
 mod start;
 mod timeline;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -114,6 +114,11 @@ pub struct PodWorker {
     sandbox_backoff: Backoff,
     waiting: BTreeMap<String, Waiting>,
     last_reported: Option<PodStatus>,
+    /// The few statuses reported before the last one (newest last): their
+    /// echoes come back after the worker has moved on (ContainerCreating,
+    /// written while the sandbox was made, comes back after Running was
+    /// reported), and are no reason to sync either.
+    reported_before: std::collections::VecDeque<PodStatus>,
     /// The last pod seen, for tearing it down once it is gone.
     last_pod: Option<Pod>,
     prober: crate::prober::Prober,
@@ -122,11 +127,22 @@ pub struct PodWorker {
     /// The pod's startup timeline while it starts (when the context
     /// keeps timelines).
     timeline: Option<crate::timeline::Timeline>,
+    /// The IP of each of the pod's ready sandboxes, once asked for
+    /// ([`observe_known`]).
+    sandbox_ips: HashMap<String, Option<String>>,
+    /// When the worker last began to read the runtime, and the
+    /// fingerprint of what it read: a relist that began earlier, or saw
+    /// the same, is no news to it ([`PodWorker::relist_is_news`]).
+    observed: Option<(Instant, Fingerprint)>,
 }
 
 /// The node's resolver config, the base of pods' resolv.conf (the
 /// kubelet's `--resolv-conf` default).
 pub(crate) const NODE_RESOLV_CONF: &str = "/etc/resolv.conf";
+/// How many statuses before the last reported one [`PodWorker::is_echo`]
+/// knows as the worker's own.
+const REPORTS_KEPT: usize = 3;
+
 /// The node's hosts file, which hostNetwork pods see.
 const NODE_HOSTS: &str = "/etc/hosts";
 
@@ -203,6 +219,13 @@ fn keep_reported_transitions(
     reported: Option<&PodStatus>,
     current: Option<&PodStatus>,
 ) {
+    // The start time first reported stays (the pod given may not show
+    // it yet), as upstream's status manager keeps the cached one.
+    if current.and_then(|c| c.start_time.as_ref()).is_none() {
+        if let Some(t) = reported.and_then(|r| r.start_time.clone()) {
+            status.start_time = Some(t);
+        }
+    }
     let Some(reported) = reported.and_then(|r| r.conditions.as_ref()) else {
         return;
     };
@@ -224,31 +247,92 @@ fn keep_reported_transitions(
     }
 }
 
+/// A pod's runtime objects as the relist fingerprints them: each
+/// sandbox's (ID, CRI state) and each container's (ID, CRI state + 10),
+/// sorted.
+pub type Fingerprint = Vec<(String, i32)>;
+
+/// What the relist last saw of one pod, handed from the dispatcher to
+/// the pod's worker: when that relist began and its fingerprint.
+#[derive(Debug, Default)]
+pub struct Relisted {
+    seen: std::sync::Mutex<Option<(Instant, Fingerprint)>>,
+}
+
+impl Relisted {
+    /// Keeps what a relist that began at `at` saw.
+    pub fn set(&self, at: Instant, fingerprint: Fingerprint) {
+        *self.seen.lock().unwrap_or_else(|p| p.into_inner()) = Some((at, fingerprint));
+    }
+
+    fn take(&self) -> Option<(Instant, Fingerprint)> {
+        self.seen.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
 /// Everything the runtime has for pod `uid`.
 pub async fn observe(runtime: &dyn Runtime, uid: &str) -> RuntimeResult<PodRuntime> {
+    observe_known(runtime, uid, &HashMap::new())
+        .await
+        .map(|(rt, _)| rt)
+}
+
+/// As [`observe`], with the IPs of sandboxes already asked for (by
+/// sandbox ID): a sandbox keeps its IP for its life, so only a ready
+/// sandbox not in `known` costs a PodSandboxStatus. The two lists go
+/// out together, then the status reads together. Also the lists'
+/// [`Fingerprint`], as the relist would take it.
+pub async fn observe_known(
+    runtime: &dyn Runtime,
+    uid: &str,
+    known: &HashMap<String, Option<String>>,
+) -> RuntimeResult<(PodRuntime, Fingerprint)> {
+    let (sandboxes, containers) = futures::future::join(
+        runtime.list_pod_sandboxes_of(uid),
+        runtime.list_containers_of(uid),
+    )
+    .await;
+    let sandboxes: Vec<_> = sandboxes?
+        .into_iter()
+        .filter(|s| observed::pod_uid(&s.labels) == Some(uid))
+        .collect();
+    let containers: Vec<_> = containers?
+        .into_iter()
+        .filter(|c| observed::pod_uid(&c.labels) == Some(uid))
+        .collect();
+    let mut fingerprint: Fingerprint = sandboxes
+        .iter()
+        .map(|s| (s.id.clone(), s.state))
+        .chain(containers.iter().map(|c| (c.id.clone(), c.state + 10)))
+        .collect();
+    fingerprint.sort();
+    let ips = sandboxes.iter().map(|s| async move {
+        if s.state != crate::runtime::api::PodSandboxState::SandboxReady as i32 {
+            return None;
+        }
+        if let Some(ip) = known.get(&s.id) {
+            return ip.clone();
+        }
+        runtime
+            .pod_sandbox_status(&s.id)
+            .await
+            .ok()
+            .and_then(|st| st.network)
+            .map(|n| n.ip)
+            .filter(|ip| !ip.is_empty())
+    });
+    let statuses = containers.iter().map(|c| runtime.container_status(&c.id));
+    let (ips, statuses) = futures::future::join(
+        futures::future::join_all(ips),
+        futures::future::join_all(statuses),
+    )
+    .await;
     let mut pod = PodRuntime::default();
-    for s in runtime.list_pod_sandboxes_of(uid).await? {
-        if observed::pod_uid(&s.labels) != Some(uid) {
-            continue;
-        }
-        let ip = if s.state == crate::runtime::api::PodSandboxState::SandboxReady as i32 {
-            runtime
-                .pod_sandbox_status(&s.id)
-                .await
-                .ok()
-                .and_then(|st| st.network)
-                .map(|n| n.ip)
-                .filter(|ip| !ip.is_empty())
-        } else {
-            None
-        };
-        pod.sandboxes.push(observed::sandbox(&s, ip));
+    for (s, ip) in sandboxes.iter().zip(ips) {
+        pod.sandboxes.push(observed::sandbox(s, ip));
     }
-    for c in runtime.list_containers_of(uid).await? {
-        if observed::pod_uid(&c.labels) != Some(uid) {
-            continue;
-        }
-        match runtime.container_status(&c.id).await {
+    for (c, status) in containers.iter().zip(statuses) {
+        match status {
             Ok(status) => {
                 let mut container = observed::container(&c.pod_sandbox_id, &status);
                 if container.state == State::Exited && container.message.is_empty() {
@@ -261,7 +345,7 @@ pub async fn observe(runtime: &dyn Runtime, uid: &str) -> RuntimeResult<PodRunti
         }
     }
     observed::sort(&mut pod);
-    Ok(pod)
+    Ok((pod, fingerprint))
 }
 
 /// Removes the log dirs of pod `uid` (`<ns>_<name>_<uid>`) once nothing
@@ -317,10 +401,13 @@ impl PodWorker {
             ),
             waiting: BTreeMap::new(),
             last_reported: None,
+            reported_before: std::collections::VecDeque::new(),
             last_pod: None,
             prober: crate::prober::Prober::default(),
             wake: Arc::new(tokio::sync::Notify::new()),
             timeline: ctx.timelines.is_some().then(crate::timeline::Timeline::now),
+            sandbox_ips: HashMap::new(),
+            observed: None,
             ctx,
         }
     }
@@ -371,6 +458,39 @@ impl PodWorker {
         );
     }
 
+    /// What the runtime has for the pod ([`observe_known`] with the
+    /// sandbox IPs asked for before); the IPs of sandboxes that are gone
+    /// or not ready are forgotten.
+    async fn observe(&mut self) -> RuntimeResult<PodRuntime> {
+        let began = Instant::now();
+        let (rt, fingerprint) =
+            observe_known(self.ctx.runtime.as_ref(), &self.uid, &self.sandbox_ips).await?;
+        self.observed = Some((began, fingerprint));
+        self.sandbox_ips = rt
+            .sandboxes
+            .iter()
+            .filter(|s| s.ready)
+            .map(|s| (s.id.clone(), s.ip.clone()))
+            .collect();
+        Ok(rt)
+    }
+
+    /// Whether what the relist last saw of the pod (`relisted`, taken)
+    /// is news to this worker: it began after the worker's last read of
+    /// the runtime and saw something else. A relist that ran while the
+    /// worker was acting saw an older state than the worker's own read
+    /// after acting, and its wake-up is dropped (upstream's pod workers
+    /// sync again on every PLEG event).
+    pub fn relist_is_news(&self, relisted: &Relisted) -> bool {
+        let Some((at, fingerprint)) = relisted.take() else {
+            return false;
+        };
+        match &self.observed {
+            Some((began, seen)) => at > *began && fingerprint != *seen,
+            None => true,
+        }
+    }
+
     /// The pod's UID.
     pub fn uid(&self) -> &str {
         &self.uid
@@ -378,14 +498,19 @@ impl PodWorker {
 
     /// Whether `pod` is only the echo of this worker's own status write:
     /// the spec and deletion fields are those last synced and the status is
-    /// the one last reported. Such an update needs no sync.
+    /// one it reported (the last one, or one of the few before it). Such an
+    /// update needs no sync (upstream's kubelet does not sync a pod whose
+    /// status alone changed either).
     pub fn is_echo(&self, pod: &Pod) -> bool {
         let (Some(last), Some(reported)) = (self.last_pod.as_ref(), self.last_reported.as_ref())
         else {
             return false;
         };
-        pod.status.as_ref() == Some(reported)
-            && pod.spec == last.spec
+        let ours = pod
+            .status
+            .as_ref()
+            .is_some_and(|s| s == reported || self.reported_before.contains(s));
+        ours && pod.spec == last.spec
             && pod.metadata.deletion_timestamp == last.metadata.deletion_timestamp
             && pod.metadata.deletion_grace_period_seconds
                 == last.metadata.deletion_grace_period_seconds
@@ -395,7 +520,7 @@ impl PodWorker {
     /// One pass. `pod` is the API's current pod, or `None` once it is
     /// gone from the API.
     pub async fn sync(&mut self, pod: Option<&Pod>) -> Outcome {
-        let rt = match observe(self.ctx.runtime.as_ref(), &self.uid).await {
+        let rt = match self.observe().await {
             Ok(rt) => rt,
             Err(e) => {
                 tracing::warn!(uid = %self.uid, error = %e, "cannot read the pod's containers from the runtime");
@@ -466,7 +591,7 @@ impl PodWorker {
                 Duration::from_secs(d.duration_since(Timestamp::now()).as_secs().max(0) as u64);
             next = earliest(next, Some(Instant::now() + left));
         }
-        let rt = match observe(self.ctx.runtime.as_ref(), &self.uid).await {
+        let rt = match self.observe().await {
             Ok(rt) => rt,
             Err(_) => rt,
         };
@@ -651,7 +776,7 @@ impl PodWorker {
             grace.max(MIN_DELETION_GRACE_SECONDS),
         )
         .await;
-        if let Ok(stopped) = observe(self.ctx.runtime.as_ref(), &self.uid).await {
+        if let Ok(stopped) = self.observe().await {
             let inputs = status::Inputs {
                 waiting: &BTreeMap::new(),
                 node_ip: &self.ctx.node_ip,
@@ -665,7 +790,7 @@ impl PodWorker {
                 }
             }
         }
-        let rt = match observe(self.ctx.runtime.as_ref(), &self.uid).await {
+        let rt = match self.observe().await {
             Ok(rt) => rt,
             Err(_) => rt.clone(),
         };
@@ -702,7 +827,12 @@ impl PodWorker {
         match self.ctx.api.patch_status(pod, &status).await {
             Ok(()) => {
                 self.finish_timeline(pod, rt, &status, inputs_now);
-                self.last_reported = Some(status);
+                if let Some(previous) = self.last_reported.replace(status) {
+                    if self.reported_before.len() == REPORTS_KEPT {
+                        self.reported_before.pop_front();
+                    }
+                    self.reported_before.push_back(previous);
+                }
             }
             Err(e) => tracing::warn!(pod = %pod_ref(pod), error = %e, "cannot update pod status"),
         }
@@ -817,6 +947,119 @@ mod tests {
         let status = api.statuses.lock().unwrap().last().cloned().unwrap();
         assert_eq!(status.phase.as_deref(), Some("Running"));
         assert_eq!(status.pod_ip.as_deref(), Some("10.88.0.2"));
+    }
+
+    /// The runtime calls of a pod's start, and of a resync that finds
+    /// nothing changed, by operation.
+    #[tokio::test]
+    async fn a_start_reads_the_image_and_the_new_sandboxs_ip_once() {
+        let (runtime, _events, _api, worker, _tmp) = setup();
+        runtime.add_image("busybox:1", 100);
+        let metrics = Arc::new(crate::metrics::NodeMetrics::new());
+        let mut ctx = (*worker.ctx).clone();
+        ctx.runtime = Arc::new(crate::metrics::runtime::Metered::new(
+            runtime.clone(),
+            metrics.clone(),
+        ));
+        let mut worker = PodWorker::new(Arc::new(ctx), "u1".into());
+        let p = pod("Always");
+        worker.sync(Some(&p)).await;
+        worker.sync(Some(&p)).await;
+        let text = metrics.registry().encode();
+        let count = |op: &str| {
+            let prefix = format!("kubelet_runtime_operations_total{{operation_type=\"{op}\"}} ");
+            text.lines()
+                .find_map(|l| l.strip_prefix(prefix.as_str()))
+                .map_or(0, |n| n.parse::<u32>().unwrap())
+        };
+        // Looked up while the sandbox was made, and not again for
+        // runAsNonRoot.
+        assert_eq!(count("image_status"), 1);
+        // Asked of the new sandbox once; the reads after it know it.
+        assert_eq!(count("podsandbox_status"), 1);
+        assert_eq!(count("container_status"), 3);
+        assert_eq!(count("list_podsandbox"), 4);
+        assert_eq!(count("run_podsandbox"), 1);
+        assert_eq!(count("start_container"), 1);
+    }
+
+    /// What a relist saw wakes the worker only when it is newer than the
+    /// worker's own last read and differs from it.
+    #[tokio::test]
+    async fn a_relist_that_saw_what_the_worker_read_is_no_news() {
+        let (runtime, _events, _api, mut worker, _tmp) = setup();
+        runtime.add_image("busybox:1", 100);
+        let relisted = Relisted::default();
+        assert!(!worker.relist_is_news(&relisted), "nothing relisted");
+        relisted.set(Instant::now(), vec![]);
+        assert!(
+            worker.relist_is_news(&relisted),
+            "the worker read nothing yet"
+        );
+        let before = Instant::now();
+        worker.sync(Some(&pod("Always"))).await;
+        let (_, read) = worker.observed.clone().unwrap();
+        assert_eq!(read.len(), 2, "{read:?}");
+        // A relist that began while the worker was acting saw less.
+        relisted.set(before, vec![read[0].clone()]);
+        assert!(!worker.relist_is_news(&relisted));
+        // One after the worker's read that saw the same.
+        relisted.set(Instant::now(), read.clone());
+        assert!(!worker.relist_is_news(&relisted));
+        // One that saw the container exit.
+        let id = observe(runtime.as_ref(), "u1").await.unwrap().containers[0]
+            .id
+            .clone();
+        runtime.exit(&id, 1, "Error");
+        let (_, changed) = observe_known(runtime.as_ref(), "u1", &HashMap::new())
+            .await
+            .unwrap();
+        relisted.set(Instant::now(), changed);
+        assert!(worker.relist_is_news(&relisted));
+        assert!(!worker.relist_is_news(&relisted), "taken once");
+    }
+
+    /// The echo of a status reported before the last one (the pod's
+    /// ContainerCreating, reported before its Running) is no reason to
+    /// sync; a status someone else wrote is.
+    #[tokio::test]
+    async fn echoes_of_earlier_reports_are_echoes() {
+        let (runtime, _events, api, mut worker, _tmp) = setup();
+        runtime.add_image("busybox:1", 100);
+        let p = pod("Always");
+        worker.sync(Some(&p)).await;
+        let reported = api.statuses.lock().unwrap().clone();
+        assert_eq!(reported.len(), 2, "ContainerCreating, then Running");
+        let echo = |status: &PodStatus| {
+            let mut echoed = p.clone();
+            echoed.status = Some(status.clone());
+            worker.is_echo(&echoed)
+        };
+        assert!(echo(&reported[0]));
+        assert!(echo(&reported[1]));
+        let mut foreign = reported[1].clone();
+        foreign.message = Some("written by someone else".into());
+        assert!(!echo(&foreign));
+    }
+
+    /// The start time first reported stays when the pod given does not
+    /// show it yet.
+    #[test]
+    fn the_first_reported_start_time_stays() {
+        let first = PodStatus {
+            start_time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                Timestamp::from_second(100).unwrap(),
+            )),
+            ..PodStatus::default()
+        };
+        let mut later = PodStatus {
+            start_time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                Timestamp::from_second(200).unwrap(),
+            )),
+            ..PodStatus::default()
+        };
+        keep_reported_transitions(&mut later, Some(&first), Some(&PodStatus::default()));
+        assert_eq!(later.start_time, first.start_time);
     }
 
     #[tokio::test]

@@ -23,7 +23,7 @@ use crate::observed::{self, PodRuntime, State};
 use crate::pod_worker::actions::{compute_pod_actions_probed, kill_grace_period, Actions, Probed};
 use crate::pod_worker::config::{self, container_config, sandbox_config};
 use crate::pod_worker::env::{self, Facts, Resolved};
-use crate::pod_worker::images::ensure_image_traced;
+use crate::pod_worker::images::{ensure_image_traced, valid_reference, Ensured};
 use crate::pod_worker::volume_sources::{self, Prepared};
 use crate::pod_worker::{dns, hooks, qos, volume_files, volumes};
 use crate::podspec::{container_hash, grace_period, host_network, init_containers, pod_ref};
@@ -98,18 +98,49 @@ impl PodWorker {
         let (actions, probed) = self.plan(pod, rt);
         // 2. Stop what must go: the whole pod, or single containers.
         self.kill(pod, rt, &actions, &probed).await;
-        // 3. The sandbox the containers start in.
+        // 3. The sandbox the containers start in; meanwhile the images of
+        //    the containers to start are looked up (step 5.2 uses the
+        //    answers instead of asking again).
+        let to_start = containers_to_start(pod, &actions);
         let sandbox_cfg = self.sandbox_config(pod, &actions);
-        let sandbox_id = match self
-            .ensure_sandbox(pod, rt, &actions, &sandbox_cfg, now)
-            .await
-        {
+        let runtime = self.ctx.runtime.clone();
+        let network_up = host_network(pod)
+            || self
+                .ctx
+                .network_ready
+                .load(std::sync::atomic::Ordering::SeqCst);
+        let ahead: Vec<String> = if actions.create_sandbox && network_up {
+            let mut images: Vec<String> = to_start
+                .iter()
+                .filter_map(|c| c.image.clone())
+                .filter(|i| valid_reference(i))
+                .collect();
+            images.sort();
+            images.dedup();
+            images
+        } else {
+            Vec::new()
+        };
+        let look_ahead = futures::future::join_all(ahead.iter().map(|i| runtime.image_status(i)));
+        let (step, answers) = futures::future::join(
+            self.ensure_sandbox(pod, rt, &actions, &sandbox_cfg, now),
+            look_ahead,
+        )
+        .await;
+        for (image, answer) in ahead.into_iter().zip(answers) {
+            if let Ok(info) = answer {
+                self.pulls.inspected.insert(image, info);
+            }
+        }
+        let sandbox_id = match step {
             SandboxStep::Ready(id) => id,
-            SandboxStep::Wait(next) => return next,
+            SandboxStep::Wait(next) => {
+                self.pulls.inspected.clear();
+                return next;
+            }
         };
         // 4. What the containers to start share: the pod's IP, its
         //    /etc/hosts and its volumes.
-        let to_start = containers_to_start(pod, &actions);
         let pod_ip = self.sandbox_ip(pod, rt, &sandbox_id).await;
         let hosts_file = self.write_hosts_file(pod, pod_ip.as_deref(), !to_start.is_empty());
         let ctx = self.ctx.clone();
@@ -122,7 +153,10 @@ impl PodWorker {
         };
         let prepared = match self.prepare_volumes(pod, &facts, &to_start, now).await {
             Ok(prepared) => prepared,
-            Err(Retry(next)) => return next,
+            Err(Retry(next)) => {
+                self.pulls.inspected.clear();
+                return next;
+            }
         };
         let setup = PodSetup {
             sandbox_id: &sandbox_id,
@@ -143,6 +177,9 @@ impl PodWorker {
                 next = earliest(next, at);
             }
         }
+        // Answers read ahead that no container used (it stopped before
+        // its image) are not kept for a later sync.
+        self.pulls.inspected.clear();
         next
     }
 
@@ -313,7 +350,12 @@ impl PodWorker {
                 {
                     t.sandbox_created_ns = status.created_at;
                 }
-                status.network.map(|n| n.ip).filter(|ip| !ip.is_empty())
+                let ip = status.network.map(|n| n.ip).filter(|ip| !ip.is_empty());
+                // The next observe of this sandbox needs no status read.
+                if status.state == api::PodSandboxState::SandboxReady as i32 {
+                    self.sandbox_ips.insert(sandbox_id.to_string(), ip.clone());
+                }
+                ip
             }
         }
     }
@@ -397,9 +439,13 @@ impl PodWorker {
         // 5.1 The crash-loop back-off.
         self.crash_backoff(pod, c, latest, now)?;
         // 5.2 The image, per its pull policy and the pull back-off.
-        let image = self.pull_image(pod, c, setup.sandbox_cfg, now).await?;
-        // 5.3 runAsNonRoot, which needs the image's user.
-        self.check_run_as_non_root(pod, c, &image, now).await?;
+        let ensured = self.pull_image(pod, c, setup.sandbox_cfg, now).await?;
+        let image = ensured.image;
+        // 5.3 runAsNonRoot, which needs the image's user: from the
+        //     ImageStatus answer 5.2 decided on (upstream asks the runtime
+        //     a second time; the answer cannot differ in between).
+        self.check_run_as_non_root(pod, c, &image, ensured.info, now)
+            .await?;
         // 5.4 The environment; everything it refers to must exist first.
         let resolved = self.resolve_env(pod, c, setup.facts, now).await?;
         // 5.5 The mounts: volumes, /etc/hosts, the termination message file.
@@ -473,7 +519,7 @@ impl PodWorker {
         c: &Container,
         sandbox_cfg: &api::PodSandboxConfig,
         now: Instant,
-    ) -> Result<String, Retry> {
+    ) -> Result<Ensured, Retry> {
         let called = Instant::now();
         let pulled = ensure_image_traced(
             self.ctx.runtime.as_ref(),
@@ -486,16 +532,16 @@ impl PodWorker {
         )
         .await;
         match pulled {
-            Ok((image, outcome)) => {
+            Ok(ensured) => {
                 if let Some(t) = self.timeline.as_mut() {
                     t.image(ImageStep {
                         container: c.name.clone(),
                         image: c.image.clone().unwrap_or_default(),
                         span: Span::new(called, Instant::now()),
-                        outcome,
+                        outcome: ensured.outcome.clone(),
                     });
                 }
-                Ok(image)
+                Ok(ensured)
             }
             Err(w) => {
                 let mut next = None;
@@ -522,9 +568,13 @@ impl PodWorker {
         pod: &Pod,
         c: &Container,
         image: &str,
+        inspected: Option<api::Image>,
         now: Instant,
     ) -> Result<(), Retry> {
-        let image_info = self.ctx.runtime.image_status(image).await.ok().flatten();
+        let image_info = match inspected {
+            Some(info) => Some(info),
+            None => self.ctx.runtime.image_status(image).await.ok().flatten(),
+        };
         let (image_uid, image_username) = config::image_user(image_info.as_ref());
         if let Err(msg) = config::verify_run_as_non_root(pod, c, image_uid, &image_username) {
             self.fail(pod, &c.name, "CreateContainerConfigError", msg);
