@@ -246,6 +246,21 @@ pub struct NodeArgs {
     #[arg(long, default_value = "skiff0")]
     pub bridge_name: String,
 
+    /// How pod traffic crosses nodes (k3s's flag): `vxlan` (an overlay,
+    /// flannel's wire format), `host-gw` (routes via the nodes' addresses,
+    /// for nodes on one link) or `none`. Every node of a cluster uses the
+    /// same.
+    #[arg(long, default_value = "vxlan")]
+    pub flannel_backend: skiff_node::network::overlay::plan::Backend,
+
+    /// The VXLAN network identifier every node of the cluster uses.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..16_777_216))]
+    pub vxlan_vni: u32,
+
+    /// The UDP port VXLAN uses between nodes (Linux's and flannel's 8472).
+    #[arg(long, default_value_t = 8472)]
+    pub vxlan_port: u16,
+
     /// Taints to register the node with (`key=value:Effect`, comma-separated).
     #[arg(long)]
     pub register_with_taints: Vec<String>,

@@ -69,6 +69,11 @@ pub fn run(args: ResetArgs) -> anyhow::Result<()> {
     }
     remove_runtime_state(&data_dir, &removed);
     kill_shims(&data_dir);
+    if let Some(node) = runtime.block_on(leave_overlay(&data_dir)) {
+        eprintln!(
+            "node {node} left the pod network: the other nodes drop its routes at their next sync"
+        );
+    }
     let cache = CniCache::read(&args.bridge_name);
     let mut netns = cache.netns.clone();
     let mut ended = 0;
@@ -95,6 +100,11 @@ pub fn run(args: ResetArgs) -> anyhow::Result<()> {
     let tables = remove_proxy_tables(&data_dir);
     unmount_under(&data_dir);
     skiff_node::network::remove_bridge(&args.bridge_name);
+    // The overlay's device; its routes, ARP and forwarding entries go
+    // with it.
+    skiff_node::network::remove_bridge(&skiff_node::network::overlay::plan::device_for_bridge(
+        &args.bridge_name,
+    ));
     remove_cni_cache(&args.bridge_name);
     std::fs::remove_dir_all(&data_dir)
         .with_context(|| format!("cannot remove {}", data_dir.display()))?;
@@ -106,6 +116,56 @@ pub fn run(args: ResetArgs) -> anyhow::Result<()> {
         data_dir.display()
     );
     Ok(())
+}
+
+/// Withdraws a joined node (one with the kubeconfig its join wrote) from
+/// the pod network: its overlay annotations are removed with its own
+/// credentials, so the other nodes remove their entries for it at their
+/// next sync while its Node stays (as after `kubeadm reset`). Best effort
+/// with a bound: the server may be gone. Returns the node's name.
+async fn leave_overlay(data_dir: &Path) -> Option<String> {
+    use skiff_node::network::overlay::plan::{BACKEND_DATA, BACKEND_TYPE, PUBLIC_IP};
+    let path = data_dir.join(crate::agent::JOINED_KUBECONFIG);
+    if !path.exists() {
+        return None;
+    }
+    let leave = async {
+        let credential = skiff_client::certificate::kubeconfig::read(&path)?
+            .context("the node's kubeconfig has no client certificate")?;
+        let info = skiff_client::certificate::authority::inspect(credential.cert_pem.as_bytes())?;
+        let node = info
+            .common_name
+            .strip_prefix("system:node:")
+            .context("the node's kubeconfig is not a node's")?
+            .to_string();
+        let kubeconfig = kube::config::Kubeconfig::read_from(&path)?;
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+        let client = kube::Client::try_from(config)?;
+        let patch = serde_json::json!({"metadata": {"annotations": {
+            BACKEND_TYPE: null, BACKEND_DATA: null, PUBLIC_IP: null,
+        }}});
+        kube::Api::<k8s_openapi::api::core::v1::Node>::all(client)
+            .patch(
+                &node,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(&patch),
+            )
+            .await?;
+        anyhow::Ok(node)
+    };
+    match tokio::time::timeout(Duration::from_secs(10), leave).await {
+        Ok(Ok(node)) => Some(node),
+        Ok(Err(e)) => {
+            eprintln!("cannot withdraw the node from the pod network: {e:#}");
+            None
+        }
+        Err(_) => {
+            eprintln!(
+                "cannot withdraw the node from the pod network: the server did not answer in 10s"
+            );
+            None
+        }
+    }
 }
 
 /// Removes the service proxy's nftables table the node recorded (a

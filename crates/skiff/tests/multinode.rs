@@ -2,10 +2,13 @@
 //! "host" is a network namespace on a test bridge (`cluster::hosts`) with
 //! its own `skiff agent`, containerd, data dir and CNI bridge. The server
 //! runs in the root namespace on the bridge's address; the agents join it
-//! with the command it prints.
+//! with the command it prints. Pods reach each other across nodes through
+//! the built-in VXLAN overlay, without NAT, by pod IP, Service and DNS
+//! name, and a NodePort answers on every node.
 
 mod cluster;
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use cluster::hosts::Underlay;
@@ -28,6 +31,7 @@ fn a_server_and_two_agents_on_their_own_hosts_join_and_run_pods() {
         Options {
             bind_address: Some(gateway.clone()),
             node_ip: Some(gateway.clone()),
+            extra: underlay.vni_args(),
             ..Options::default()
         },
         cidr,
@@ -64,57 +68,238 @@ fn a_server_and_two_agents_on_their_own_hosts_join_and_run_pods() {
         ]);
         assert_eq!(address, host.ip);
     }
-    // A pod on each host runs, answers on its pod IP from its host, and
-    // its log comes through that host's agent.
+    // Each node published its overlay endpoint.
     for host in &underlay.hosts {
-        let pod = format!("web-{}", host.node_name);
-        c.kubectl(&[
-            "run",
-            &pod,
-            "--image=busybox",
-            "--image-pull-policy=IfNotPresent",
-            "--overrides",
-            &format!(r#"{{"spec":{{"nodeName":"{}"}}}}"#, host.node_name),
-            "--",
-            "sh",
-            "-c",
-            "echo serving && httpd -f -p 8080",
+        let data = c.kubectl(&[
+            "get",
+            "node",
+            &host.node_name,
+            "-o",
+            r#"jsonpath={.metadata.annotations.skiff\.dev/backend-data}"#,
         ]);
-        c.wait(&format!("pod/{pod}"), "condition=Ready", 90);
-        let pod_ip = c.pod_field(&pod, "{.status.podIP}");
-        let url = format!("http://{pod_ip}:8080/");
+        assert!(data.contains("\"VtepMAC\""), "{data}");
+    }
+
+    // A Deployment with one pod per node; each answers with its own name
+    // and the address the request came from (busybox httpd's CGI).
+    c.apply(WEB);
+    c.wait("deployment/web", "condition=Available", 180);
+    let pods: Vec<(String, String, String)> = c
+        .kubectl(&[
+            "get",
+            "pods",
+            "-l",
+            "app=web",
+            "-o",
+            r#"jsonpath={range .items[*]}{.metadata.name} {.status.podIP} {.spec.nodeName}{"\n"}{end}"#,
+        ])
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[0].to_string(), f[1].to_string(), f[2].to_string())
+        })
+        .collect();
+    let nodes: BTreeSet<&str> = pods.iter().map(|p| p.2.as_str()).collect();
+    assert_eq!(nodes.len(), 3, "one pod per node: {pods:?}");
+
+    // Every pod reaches every other by pod IP, and sees its address
+    // unchanged (routed through the overlay, not masqueraded).
+    for (from, from_ip, from_node) in &pods {
+        for (to, to_ip, to_node) in &pods {
+            let answer = who(c, from, to_ip)
+                .unwrap_or_else(|e| panic!("{from} on {from_node} to {to} on {to_node}: {e}"));
+            assert!(
+                answer.starts_with(&format!("{to} ")) && answer.contains(from_ip.as_str()),
+                "{from} ({from_ip}) on {from_node} to {to} on {to_node}: {answer}"
+            );
+        }
+    }
+
+    // By ClusterIP, and by the DNS name the cluster DNS gives it, every
+    // backend answers a pod.
+    let cluster_ip = c.kubectl(&["get", "service", "web", "-o", "jsonpath={.spec.clusterIP}"]);
+    let (client, _, _) = &pods[0];
+    let lookup = c.kubectl(&[
+        "exec",
+        client,
+        "--",
+        "nslookup",
+        "web.default.svc.cluster.local",
+    ]);
+    let named = lookup
+        .split("Name:")
+        .nth(1)
+        .and_then(|answer| {
+            answer
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("Address:"))
+        })
+        .map(|a| a.trim().to_string());
+    assert_eq!(named.as_deref(), Some(cluster_ip.as_str()), "{lookup}");
+    let mut seen = BTreeSet::new();
+    wait_for(
+        "every backend through the ClusterIP",
+        Duration::from_secs(60),
+        || {
+            if let Some(name) = who(c, client, &cluster_ip)
+                .ok()
+                .and_then(|a| a.split_whitespace().next().map(str::to_string))
+            {
+                seen.insert(name);
+            }
+            (seen.len() == pods.len()).then_some(())
+        },
+    );
+
+    // The NodePort answers on every node's address, from a host.
+    let node_port = c.kubectl(&[
+        "get",
+        "service",
+        "web",
+        "-o",
+        "jsonpath={.spec.ports[0].nodePort}",
+    ]);
+    let addresses: Vec<String> = std::iter::once(gateway.clone())
+        .chain(underlay.hosts.iter().map(|h| h.ip.clone()))
+        .collect();
+    for address in &addresses {
         let last = std::sync::Mutex::new(String::new());
         cluster::wait_for_explained(
-            "the pod's answer on its host",
+            &format!("the NodePort on {address}"),
             Duration::from_secs(30),
             || {
                 // bash's /dev/tcp: the host's static busybox wget crashes.
-                let out = host.exec(&[
+                let out = underlay.hosts[0].exec(&[
                     "timeout",
-                    "3",
+                    "5",
                     "bash",
                     "-c",
                     &format!(
-                        "exec 3<>/dev/tcp/{pod_ip}/8080 && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && head -1 <&3"
+                        "exec 3<>/dev/tcp/{address}/{node_port} && printf 'GET /cgi-bin/who HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3"
                     ),
                 ]);
-                let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-                *last.lock().unwrap() = stderr.clone();
-                String::from_utf8_lossy(&out.stdout)
-                    .starts_with("HTTP/1.")
+                let text = String::from_utf8_lossy(&out.stdout).into_owned();
+                *last.lock().unwrap() = format!("{text}{}", String::from_utf8_lossy(&out.stderr));
+                (text.starts_with("HTTP/1.") && pods.iter().any(|p| text.contains(&p.0)))
                     .then_some(())
             },
-            || {
-                format!(
-                    "{url} on {}: {}\nroutes: {}\niptables: {}",
-                    host.netns,
-                    last.lock().unwrap(),
-                    String::from_utf8_lossy(&host.exec(&["ip", "route"]).stdout),
-                    String::from_utf8_lossy(&host.exec(&["iptables-save"]).stdout)
-                )
-            },
+            || last.lock().unwrap().clone(),
         );
-        let log = c.kubectl(&["logs", &pod]);
-        assert!(log.contains("serving"), "{log}");
     }
+
+    // A pod's log comes through its host's agent.
+    let (on_host, _, _) = pods
+        .iter()
+        .find(|p| p.2 == underlay.hosts[0].node_name)
+        .unwrap();
+    let log = c.kubectl(&["logs", on_host]);
+    assert!(log.contains("serving"), "{log}");
+
+    // A host reset leaves the pod network: the others drop its route
+    // within a sync, and keep each other's.
+    let gone_cidr = c.kubectl(&[
+        "get",
+        "node",
+        &underlay.hosts[1].node_name,
+        "-o",
+        "jsonpath={.spec.podCIDR}",
+    ]);
+    let kept_cidr = c.kubectl(&[
+        "get",
+        "node",
+        &underlay.hosts[0].node_name,
+        "-o",
+        "jsonpath={.spec.podCIDR}",
+    ]);
+    let routes = |host: &cluster::hosts::Host| {
+        String::from_utf8_lossy(&host.exec(&["ip", "route"]).stdout).into_owned()
+    };
+    assert!(routes(&underlay.hosts[0]).contains(&gone_cidr));
+    let out = underlay.hosts[1].reset();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let root = || {
+        String::from_utf8_lossy(
+            &std::process::Command::new("ip")
+                .args(["route"])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .into_owned()
+    };
+    wait_for(
+        "the reset host's routes to go",
+        Duration::from_secs(60),
+        || {
+            (!routes(&underlay.hosts[0]).contains(&gone_cidr) && !root().contains(&gone_cidr))
+                .then_some(())
+        },
+    );
+    assert!(root().contains(&kept_cidr), "{}", root());
 }
+
+/// `GET /cgi-bin/who` on `address:8080` from inside `pod` (busybox nc:
+/// the static busybox's wget crashes in pods): the answer's last line.
+fn who(c: &Cluster, pod: &str, address: &str) -> Result<String, String> {
+    let out = c.kubectl_output(&[
+        "exec",
+        pod,
+        "--",
+        "sh",
+        "-c",
+        &format!("printf 'GET /cgi-bin/who HTTP/1.0\\r\\n\\r\\n' | nc -w 5 {address} 8080"),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() || !text.starts_with("HTTP/1.") {
+        return Err(format!("{text}{}", String::from_utf8_lossy(&out.stderr)));
+    }
+    Ok(text.lines().last().unwrap_or_default().trim().to_string())
+}
+
+/// One pod per node (required anti-affinity), serving `/cgi-bin/who`:
+/// the pod's name and the address the request came from.
+const WEB: &str = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+          - labelSelector: {matchLabels: {app: web}}
+            topologyKey: kubernetes.io/hostname
+      containers:
+      - name: web
+        image: busybox
+        imagePullPolicy: IfNotPresent
+        command:
+        - sh
+        - -c
+        - |
+          mkdir -p /www/cgi-bin
+          printf '#!/bin/sh\necho Content-Type: text/plain\necho\necho "$(hostname) $REMOTE_ADDR"\n' > /www/cgi-bin/who
+          chmod +x /www/cgi-bin/who
+          echo serving
+          exec httpd -f -p 8080 -h /www
+        readinessProbe:
+          tcpSocket: {port: 8080}
+          periodSeconds: 1
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  type: NodePort
+  selector: {app: web}
+  ports:
+  - {port: 8080, targetPort: 8080}
+"#;

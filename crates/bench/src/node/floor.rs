@@ -64,6 +64,7 @@ impl Chain {
                 bridge: bridge.to_string(),
                 pod_cidr: cidr.to_string(),
                 ipam_dir: ipam_dir.to_path_buf(),
+                ..CniConfig::default()
             }
             .conflist()?);
         }

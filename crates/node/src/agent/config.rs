@@ -59,6 +59,11 @@ pub struct Config {
     /// Run the DNS server (on the pod bridge's gateway, port 53) and
     /// publish it as this node's endpoint of the cluster DNS Service.
     pub dns_server: bool,
+    /// How pod traffic crosses nodes (k3s's `--flannel-backend`).
+    pub overlay: crate::network::overlay::plan::Backend,
+    /// The VXLAN network identifier and UDP port all nodes share.
+    pub vxlan_vni: u32,
+    pub vxlan_port: u16,
     /// The pod network and Service range the proxy needs.
     pub cluster_cidr: Option<String>,
     pub service_cidr: Option<String>,
@@ -114,6 +119,9 @@ impl Config {
             resolv_conf: PathBuf::from("/etc/resolv.conf"),
             service_proxy: false,
             dns_server: false,
+            overlay: crate::network::overlay::plan::Backend::Vxlan,
+            vxlan_vni: 1,
+            vxlan_port: 8472,
             cluster_cidr: None,
             service_cidr: None,
             on_local_endpoint: None,

@@ -21,6 +21,7 @@ mod relist;
 pub mod services;
 
 use std::collections::{BTreeMap, HashSet};
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -330,6 +331,49 @@ impl Agent {
             tracing::warn!(image = %what, error = %e, "image not imported");
         }
 
+        // Pod traffic across nodes: the overlay follows the Node watch and
+        // hands the peers' podCIDRs to the masquerade rules below.
+        let (peers_tx, mut peers_rx) = watch::channel(Vec::<String>::new());
+        let overlay_links: Arc<dyn network::overlay::links::Links> =
+            Arc::new(network::overlay::links::IpCommand);
+        let overlay_task = match node_ip {
+            IpAddr::V4(public_ip) if config.overlay != network::overlay::plan::Backend::None => {
+                let settings = network::overlay::Settings {
+                    backend: config.overlay,
+                    node_name: config.node_name.clone(),
+                    public_ip,
+                    device: network::overlay::plan::device_for_bridge(&config.bridge),
+                    vni: config.vxlan_vni,
+                    port: config.vxlan_port,
+                    resync: Duration::from_secs(30),
+                };
+                Some(tokio::spawn(network::overlay::run(
+                    settings,
+                    overlay_links.clone(),
+                    informers.get::<k8s_openapi::api::core::v1::Node>(),
+                    kube::Api::all(client.clone()),
+                    peers_tx,
+                    shutdown.clone(),
+                )))
+            }
+            _ => None,
+        };
+        let pod_mtu = match node_ip {
+            IpAddr::V4(public_ip) => network::overlay::pod_mtu(
+                &network::overlay::Settings {
+                    backend: config.overlay,
+                    node_name: config.node_name.clone(),
+                    public_ip,
+                    device: String::new(),
+                    vni: config.vxlan_vni,
+                    port: config.vxlan_port,
+                    resync: Duration::ZERO,
+                },
+                overlay_links.as_ref(),
+            ),
+            IpAddr::V6(_) => None,
+        };
+
         // The network, once the node has a podCIDR.
         let network_ready = Arc::new(AtomicBool::new(false));
         let network_task = {
@@ -339,6 +383,8 @@ impl Agent {
                 bridge: config.bridge.clone(),
                 pod_cidr: String::new(),
                 ipam_dir: config.data_dir.join("cni").join("ipam"),
+                mtu: pod_mtu,
+                peer_cidrs: vec![],
             };
             let runtime = runtime.clone();
             let health_tx = health_tx.clone();
@@ -346,18 +392,22 @@ impl Agent {
             let runtime_version = runtime_version.clone();
             let mut up_rx = up_rx.clone();
             tokio::spawn(async move {
-                let mut written: Option<String> = None;
+                let mut written: Option<(String, Vec<String>)> = None;
                 loop {
                     let cidr = pod_cidr.borrow_and_update().clone();
-                    if let Some(cidr) = cidr.filter(|c| written.as_ref() != Some(c)) {
+                    let peers = peers_rx.borrow_and_update().clone();
+                    if let Some(cidr) =
+                        cidr.filter(|c| written.as_ref() != Some(&(c.clone(), peers.clone())))
+                    {
                         let cni = CniConfig {
                             pod_cidr: cidr.clone(),
+                            peer_cidrs: peers.clone(),
                             ..cni.clone()
                         };
                         match cni.write(&cni_conf_dir) {
                             Ok(path) => {
-                                tracing::info!(pod_cidr = %cidr, conflist = %path.display(), "CNI config written");
-                                written = Some(cidr);
+                                tracing::info!(pod_cidr = %cidr, peers = ?peers, conflist = %path.display(), "CNI config written");
+                                written = Some((cidr, peers));
                             }
                             Err(e) => tracing::warn!(error = %e, "cannot write the CNI config"),
                         }
@@ -378,6 +428,7 @@ impl Agent {
                     tokio::select! {
                         _ = shutdown.cancelled() => return,
                         r = pod_cidr.changed() => { if r.is_err() { return } }
+                        _ = peers_rx.changed() => {}
                         _ = up_rx.changed() => {}
                         _ = tokio::time::sleep(if network_ready.load(Ordering::SeqCst) { Duration::from_secs(5) } else { Duration::from_millis(200) }) => {}
                     }
@@ -436,6 +487,9 @@ impl Agent {
         let _ = server_task.await;
 
         let _ = network_task.await;
+        if let Some(task) = overlay_task {
+            let _ = task.await;
+        }
         for task in service_tasks {
             let _ = task.await;
         }

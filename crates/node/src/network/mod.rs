@@ -21,6 +21,8 @@
 //! the masquerade rule and checks the host. It does not allocate
 //! addresses itself.
 
+pub mod overlay;
+
 use std::path::{Path, PathBuf};
 
 /// Errors writing the network config.
@@ -45,7 +47,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub const CONFLIST: &str = "10-skiff.conflist";
 
 /// What the conflist is made from.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct CniConfig {
     /// The bridge device (at most 15 bytes); tests give each node its own.
     pub bridge: String,
@@ -53,6 +55,11 @@ pub struct CniConfig {
     pub pod_cidr: String,
     /// host-local's lease dir (under the node's data dir).
     pub ipam_dir: PathBuf,
+    /// The pods' MTU (the overlay's; the default, the bridge's, if none).
+    pub mtu: Option<u32>,
+    /// Other nodes' podCIDRs, reached through the overlay: routed, not
+    /// masqueraded.
+    pub peer_cidrs: Vec<String>,
 }
 
 /// Checks `cidr` is `a.b.c.d/n`.
@@ -72,26 +79,30 @@ impl CniConfig {
     /// The conflist's JSON.
     pub fn conflist(&self) -> Result<String> {
         check_cidr(&self.pod_cidr)?;
+        let mut bridge = serde_json::json!({
+            "type": "bridge",
+            "bridge": self.bridge,
+            "isGateway": true,
+            // Masquerading is the node's rule (masquerade()).
+            "ipMasq": false,
+            "hairpinMode": true,
+            "ipam": {
+                "type": "host-local",
+                "ranges": [[{ "subnet": self.pod_cidr }]],
+                "routes": [{ "dst": "0.0.0.0/0" }],
+                "dataDir": self.ipam_dir,
+            }
+        });
+        if let (Some(mtu), Some(fields)) = (self.mtu, bridge.as_object_mut()) {
+            fields.insert("mtu".into(), mtu.into());
+        }
         let doc = serde_json::json!({
             "cniVersion": "0.4.0",
             // The network is named after its bridge: nodes sharing a host
             // (tests) keep apart in libcni's cache and iptables comments.
             "name": self.bridge,
             "plugins": [
-                {
-                    "type": "bridge",
-                    "bridge": self.bridge,
-                    "isGateway": true,
-                    // Masquerading is the node's rule (masquerade()).
-                    "ipMasq": false,
-                    "hairpinMode": true,
-                    "ipam": {
-                        "type": "host-local",
-                        "ranges": [[{ "subnet": self.pod_cidr }]],
-                        "routes": [{ "dst": "0.0.0.0/0" }],
-                        "dataDir": self.ipam_dir,
-                    }
-                },
+                bridge,
                 { "type": "portmap", "capabilities": { "portMappings": true } }
             ]
         });
@@ -113,18 +124,25 @@ impl CniConfig {
 
     /// The masquerade chain's rules as `iptables-restore --noflush` input
     /// (declaring the chain flushes it): what the bridge plugin's `ipMasq`
-    /// writes per pod, for the whole podCIDR.
+    /// writes per pod, for the whole podCIDR, and the peers' podCIDRs
+    /// accepted too (pod to pod across nodes keeps its address).
     pub fn masquerade_rules(&self) -> Result<String> {
         check_cidr(&self.pod_cidr)?;
+        for peer in &self.peer_cidrs {
+            check_cidr(peer)?;
+        }
         let chain = self.masquerade_chain();
         let comment = self.masquerade_comment().replace('"', "\\\"");
-        Ok(format!(
-            "*nat\n:{chain} - [0:0]\n\
-             -A {chain} -d {cidr} -m comment --comment \"{comment}\" -j ACCEPT\n\
-             -A {chain} ! -d 224.0.0.0/4 -m comment --comment \"{comment}\" -j MASQUERADE\n\
-             COMMIT\n",
-            cidr = self.pod_cidr,
-        ))
+        let mut rules = format!("*nat\n:{chain} - [0:0]\n");
+        for cidr in std::iter::once(&self.pod_cidr).chain(&self.peer_cidrs) {
+            rules.push_str(&format!(
+                "-A {chain} -d {cidr} -m comment --comment \"{comment}\" -j ACCEPT\n"
+            ));
+        }
+        rules.push_str(&format!(
+            "-A {chain} ! -d 224.0.0.0/4 -m comment --comment \"{comment}\" -j MASQUERADE\nCOMMIT\n"
+        ));
+        Ok(rules)
     }
 
     /// The POSTROUTING rule that sends the pods' traffic to the
@@ -331,6 +349,7 @@ mod tests {
             bridge: "skiff0".into(),
             pod_cidr: "10.244.3.0/24".into(),
             ipam_dir: "/d/ipam".into(),
+            ..CniConfig::default()
         };
         let v: serde_json::Value = serde_json::from_str(&c.conflist().unwrap()).unwrap();
         let types: Vec<&str> = v["plugins"]
@@ -356,6 +375,7 @@ mod tests {
             bridge: "skiff0".into(),
             pod_cidr: "10.244.3.0/24".into(),
             ipam_dir: "/d/ipam".into(),
+            ..CniConfig::default()
         };
         let comment = r#""name: \"skiff0\" id: \"skiff-masquerade\"""#;
         assert_eq!(
@@ -374,11 +394,41 @@ mod tests {
     }
 
     #[test]
+    fn peers_pod_cidrs_are_routed_not_masqueraded_and_the_mtu_is_the_overlays() {
+        let c = CniConfig {
+            bridge: "skiff0".into(),
+            pod_cidr: "10.244.3.0/24".into(),
+            ipam_dir: "/d/ipam".into(),
+            mtu: Some(1450),
+            peer_cidrs: vec!["10.244.4.0/24".into(), "10.244.5.0/24".into()],
+        };
+        let rules = c.masquerade_rules().unwrap();
+        let accepted: Vec<&str> = rules
+            .lines()
+            .filter(|l| l.ends_with("-j ACCEPT"))
+            .map(|l| l.split_whitespace().nth(3).unwrap())
+            .collect();
+        assert_eq!(
+            accepted,
+            ["10.244.3.0/24", "10.244.4.0/24", "10.244.5.0/24"]
+        );
+        assert!(rules.lines().nth(5).unwrap().ends_with("-j MASQUERADE"));
+        let v: serde_json::Value = serde_json::from_str(&c.conflist().unwrap()).unwrap();
+        assert_eq!(v["plugins"][0]["mtu"], 1450);
+        let bad = CniConfig {
+            peer_cidrs: vec!["10.244.4.0".into()],
+            ..c
+        };
+        assert!(matches!(bad.masquerade_rules(), Err(Error::BadCidr(_))));
+    }
+
+    #[test]
     fn a_bad_cidr_is_refused() {
         let c = CniConfig {
             bridge: "b".into(),
             pod_cidr: "10.244.3.0".into(),
             ipam_dir: "/d".into(),
+            ..CniConfig::default()
         };
         assert!(matches!(c.conflist(), Err(Error::BadCidr(_))));
     }

@@ -70,6 +70,9 @@ impl Underlay {
             let netns = format!("sk{octet}h{i}");
             let veth = format!("sk{octet}v{i}");
             let _ = Command::new("ip").args(["netns", "del", &netns]).output();
+            // A namespace something still holds outlives `netns del`;
+            // deleting our end of its veth frees the name either way.
+            let _ = Command::new("ip").args(["link", "del", &veth]).output();
             ip(&["netns", "add", &netns]);
             let host = Host {
                 netns: netns.clone(),
@@ -115,6 +118,13 @@ impl Underlay {
         format!("172.20.{}.1", self.octet)
     }
 
+    /// The VXLAN network identifier of this test's nodes (its lease's
+    /// octet: the server's node shares the root namespace with other
+    /// tests' nodes, and two VXLAN devices there may not share one).
+    pub fn vni_args(&self) -> Vec<String> {
+        vec!["--vxlan-vni".into(), self.octet.to_string()]
+    }
+
     /// Starts host `i`'s agent (0-based), joining `server` with the token
     /// in `token_file`.
     pub fn join(&mut self, i: usize, server: &str, token_file: &Path) {
@@ -130,6 +140,11 @@ impl Underlay {
             .args(["--node-name", &host.node_name, "--node-ip", &host.ip])
             .args(["--bridge-name", &host.cni_bridge])
             .args(["--kubelet-port", &host.kubelet_port.to_string()])
+            .args(["--vxlan-vni", &self.octet.to_string()])
+            // The server's ranges, as an agent on another machine is told
+            // them (its cluster DNS address is the Service range's 10th).
+            .args(["--cluster-cidr", &format!("10.{}.0.0/17", self.octet)])
+            .args(["--service-cidr", &format!("10.{}.128.0/17", self.octet)])
             .env("SKIFF_LOG", "warn")
             .stdin(Stdio::null())
             .spawn()
@@ -151,18 +166,25 @@ impl Host {
             .unwrap()
     }
 
-    fn stop(&mut self) {
+    /// Runs `skiff reset` for this host's node in its namespace (its
+    /// agent stopped first).
+    pub fn reset(&mut self) -> std::process::Output {
         if let Some(mut agent) = self.agent.take() {
             // nsenter execs the agent: the child's PID is the agent's.
             super::stop_child(&mut agent);
         }
-        let _ = Command::new("nsenter")
+        Command::new("nsenter")
             .arg(format!("--net=/run/netns/{}", self.netns))
             .args(["--", SKIFF, "reset"])
             .arg("--data-dir")
             .arg(&self.data_dir)
             .args(["--bridge-name", &self.cni_bridge])
-            .output();
+            .output()
+            .unwrap()
+    }
+
+    fn stop(&mut self) {
+        self.reset();
         let _ = Command::new("ip")
             .args(["netns", "del", &self.netns])
             .output();
@@ -201,6 +223,11 @@ impl Drop for Underlay {
     fn drop(&mut self) {
         for host in &mut self.hosts {
             host.stop();
+        }
+        for i in 0..self.hosts.len() {
+            let _ = Command::new("ip")
+                .args(["link", "del", &self.veth(i)])
+                .output();
         }
         let _ = Command::new("ip")
             .args(["link", "del", &self.bridge])
