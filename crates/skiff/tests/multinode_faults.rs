@@ -421,6 +421,51 @@ fn a_lost_host_is_tainted_and_its_pods_replaced_and_nodes_are_drained_and_delete
                 .then_some(())
         },
     );
+    // A PodDisruptionBudget allowing no disruption holds the drain back
+    // (each eviction is refused with upstream's message, kubectl retries
+    // until its timeout) ...
+    let budget = |spec: &str| {
+        c.apply(&format!(
+            "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {{name: web}}\n\
+             spec: {{{spec}, selector: {{matchLabels: {{app: web}}}}}}\n"
+        ));
+    };
+    let allowed = |want: &str| {
+        wait_for_explained(
+            "the budget's status",
+            Duration::from_secs(30),
+            || {
+                let out = c.kubectl(&[
+                    "get",
+                    "pdb",
+                    "web",
+                    "-o",
+                    "jsonpath={.status.currentHealthy}/{.status.disruptionsAllowed}",
+                ]);
+                (out == want).then_some(())
+            },
+            || format!("\n{}", c.kubectl(&["get", "pdb", "web", "-o", "yaml"])),
+        );
+    };
+    budget("minAvailable: 4");
+    allowed("4/0");
+    let held = c.kubectl_output(&[
+        "drain",
+        &other,
+        "--ignore-daemonsets",
+        "--delete-emptydir-data",
+        "--timeout=8s",
+    ]);
+    let stderr = String::from_utf8_lossy(&held.stderr);
+    assert!(!held.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("Cannot evict pod as it would violate the pod's disruption budget."),
+        "{stderr}"
+    );
+    assert_eq!(running_on(c, &other), 4);
+    // ... and lets it through one pod at a time once it allows one.
+    budget("maxUnavailable: 1");
+    allowed("4/1");
     let drained = c.kubectl(&[
         "drain",
         &other,
