@@ -13,7 +13,9 @@
 //! 3. the cable is back: the Node is Ready and untainted, and its agent
 //!    finishes the evicted pods' deletion;
 //! 4. `kubectl cordon`/`uncordon`, `kubectl drain` (evictions through the
-//!    eviction subresource; the pods come back on the other host) and
+//!    eviction subresource, held back by a PodDisruptionBudget allowing
+//!    none, one at a time under one allowing one; the pods come back on
+//!    the other host) and
 //!    `kubectl delete node` of a running agent, which, as the kubelet,
 //!    does not register it again until it restarts.
 //!
