@@ -82,7 +82,7 @@ fn a_server_and_two_agents_on_their_own_hosts_join_and_run_pods() {
 
     // A Deployment with one pod per node; each answers with its own name
     // and the address the request came from (busybox httpd's CGI).
-    c.apply(WEB);
+    c.apply(&with_who(WEB));
     c.wait("deployment/web", "condition=Available", 180);
     let pods: Vec<(String, String, String)> = c
         .kubectl(&[
@@ -242,6 +242,75 @@ fn a_server_and_two_agents_on_their_own_hosts_join_and_run_pods() {
     assert!(root().contains(&kept_cidr), "{}", root());
 }
 
+/// With `--flannel-backend host-gw` (nodes on one link), pods reach each
+/// other across nodes through plain routes via the nodes' addresses.
+#[test]
+fn host_gw_routes_pod_traffic_via_the_nodes_addresses() {
+    let cidr = CidrLease::take();
+    let dir = tempfile::tempdir().unwrap();
+    let mut underlay = Underlay::new(&cidr, 1, dir.path());
+    let backend = ["--flannel-backend".to_string(), "host-gw".to_string()];
+    underlay.agent_args = backend.to_vec();
+    let gateway = underlay.gateway();
+    let c = Cluster::start_with(
+        Options {
+            bind_address: Some(gateway.clone()),
+            node_ip: Some(gateway.clone()),
+            extra: backend.to_vec(),
+            ..Options::default()
+        },
+        cidr,
+    );
+    let mut env = Env { underlay, c };
+    let (underlay, c) = (&mut env.underlay, &env.c);
+    let (server, token) = c.printed_join();
+    underlay.join(0, &server, &token);
+    let host = &underlay.hosts[0];
+    wait_for("the host's node", Duration::from_secs(90), || {
+        c.kubectl_output(&["get", "node", &host.node_name])
+            .status
+            .success()
+            .then_some(())
+    });
+    c.wait(&format!("node/{}", host.node_name), "condition=Ready", 90);
+    let mut pods = vec![];
+    for node in [c.node(), host.node_name.clone()] {
+        let pod = format!("who-{node}");
+        c.apply(
+            &with_who(WHO_POD)
+                .replace("NAME", &pod)
+                .replace("NODE", &node),
+        );
+        pods.push(pod);
+    }
+    for pod in &pods {
+        c.wait(&format!("pod/{pod}"), "condition=Ready", 90);
+    }
+    // The host routes the server node's podCIDR via the server's address
+    // (no VXLAN device anywhere).
+    let server_cidr = c.kubectl(&["get", "node", &c.node(), "-o", "jsonpath={.spec.podCIDR}"]);
+    let routes = String::from_utf8_lossy(&host.exec(&["ip", "route"]).stdout).into_owned();
+    assert!(
+        routes
+            .lines()
+            .any(|l| l.starts_with(&format!("{server_cidr} via {gateway} "))
+                && l.contains("proto 165")),
+        "{routes}"
+    );
+    assert!(!routes.contains("vxlan"), "{routes}");
+    for from in &pods {
+        let from_ip = c.pod_field(from, "{.status.podIP}");
+        for to in &pods {
+            let to_ip = c.pod_field(to, "{.status.podIP}");
+            let answer = who(c, from, &to_ip).unwrap_or_else(|e| panic!("{from} to {to}: {e}"));
+            assert!(
+                answer.starts_with(&format!("{to} ")) && answer.contains(&from_ip),
+                "{from} ({from_ip}) to {to}: {answer}"
+            );
+        }
+    }
+}
+
 /// `GET /cgi-bin/who` on `address:8080` from inside `pod` (busybox nc:
 /// the static busybox's wget crashes in pods): the answer's last line.
 fn who(c: &Cluster, pod: &str, address: &str) -> Result<String, String> {
@@ -260,8 +329,34 @@ fn who(c: &Cluster, pod: &str, address: &str) -> Result<String, String> {
     Ok(text.lines().last().unwrap_or_default().trim().to_string())
 }
 
-/// One pod per node (required anti-affinity), serving `/cgi-bin/who`:
-/// the pod's name and the address the request came from.
+/// The `who` server: on port 8080, `/cgi-bin/who` answers the pod's
+/// name and the address the request came from (busybox httpd's CGI).
+const WHO_SCRIPT: &str = r#"mkdir -p /www/cgi-bin && printf '#!/bin/sh\necho Content-Type: text/plain\necho\necho "$(hostname) $REMOTE_ADDR"\n' > /www/cgi-bin/who && chmod +x /www/cgi-bin/who && echo serving && exec httpd -f -p 8080 -h /www"#;
+
+/// `yaml` with its `SCRIPT` the `who` server's command.
+fn with_who(yaml: &str) -> String {
+    yaml.replace("SCRIPT", &serde_json::to_string(WHO_SCRIPT).unwrap())
+}
+
+/// One pod, NAME on node NODE, serving `who`.
+const WHO_POD: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  nodeName: NODE
+  containers:
+  - name: web
+    image: busybox
+    imagePullPolicy: IfNotPresent
+    command: [sh, -c, SCRIPT]
+    readinessProbe:
+      tcpSocket: {port: 8080}
+      periodSeconds: 1
+"#;
+
+/// One pod per node (required anti-affinity) serving `who`, behind a
+/// NodePort Service.
 const WEB: &str = r#"
 apiVersion: apps/v1
 kind: Deployment
@@ -281,15 +376,7 @@ spec:
       - name: web
         image: busybox
         imagePullPolicy: IfNotPresent
-        command:
-        - sh
-        - -c
-        - |
-          mkdir -p /www/cgi-bin
-          printf '#!/bin/sh\necho Content-Type: text/plain\necho\necho "$(hostname) $REMOTE_ADDR"\n' > /www/cgi-bin/who
-          chmod +x /www/cgi-bin/who
-          echo serving
-          exec httpd -f -p 8080 -h /www
+        command: [sh, -c, SCRIPT]
         readinessProbe:
           tcpSocket: {port: 8080}
           periodSeconds: 1

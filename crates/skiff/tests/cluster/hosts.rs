@@ -31,6 +31,8 @@ pub struct Underlay {
     octet: u8,
     bridge: String,
     pub hosts: Vec<Host>,
+    /// More flags for every agent [`Underlay::join`] starts.
+    pub agent_args: Vec<String>,
 }
 
 /// One host: a network namespace, its address and its agent.
@@ -57,6 +59,7 @@ impl Underlay {
             octet,
             bridge: bridge.clone(),
             hosts: Vec::new(),
+            agent_args: Vec::new(),
         };
         ip(&[
             "addr",
@@ -145,6 +148,7 @@ impl Underlay {
             // them (its cluster DNS address is the Service range's 10th).
             .args(["--cluster-cidr", &format!("10.{}.0.0/17", self.octet)])
             .args(["--service-cidr", &format!("10.{}.128.0/17", self.octet)])
+            .args(&self.agent_args)
             .env("SKIFF_LOG", "warn")
             .stdin(Stdio::null())
             .spawn()
