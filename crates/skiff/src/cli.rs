@@ -662,6 +662,14 @@ pub struct ServerArgs {
     #[arg(long, requires = "etcd_servers")]
     pub token: Option<String>,
 
+    /// With --token: a server of the cluster being joined
+    /// (`https://HOST:PORT`, as kubeadm's and k3s's `--server`). Its CA
+    /// must match the token's hash before anything is read from the
+    /// store, so a token for another cluster, or a store another cluster
+    /// uses, is refused with nothing written.
+    #[arg(long, requires = "token")]
+    pub server: Option<String>,
+
     /// How often the nodes' resource metrics are scraped for
     /// metrics.k8s.io (`kubectl top`), as metrics-server's flag.
     #[arg(long, default_value = "15s", value_parser = parse_duration)]

@@ -39,6 +39,13 @@ pub async fn run(args: ServerArgs) -> anyhow::Result<()> {
     // makes its own.
     if let Some(text) = &args.token {
         let token = skiff_client::join::JoinToken::parse(text)?;
+        if let Some(server) = &args.server {
+            let pem = skiff_client::join::fetch_ca(server)
+                .await
+                .with_context(|| format!("cannot reach the cluster's server {server}"))?;
+            skiff_client::join::verify_ca(&pem, &token)
+                .with_context(|| format!("the server {server} is not the token's cluster"))?;
+        }
         crate::bootstrap_data::fetch(store.as_ref(), &data_dir, &token)
             .await
             .context("joining the cluster's servers")?;
