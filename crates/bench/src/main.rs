@@ -8,6 +8,7 @@ mod cluster;
 mod controllers;
 mod framework;
 mod h2;
+mod multinode;
 mod node;
 mod overhead;
 mod probes;
@@ -77,6 +78,12 @@ enum Command {
     /// in interleaved rounds. Needs root, containerd, runc and the CNI
     /// plugins.
     Overhead(overhead::Args),
+    /// Pod network across nodes: TCP throughput and request latency pod
+    /// to pod on one node, across nodes through the overlay, and host to
+    /// host over the same underlay, with a server and two agents in
+    /// network namespaces. Needs root, ip, nsenter, containerd, runc and
+    /// the CNI plugins.
+    Multinode(multinode::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -99,5 +106,6 @@ fn main() -> anyhow::Result<()> {
         Command::Controllers(args) => runtime.block_on(controllers::run(args)),
         Command::Services(args) => runtime.block_on(services::run(args)),
         Command::Overhead(args) => runtime.block_on(overhead::run(args)),
+        Command::Multinode(args) => runtime.block_on(multinode::run(args)),
     }
 }
