@@ -11,50 +11,14 @@ mod cluster;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use cluster::hosts::Underlay;
-use cluster::{wait_for, CidrLease, Cluster, Options};
-
-/// The hosts and the server: the hosts are torn down first, while the
-/// server still holds the test's network lease (fields drop in order).
-struct Env {
-    underlay: Underlay,
-    c: Cluster,
-}
+use cluster::hosts::Env;
+use cluster::{wait_for, Cluster, Options};
 
 #[test]
 fn a_server_and_two_agents_on_their_own_hosts_join_and_run_pods() {
-    let cidr = CidrLease::take();
-    let dir = tempfile::tempdir().unwrap();
-    let underlay = Underlay::new(&cidr, 2, dir.path());
-    let gateway = underlay.gateway();
-    let c = Cluster::start_with(
-        Options {
-            bind_address: Some(gateway.clone()),
-            node_ip: Some(gateway.clone()),
-            extra: underlay.vni_args(),
-            ..Options::default()
-        },
-        cidr,
-    );
-    let mut env = Env { underlay, c };
+    let mut env = Env::start(2, Options::default(), &[]);
+    let gateway = env.underlay.gateway();
     let (underlay, c) = (&mut env.underlay, &env.c);
-    let (server, token) = c.printed_join();
-    assert!(
-        server.starts_with(&format!("https://{gateway}:")),
-        "{server}"
-    );
-    underlay.join(0, &server, &token);
-    underlay.join(1, &server, &token);
-    for host in &underlay.hosts {
-        let node = format!("node/{}", host.node_name);
-        wait_for("the host's node", Duration::from_secs(90), || {
-            c.kubectl_output(&["get", &node])
-                .status
-                .success()
-                .then_some(())
-        });
-        c.wait(&node, "condition=Ready", 90);
-    }
     let nodes = c.kubectl(&["get", "nodes", "-o", "name"]);
     assert_eq!(nodes.lines().count(), 3, "{nodes}");
     // Each node's InternalIP is its host's address on the underlay.
@@ -246,33 +210,10 @@ fn a_server_and_two_agents_on_their_own_hosts_join_and_run_pods() {
 /// other across nodes through plain routes via the nodes' addresses.
 #[test]
 fn host_gw_routes_pod_traffic_via_the_nodes_addresses() {
-    let cidr = CidrLease::take();
-    let dir = tempfile::tempdir().unwrap();
-    let mut underlay = Underlay::new(&cidr, 1, dir.path());
-    let backend = ["--flannel-backend".to_string(), "host-gw".to_string()];
-    underlay.agent_args = backend.to_vec();
-    let gateway = underlay.gateway();
-    let c = Cluster::start_with(
-        Options {
-            bind_address: Some(gateway.clone()),
-            node_ip: Some(gateway.clone()),
-            extra: backend.to_vec(),
-            ..Options::default()
-        },
-        cidr,
-    );
-    let mut env = Env { underlay, c };
-    let (underlay, c) = (&mut env.underlay, &env.c);
-    let (server, token) = c.printed_join();
-    underlay.join(0, &server, &token);
+    let env = Env::start(1, Options::default(), &["--flannel-backend", "host-gw"]);
+    let gateway = env.underlay.gateway();
+    let (underlay, c) = (&env.underlay, &env.c);
     let host = &underlay.hosts[0];
-    wait_for("the host's node", Duration::from_secs(90), || {
-        c.kubectl_output(&["get", "node", &host.node_name])
-            .status
-            .success()
-            .then_some(())
-    });
-    c.wait(&format!("node/{}", host.node_name), "condition=Ready", 90);
     let mut pods = vec![];
     for node in [c.node(), host.node_name.clone()] {
         let pod = format!("who-{node}");

@@ -14,7 +14,63 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use super::{free_port, CidrLease, SKIFF};
+use std::time::Duration;
+
+use super::{free_port, wait_for, CidrLease, Cluster, Options, SKIFF};
+
+/// A server on the underlay's bridge address and `count` hosts that
+/// joined it with the command it printed, every node Ready. Fields drop
+/// in order: the hosts first, while the server still holds the test's
+/// lease, then the server, then the dir.
+pub struct Env {
+    pub underlay: Underlay,
+    pub c: Cluster,
+    _dir: tempfile::TempDir,
+}
+
+impl Env {
+    /// `options` with the server bound to the underlay; `node_args` go to
+    /// every node (the server's and the agents'), as the flags a cluster's
+    /// nodes must share (the pod network's backend).
+    pub fn start(count: usize, mut options: Options, node_args: &[&str]) -> Env {
+        let cidr = CidrLease::take();
+        let dir = tempfile::tempdir().unwrap();
+        let mut underlay = Underlay::new(&cidr, count, dir.path());
+        let node_args: Vec<String> = node_args.iter().map(|a| a.to_string()).collect();
+        underlay.agent_args = node_args.clone();
+        let gateway = underlay.gateway();
+        options.bind_address = Some(gateway.clone());
+        options.node_ip = Some(gateway.clone());
+        options.extra.extend(underlay.vni_args());
+        options.extra.extend(node_args);
+        let c = Cluster::start_with(options, cidr);
+        let mut env = Env {
+            underlay,
+            c,
+            _dir: dir,
+        };
+        let (server, token) = env.c.printed_join();
+        assert!(
+            server.starts_with(&format!("https://{gateway}:")),
+            "{server}"
+        );
+        for i in 0..count {
+            env.underlay.join(i, &server, &token);
+        }
+        for host in &env.underlay.hosts {
+            let node = format!("node/{}", host.node_name);
+            wait_for("the host's node", Duration::from_secs(90), || {
+                env.c
+                    .kubectl_output(&["get", &node])
+                    .status
+                    .success()
+                    .then_some(())
+            });
+            env.c.wait(&node, "condition=Ready", 90);
+        }
+        env
+    }
+}
 
 /// Runs `ip ARGS`, panicking with its stderr when it fails.
 fn ip(args: &[&str]) {
