@@ -270,6 +270,18 @@ impl Relisted {
     }
 }
 
+/// `status` as the API stores it: its times at whole seconds (what a
+/// `Time` is on the wire), as upstream's status manager normalises a
+/// status before comparing and writing it. The echo of the write then
+/// compares equal, and a status that differs only below the second is
+/// not written again.
+fn as_stored(status: &PodStatus) -> PodStatus {
+    serde_json::to_value(status)
+        .ok()
+        .and_then(|v| serde_json::from_value(v).ok())
+        .unwrap_or_else(|| status.clone())
+}
+
 /// Everything the runtime has for pod `uid`.
 pub async fn observe(runtime: &dyn Runtime, uid: &str) -> RuntimeResult<PodRuntime> {
     observe_known(runtime, uid, &HashMap::new())
@@ -815,18 +827,20 @@ impl PodWorker {
             now: inputs_now,
             probes: Some(&self.prober),
         };
-        let mut status = status::pod_status(pod, rt, &inputs);
+        let mut computed = status::pod_status(pod, rt, &inputs);
         keep_reported_transitions(
-            &mut status,
+            &mut computed,
             self.last_reported.as_ref(),
             pod.status.as_ref(),
         );
+        let status = as_stored(&computed);
         if pod.status.as_ref() == Some(&status) || self.last_reported.as_ref() == Some(&status) {
             return;
         }
         match self.ctx.api.patch_status(pod, &status).await {
             Ok(()) => {
-                self.finish_timeline(pod, rt, &status, inputs_now);
+                // The timeline reads the Ready time to the nanosecond.
+                self.finish_timeline(pod, rt, &computed, inputs_now);
                 if let Some(previous) = self.last_reported.replace(status) {
                     if self.reported_before.len() == REPORTS_KEPT {
                         self.reported_before.pop_front();
@@ -1040,6 +1054,30 @@ mod tests {
         let mut foreign = reported[1].clone();
         foreign.message = Some("written by someone else".into());
         assert!(!echo(&foreign));
+    }
+
+    /// The echo of the last report, as the API stores it (its times at
+    /// whole seconds), is an echo: no sync, and the status is not written
+    /// again.
+    #[tokio::test]
+    async fn the_stored_form_of_a_report_is_its_echo() {
+        let (runtime, _events, api, mut worker, _tmp) = setup();
+        runtime.add_image("busybox:1", 100);
+        let p = pod("Always");
+        worker.sync(Some(&p)).await;
+        let sent = api.statuses.lock().unwrap().last().cloned().unwrap();
+        let stored: PodStatus =
+            serde_json::from_str(&serde_json::to_string(&sent).unwrap()).unwrap();
+        let mut echoed = p.clone();
+        echoed.status = Some(stored);
+        assert!(worker.is_echo(&echoed));
+        let writes = api.statuses.lock().unwrap().len();
+        worker.sync(Some(&echoed)).await;
+        assert_eq!(
+            api.statuses.lock().unwrap().len(),
+            writes,
+            "nothing new to write"
+        );
     }
 
     /// The start time first reported stays when the pod given does not
@@ -1296,9 +1334,10 @@ mod tests {
             .unwrap();
         assert_eq!(ready.status, "True");
         let t = store.get("default", "p").expect("the timeline is kept");
+        // The status is written as the API stores it, to the second.
         assert_eq!(
-            t.ready_ms,
-            ready.last_transition_time.unwrap().0.as_millisecond(),
+            t.ready_ms.div_euclid(1000),
+            ready.last_transition_time.unwrap().0.as_second(),
             "measured to the Ready condition's time"
         );
         let sum: i64 = t.phases.iter().map(|p| p.duration_ms).sum();
