@@ -96,17 +96,19 @@ const SETTLE: Duration = Duration::from_millis(300);
 /// After the one-at-a-time pods are deleted (their objects gone), the
 /// agents still tear their sandboxes down, and after a sim phase the sim
 /// and the server clean up: the next phase waits until both containerds
-/// have no sandbox and no container left ([`torn_down`]), then until both
-/// sides are quiet ([`quiet`]: under [`QUIET_CPU`] of a core over
-/// [`QUIET_WINDOW`]), each at most [`TEARDOWN`], so that one side's phase
-/// does not run beside the other's leftover work.
+/// have no sandbox and no container of ours left ([`torn_down`]), then
+/// until both sides are quiet ([`quiet`]: under their idle rate plus
+/// [`QUIET_CPU`] of a core over [`QUIET_WINDOW`]), each at most
+/// [`TEARDOWN`], so that one side's phase does not run beside the other's
+/// leftover work.
 ///
 /// The CPU counted is the servers', the containerds' and the sims', each
 /// with its reaped children's (runc, the CNI plugins and iptables run as
 /// containerd's children: while it waits for them containerd itself is
-/// idle). Without the sims, the children and the containerds' teardown
-/// the first sim phase of a round ran beside the real pods' teardown and
-/// was the slower one in most rounds, whichever side it was.
+/// idle). When only the servers' and containerds' own CPU was counted, the
+/// first sim phase of a round could start beside the real pods' teardown:
+/// the likely reason it was the slower one in most rounds, whichever side
+/// it was.
 const TEARDOWN: Duration = Duration::from_secs(30);
 const QUIET_WINDOW: Duration = Duration::from_millis(500);
 const QUIET_CPU: f64 = 0.05;
@@ -157,10 +159,25 @@ async fn torn_down(sides: &[Side; 2]) -> anyhow::Result<()> {
     }
 }
 
+/// How long the sides' idle CPU is measured, before the first round.
+const IDLE_WINDOW: Duration = Duration::from_secs(3);
+
+/// The share of a core both sides (servers, containerds and sims, with
+/// their children) use together over [`IDLE_WINDOW`]: their idle rate
+/// (Leases and Node status of the simulated nodes), measured once before
+/// the first round.
+async fn idle_rate(sides: &[Side; 2]) -> f64 {
+    let used = || sides.iter().map(Side::all_cpu).sum::<f64>();
+    let before = used();
+    // The measuring window, not a wait standing in for a condition.
+    tokio::time::sleep(IDLE_WINDOW).await;
+    (used() - before) / IDLE_WINDOW.as_secs_f64()
+}
+
 /// Waits until both sides (servers, containerds and sims, with their
-/// children) together use under [`QUIET_CPU`] of a core over
-/// [`QUIET_WINDOW`] (at most [`TEARDOWN`]).
-async fn quiet(sides: &[Side; 2]) {
+/// children) together use under their idle rate plus [`QUIET_CPU`] of a
+/// core over [`QUIET_WINDOW`] (at most [`TEARDOWN`]).
+async fn quiet(sides: &[Side; 2], idle: f64) {
     let deadline = std::time::Instant::now() + TEARDOWN;
     let used = || sides.iter().map(Side::all_cpu).sum::<f64>();
     let mut before = used();
@@ -168,7 +185,7 @@ async fn quiet(sides: &[Side; 2]) {
         // The measuring window, not a wait standing in for a condition.
         tokio::time::sleep(QUIET_WINDOW).await;
         let now = used();
-        if now - before < QUIET_CPU * QUIET_WINDOW.as_secs_f64() {
+        if now - before < (idle + QUIET_CPU) * QUIET_WINDOW.as_secs_f64() {
             return;
         }
         before = now;
@@ -645,6 +662,11 @@ impl Figures {
 }
 
 async fn measure(args: &Args, sides: &[Side; 2]) -> anyhow::Result<Vec<[Figures; 2]>> {
+    let idle = idle_rate(sides).await;
+    eprintln!(
+        "idle: both sides use {:.1}% of a core together",
+        idle * 100.0
+    );
     let mut rounds = Vec::new();
     for round in 0..args.warmup + args.rounds {
         // The measured rounds go on,off then off,on, …
@@ -680,7 +702,7 @@ async fn measure(args: &Args, sides: &[Side; 2]) -> anyhow::Result<Vec<[Figures;
             delete_all(s, &s.watch, NS, &names[k]).await?;
         }
         torn_down(sides).await?;
-        quiet(sides).await;
+        quiet(sides, idle).await;
         for k in [first, 1 - first] {
             let (took, cpu, events, writes) =
                 sim_phase(&sides[k], round, args.sim_pods, args.concurrency).await?;
@@ -688,7 +710,7 @@ async fn measure(args: &Args, sides: &[Side; 2]) -> anyhow::Result<Vec<[Figures;
             figures[k].sim_cpu = cpu;
             figures[k].sim_events = events;
             figures[k].sim_writes = writes;
-            quiet(sides).await;
+            quiet(sides, idle).await;
         }
         let label = match counted {
             Some(r) => format!("round {}/{}", r + 1, args.rounds),

@@ -113,16 +113,22 @@ struct Scrape {
     /// `apiserver_request_total` of pods and Events written, by
     /// `VERB resource[/subresource]`.
     writes: BTreeMap<String, f64>,
+    /// The agent's pod worker passes (`kubelet_pod_worker_duration_seconds`
+    /// count) by `operation_type` (create, update, sync, kill).
+    passes: BTreeMap<String, f64>,
 }
 
 impl Scrape {
     fn parse(agent: &str, api: &str) -> Self {
         let mut s = Scrape::default();
         for (name, l, v) in samples(agent) {
-            if name == "kubelet_runtime_operations_total" {
-                if let Some(op) = l.get("operation_type") {
-                    *s.cri.entry(op.clone()).or_default() += v;
-                }
+            let into = match name {
+                "kubelet_runtime_operations_total" => &mut s.cri,
+                "kubelet_pod_worker_duration_seconds_count" => &mut s.passes,
+                _ => continue,
+            };
+            if let Some(op) = l.get("operation_type") {
+                *into.entry(op.clone()).or_default() += v;
             }
         }
         for (name, l, v) in samples(api) {
@@ -172,6 +178,12 @@ impl Scrape {
                 w.writes.insert(k.clone(), d);
             }
         }
+        for (k, v) in &self.passes {
+            let d = v - before.passes.get(k).copied().unwrap_or(0.0);
+            if d != 0.0 {
+                w.passes.insert(k.clone(), d);
+            }
+        }
         (w, relists)
     }
 }
@@ -181,6 +193,7 @@ impl Scrape {
 struct Window {
     cri: BTreeMap<String, f64>,
     writes: BTreeMap<String, f64>,
+    passes: BTreeMap<String, f64>,
 }
 
 /// The medians over the pods, per start and per deletion.
@@ -268,6 +281,18 @@ impl Counts {
             format!("{w_start}"),
             format!("{w_delete}"),
         ]);
+        let passes = (
+            Self::medians(&self.starts, |w| &w.passes),
+            Self::medians(&self.deletes, |w| &w.passes),
+        );
+        let keys: BTreeSet<&String> = passes.0.keys().chain(passes.1.keys()).collect();
+        for k in keys {
+            rows.push([
+                format!("  agent pod worker passes: {k}"),
+                n(&passes.0, k),
+                n(&passes.1, k),
+            ]);
+        }
         rows
     }
 }
@@ -410,7 +435,7 @@ apiserver_request_total{verb="GET",dry_run="",group="",version="v1",resource="po
     fn medians_count_a_missing_key_as_zero() {
         let w = |v: f64| Window {
             cri: BTreeMap::from([("image_status".to_string(), v)]),
-            writes: BTreeMap::new(),
+            ..Window::default()
         };
         let counts = Counts {
             pods: 3,
