@@ -95,9 +95,17 @@ fn h2_client(
         .https_only()
         .enable_http2()
         .wrap_connector(tcp);
+    // client-go's HTTP/2 health check (ReadIdleTimeout 30 s, PingTimeout
+    // 15 s): a connection to a server that vanished without closing it
+    // (a dead machine) is dropped, and the next request dials again
+    // (through the agent's load balancer, another server).
     let http: hyper_util::client::legacy::Client<_, kube::client::Body> =
         hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
             .http2_only(true)
+            .timer(hyper_util::rt::TokioTimer::new())
+            .http2_keep_alive_interval(std::time::Duration::from_secs(30))
+            .http2_keep_alive_timeout(std::time::Duration::from_secs(15))
+            .http2_keep_alive_while_idle(true)
             .build(connector);
     let service = ServiceBuilder::new()
         .layer(config.base_uri_layer())
