@@ -242,6 +242,20 @@ fn a_lost_host_is_tainted_and_its_pods_replaced_and_nodes_are_drained_and_delete
     }
     c.apply(DEPLOYMENT);
     c.apply(DAEMONSET);
+    // A pod with the default 300 s: it outlives the cut, and is Ready
+    // again after it.
+    c.kubectl(&[
+        "run",
+        "survivor",
+        "--image=busybox",
+        "--image-pull-policy=IfNotPresent",
+        "--overrides",
+        &format!(r#"{{"spec":{{"nodeName":"{lost}","terminationGracePeriodSeconds":2}}}}"#),
+        "--",
+        "sleep",
+        "3600",
+    ]);
+    c.wait("pod/survivor", "condition=Ready", 90);
     wait_for_explained(
         "two web pods Running on each agent host",
         Duration::from_secs(120),
@@ -310,6 +324,17 @@ fn a_lost_host_is_tainted_and_its_pods_replaced_and_nodes_are_drained_and_delete
     );
     let message = c.wait_event(&victims[0], "NodeNotReady", 30);
     assert!(message.contains("Node is not ready"), "{message}");
+    let survivor_ready = || {
+        c.pod_field(
+            "survivor",
+            "{.status.conditions[?(@.type==\"Ready\")].status}",
+        )
+    };
+    wait_for(
+        "the survivor marked not Ready",
+        Duration::from_secs(30),
+        || (survivor_ready() == "False").then_some(()),
+    );
     // Marked for deletion after their 5 s, by the taint eviction
     // controller, with upstream's event.
     for pod in &victims {
@@ -376,6 +401,15 @@ fn a_lost_host_is_tainted_and_its_pods_replaced_and_nodes_are_drained_and_delete
         || format!("\npods: {:?}", pods(c, "app=web")),
     );
     eprintln!("[{:?}] evicted pods gone", started.elapsed());
+    // The pod that tolerated the cut is Ready again (its agent writes
+    // its status over the node controller's), and was never evicted.
+    wait_for_explained(
+        "the survivor Ready again",
+        Duration::from_secs(60),
+        || (survivor_ready() == "True").then_some(()),
+        || format!("\n{}", c.kubectl(&["get", "pod", "survivor", "-o", "yaml"])),
+    );
+    assert_eq!(c.pod_field("survivor", "{.metadata.deletionTimestamp}"), "");
 
     // 4. Cordon and uncordon: spec.unschedulable and its taint.
     c.kubectl(&["cordon", &other]);

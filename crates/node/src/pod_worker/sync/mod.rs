@@ -114,6 +114,8 @@ pub struct PodWorker {
     sandbox_backoff: Backoff,
     waiting: BTreeMap<String, Waiting>,
     last_reported: Option<PodStatus>,
+    /// When `last_reported` was handed to the status manager.
+    reported_at: Option<Instant>,
     /// The few statuses reported before the last one (newest last): their
     /// echoes come back after the worker has moved on (ContainerCreating,
     /// written while the sandbox was made, comes back after Running was
@@ -142,6 +144,10 @@ pub(crate) const NODE_RESOLV_CONF: &str = "/etc/resolv.conf";
 /// How many statuses before the last reported one [`PodWorker::is_echo`]
 /// knows as the worker's own.
 const REPORTS_KEPT: usize = 3;
+/// How long after a report a pod whose conditions still show otherwise
+/// is taken as written over by someone else rather than not echoed yet
+/// (upstream's status manager reconciles with the API every 10 s).
+const RECONCILE_AFTER: Duration = Duration::from_secs(10);
 
 /// The node's hosts file, which hostNetwork pods see.
 const NODE_HOSTS: &str = "/etc/hosts";
@@ -245,6 +251,19 @@ fn keep_reported_transitions(
             c.last_transition_time = r.last_transition_time.clone();
         }
     }
+}
+
+/// Whether a condition of `status` has another status (or is missing)
+/// in `current`, the pod's status on the API.
+fn conditions_differ(status: &PodStatus, current: Option<&PodStatus>) -> bool {
+    let shown = current
+        .and_then(|c| c.conditions.as_deref())
+        .unwrap_or_default();
+    status.conditions.iter().flatten().any(|c| {
+        !shown
+            .iter()
+            .any(|s| s.type_ == c.type_ && s.status == c.status)
+    })
 }
 
 /// A pod's runtime objects as the relist fingerprints them: each
@@ -413,6 +432,7 @@ impl PodWorker {
             ),
             waiting: BTreeMap::new(),
             last_reported: None,
+            reported_at: None,
             reported_before: std::collections::VecDeque::new(),
             last_pod: None,
             prober: crate::prober::Prober::default(),
@@ -834,11 +854,23 @@ impl PodWorker {
             pod.status.as_ref(),
         );
         let status = as_stored(&computed);
-        if pod.status.as_ref() == Some(&status) || self.last_reported.as_ref() == Some(&status) {
+        if pod.status.as_ref() == Some(&status) {
+            return;
+        }
+        // Reported already: its echo is on its way, unless the pod's
+        // conditions still say otherwise well after the report, as when
+        // the node lifecycle controller made it not Ready while the node
+        // was cut off; then it is written again.
+        let written_over = self
+            .reported_at
+            .is_some_and(|at| at.elapsed() >= RECONCILE_AFTER)
+            && conditions_differ(&status, pod.status.as_ref());
+        if self.last_reported.as_ref() == Some(&status) && !written_over {
             return;
         }
         match self.ctx.api.patch_status(pod, &status).await {
             Ok(()) => {
+                self.reported_at = Some(Instant::now());
                 // The timeline reads the Ready time to the nanosecond.
                 self.finish_timeline(pod, rt, &computed, inputs_now);
                 if let Some(previous) = self.last_reported.replace(status) {
@@ -1054,6 +1086,47 @@ mod tests {
         let mut foreign = reported[1].clone();
         foreign.message = Some("written by someone else".into());
         assert!(!echo(&foreign));
+    }
+
+    /// A reported status written over on the API (the node lifecycle
+    /// controller's Ready=False while the node was cut off) is written
+    /// again once its echo would have come back, not while it may still
+    /// be on its way.
+    #[tokio::test]
+    async fn conditions_written_over_are_reported_again() {
+        let (runtime, _events, api, mut worker, _tmp) = setup();
+        runtime.add_image("busybox:1", 100);
+        let mut p = pod("Always");
+        worker.sync(Some(&p)).await;
+        let running = api.statuses.lock().unwrap().last().cloned().unwrap();
+        let ready = |s: &PodStatus| {
+            s.conditions
+                .iter()
+                .flatten()
+                .find(|c| c.type_ == "Ready")
+                .map(|c| c.status.clone())
+        };
+        assert_eq!(ready(&running).as_deref(), Some("True"));
+        let reports = || api.statuses.lock().unwrap().len();
+        let before = reports();
+        let mut over = running.clone();
+        for c in over.conditions.iter_mut().flatten() {
+            if c.type_ == "Ready" {
+                c.status = "False".into();
+            }
+        }
+        p.status = Some(over);
+        worker.sync(Some(&p)).await;
+        assert_eq!(reports(), before, "just reported: the echo may lag");
+        worker.reported_at = Some(Instant::now() - RECONCILE_AFTER);
+        worker.sync(Some(&p)).await;
+        assert_eq!(reports(), before + 1);
+        let again = api.statuses.lock().unwrap().last().cloned().unwrap();
+        assert_eq!(ready(&again).as_deref(), Some("True"));
+        // Its echo is the end of it.
+        p.status = Some(again);
+        worker.sync(Some(&p)).await;
+        assert_eq!(reports(), before + 1);
     }
 
     /// The echo of the last report, as the API stores it (its times at
