@@ -1511,7 +1511,7 @@ fn print_counts(c: &counts::Counts) {
     let rows: Vec<Vec<String>> = c.rows().into_iter().map(Vec::from).collect();
     print_grid(
         &format!(
-            "Calls per pod (skiff; median of {} pods started and deleted alone, the agent's relists and periodic writes left out; counts, so they do not drift with noise as the times do)",
+            "Calls per pod (skiff; median of {} pods started and deleted alone, the agent's relists, runtime health checks and periodic writes left out; counts, so they do not drift with noise as the times do)",
             c.pods
         ),
         &["call", "per start", "per deletion"],

@@ -11,9 +11,10 @@
 //! however long the window is, so they are taken out: the agent counts a
 //! relist as one `list_containers` and nothing else, while a pod worker's
 //! read of the runtime is one `list_podsandbox` with one
-//! `list_containers`; the relists in a window are the difference. Writes
-//! other than pods' and Events' (Leases, the Node's status) are periodic
-//! and left out too. Each figure is the median over the pods, so a
+//! `list_containers`; the relists in a window are the difference. The
+//! agent's runtime health checks (CRI Status, Version) and writes other
+//! than pods' and Events' (Leases, the Node's status) are periodic and
+//! left out too. Each figure is the median over the pods, so a
 //! scrape of `/metrics/resource` (every 15 s) that lands in one window
 //! does not show.
 
@@ -49,6 +50,11 @@ const METHODS: &[(&str, &str)] = &[
     ("status", "Status"),
     ("version", "Version"),
 ];
+
+/// The agent's own periodic CRI calls (its runtime health check), left
+/// out as the relists are: how many fall in a window depends on its
+/// length.
+const PERIODIC: &[&str] = &["status", "version"];
 
 /// The verbs of `apiserver_request_total` that write.
 const WRITES: &[&str] = &[
@@ -164,6 +170,9 @@ impl Scrape {
         let relists = self.relists() - before.relists();
         let mut w = Window::default();
         for (op, v) in &self.cri {
+            if PERIODIC.contains(&op.as_str()) {
+                continue;
+            }
             let mut d = v - before.cri(op);
             if op == "list_containers" {
                 d -= relists;
@@ -395,6 +404,7 @@ mod tests {
 kubelet_runtime_operations_total{operation_type="list_podsandbox"} 4
 kubelet_runtime_operations_total{operation_type="list_containers"} 10
 kubelet_runtime_operations_total{operation_type="run_podsandbox"} 1
+kubelet_runtime_operations_total{operation_type="status"} 7
 kubelet_running_pods 1
 "#;
 
@@ -423,12 +433,14 @@ apiserver_request_total{verb="GET",dry_run="",group="",version="v1",resource="po
         *after.cri.get_mut("list_containers").unwrap() += 3.0;
         *after.cri.get_mut("list_podsandbox").unwrap() += 1.0;
         *after.writes.get_mut("POST pods").unwrap() += 1.0;
+        *after.cri.get_mut("status").unwrap() += 1.0;
         let (w, relists) = after.since(&before);
         assert_eq!(relists, 2.0);
         assert_eq!(w.cri.get("list_containers"), Some(&1.0));
         assert_eq!(w.cri.get("list_podsandbox"), Some(&1.0));
         assert_eq!(w.writes.get("POST pods"), Some(&1.0));
         assert!(!w.cri.contains_key("run_podsandbox"));
+        assert!(!w.cri.contains_key("status"), "periodic");
     }
 
     #[test]
