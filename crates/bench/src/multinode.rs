@@ -67,10 +67,13 @@ pub struct Args {
     #[command(subcommand)]
     mode: Option<Mode>,
     /// MiB sent per throughput transfer (the same on every path).
-    #[arg(long, default_value_t = 1024)]
+    #[arg(long, default_value_t = 256)]
     mib: u64,
-    /// Rounds; each measures every path once, in a rotating order.
-    #[arg(long, default_value_t = 11)]
+    /// Rounds; each measures every path once, in a rotating order (many
+    /// short rounds: each round's pair of transfers runs under about the
+    /// same load, and the across/same target is judged on the median of
+    /// those pairs).
+    #[arg(long, default_value_t = 31)]
     rounds: usize,
     /// Request/response round trips on one connection, per round and path.
     #[arg(long, default_value_t = 2000)]
@@ -533,7 +536,10 @@ impl PathKind {
     fn label(self, backend: &str) -> String {
         match self {
             PathKind::SameNode => "pod → pod, same node (CNI bridge)".into(),
-            PathKind::AcrossNodes => format!("pod → pod, across nodes ({backend} overlay)"),
+            PathKind::AcrossNodes if backend == "vxlan" => {
+                "pod → pod, across nodes (VXLAN overlay)".into()
+            }
+            PathKind::AcrossNodes => format!("pod → pod, across nodes ({backend} routes)"),
             PathKind::HostToHost => "host → host (veth underlay)".into(),
         }
     }
@@ -1040,9 +1046,9 @@ fn report(args: &Args, routes: &[Route], figures: &mut [Figures], cx: &Context) 
         .iter()
         .fold((f64::MAX, 0.0f64), |(lo, hi), r| (lo.min(*r), hi.max(*r)));
     println!(
-        "\nacross nodes / same node throughput: {ratio:.2}× of the medians, {:.2}× the median of each round's pair ({lo:.2}–{hi:.2}) (target ≥ 0.80×: {})",
+        "\nacross nodes / same node throughput: {:.2}×, the median of each round's pair ({lo:.2}–{hi:.2}; {ratio:.2}× of the medians) (target ≥ 0.80×: {})",
         median(&paired),
-        if ratio >= 0.8 { "met" } else { "MISSED" }
+        if median(&paired) >= 0.8 { "met" } else { "MISSED" }
     );
     println!(
         "host-to-host / same node throughput: {}",
