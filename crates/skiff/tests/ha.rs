@@ -15,7 +15,8 @@
 //! node stays Ready, a pod already running keeps its container (same
 //! containerID, restartCount 0) and a new pod bound to it runs. The API
 //! failover time (kill → the agent's next write seen, its node Lease
-//! renewed) is printed, not asserted.
+//! renewed) is printed, not asserted. The third, stopped with SIGTERM,
+//! leaves the Endpoints as it stops.
 
 mod cluster;
 
@@ -38,7 +39,10 @@ struct Second {
 
 impl Drop for Second {
     fn drop(&mut self) {
-        cluster::stop_child(&mut self.child);
+        // Unless the test stopped it already.
+        if self.child.try_wait().ok().flatten().is_none() {
+            cluster::stop_child(&mut self.child);
+        }
         let _ = Command::new(SKIFF)
             .arg("reset")
             .arg("--data-dir")
@@ -421,6 +425,17 @@ fn a_second_server_joins_with_the_token_and_takes_over() {
     // An etcd member dies too: two of three keep the cluster working.
     etcd.kill(0);
     run("after-member-loss", None);
+    // A server stopped cleanly removes its lease and itself from the
+    // Endpoints as it stops (not when the lease would expire, 15 s on).
+    let mut third = third;
+    cluster::stop_child(&mut third.child);
+    let one = vec![port_of(&second.api)];
+    wait_for_explained(
+        "the kubernetes Endpoints to drop the stopped server",
+        Duration::from_secs(5),
+        || (endpoint_ports(&second_config) == one).then_some(()),
+        || format!("; it lists {:?}", endpoint_ports(&second_config)),
+    );
     drop(agent);
     drop(third);
     drop(second);
