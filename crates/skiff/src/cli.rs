@@ -487,6 +487,12 @@ pub struct ControllersArgs {
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub node_startup_grace_period: std::time::Duration,
 
+    /// How often the node lifecycle controller looks again at a zone
+    /// that may not evict now (a node's staleness is noticed at its
+    /// deadline, without a period).
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub node_monitor_period: std::time::Duration,
+
     /// Nodes a second whose pods may be evicted (tainted NoExecute) in a
     /// healthy zone.
     #[arg(long, default_value_t = 0.1)]
@@ -560,6 +566,7 @@ impl ControllersArgs {
             cluster_cidr: Some(cluster_cidr.to_string()).filter(|c| !c.is_empty()),
             node_monitor_grace_period: self.node_monitor_grace_period,
             node_startup_grace_period: self.node_startup_grace_period,
+            node_monitor_period: self.node_monitor_period,
             node_eviction_rate: self.node_eviction_rate,
             secondary_node_eviction_rate: self.secondary_node_eviction_rate,
             unhealthy_zone_threshold: self.unhealthy_zone_threshold,

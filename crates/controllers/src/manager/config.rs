@@ -54,6 +54,10 @@ pub struct Config {
     /// The same for a node that never posted its status
     /// (`--node-startup-grace-period`, 60 s).
     pub node_startup_grace_period: Duration,
+    /// How soon the node lifecycle controller looks again at a zone whose
+    /// eviction rate is 0 (`--node-monitor-period`, 5 s). A node's
+    /// staleness needs no period: its deadline is a requeue.
+    pub node_monitor_period: Duration,
     /// Nodes a second whose pods may be evicted (tainted NoExecute) per
     /// healthy zone (`--node-eviction-rate`, 0.1).
     pub node_eviction_rate: f32,
@@ -153,6 +157,7 @@ impl Default for Config {
             resync: Duration::from_secs(30),
             node_monitor_grace_period: Duration::from_secs(50),
             node_startup_grace_period: Duration::from_secs(60),
+            node_monitor_period: Duration::from_secs(5),
             node_eviction_rate: 0.1,
             secondary_node_eviction_rate: 0.01,
             unhealthy_zone_threshold: 0.55,

@@ -49,9 +49,6 @@ use zones::{Bucket, Rates, ZoneState};
 pub const COMPONENT: &str = "node-controller";
 /// Where kubelets keep their Leases.
 pub const LEASE_NAMESPACE: &str = "kube-node-lease";
-/// How soon a zone with eviction rate 0 is looked at again (upstream's
-/// `--node-monitor-period`).
-const RECHECK: Duration = Duration::from_secs(5);
 
 /// Errors of one reconcile (retried with back-off).
 #[derive(Debug, thiserror::Error)]
@@ -339,7 +336,7 @@ fn admit(state: &State, node: &Node, key: &str, now: std::time::Instant) -> Admi
     let bucket = buckets.entry(zone).or_insert_with(|| Bucket::new(now));
     match bucket.take(rate, now) {
         Ok(()) => Admit::Taint,
-        Err(wait) => Admit::Later(wait.unwrap_or(RECHECK)),
+        Err(wait) => Admit::Later(wait.unwrap_or(config.node_monitor_period)),
     }
 }
 
