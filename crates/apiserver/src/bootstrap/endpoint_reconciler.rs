@@ -40,6 +40,9 @@ pub const LEASE_TTL: Duration = Duration::from_secs(15);
 /// How often a server refreshes its lease (upstream: 10 s).
 pub const REFRESH_EVERY: Duration = Duration::from_secs(10);
 
+/// How long a stopping server tries to remove its lease.
+const REMOVE_WITHIN: Duration = Duration::from_secs(5);
+
 /// The Endpoints' and the slices' port name.
 const PORT_NAME: &str = "https";
 
@@ -51,6 +54,8 @@ pub enum Error {
         #[source]
         source: skiff_store::Error,
     },
+    #[error("removing the API server lease {key} took more than {after:?}")]
+    RemoveTimedOut { key: String, after: Duration },
     #[error("listing the API server leases")]
     List {
         #[source]
@@ -237,7 +242,15 @@ impl EndpointReconciler {
                 tracing::warn!(error = %e, source = ?std::error::Error::source(&e), "reconciling the kubernetes endpoints; retrying");
             }
         }
-        match self.remove().await {
+        // A store that cannot be reached does not hold the stop up: the
+        // lease then expires.
+        let removed = tokio::time::timeout(REMOVE_WITHIN, self.remove()).await;
+        match removed.unwrap_or_else(|_| {
+            Err(Error::RemoveTimedOut {
+                key: self.me.key(),
+                after: REMOVE_WITHIN,
+            })
+        }) {
             Ok(left) => {
                 tracing::info!(server = %format!("{}:{}", self.me.ip, self.me.port), remaining = left.len(), "removed this API server from the kubernetes endpoints")
             }
