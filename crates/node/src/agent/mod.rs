@@ -345,6 +345,10 @@ impl Agent {
                     device: network::overlay::plan::device_for_bridge(&config.bridge),
                     vni: config.vxlan_vni,
                     port: config.vxlan_port,
+                    cluster_cidr: config
+                        .cluster_cidr
+                        .as_deref()
+                        .and_then(network::overlay::plan::Cidr::parse),
                     resync: Duration::from_secs(30),
                 };
                 Some(tokio::spawn(network::overlay::run(
@@ -367,6 +371,7 @@ impl Agent {
                     device: String::new(),
                     vni: config.vxlan_vni,
                     port: config.vxlan_port,
+                    cluster_cidr: None,
                     resync: Duration::ZERO,
                 },
                 overlay_links.as_ref(),

@@ -139,6 +139,20 @@ pub fn parse_fdb(text: &str) -> Vec<(String, Ipv4Addr)> {
         .collect()
 }
 
+/// Whether a device from `ip -j -d link show` is the VXLAN device `spec`
+/// describes: the kind, VNI, port, local address and underlay, and
+/// learning off (a learnt entry would let any sender of VXLAN frames to
+/// this host take over a MAC).
+pub fn vxlan_matches(link: &serde_json::Value, spec: &Vxlan) -> bool {
+    let data = link.pointer("/linkinfo/info_data");
+    link.pointer("/linkinfo/info_kind").and_then(|k| k.as_str()) == Some("vxlan")
+        && data.and_then(|d| field(d, "link")) == Some(&spec.underlay)
+        && data.and_then(|d| d.get("id")?.as_u64()) == Some(u64::from(spec.vni))
+        && data.and_then(|d| d.get("port")?.as_u64()) == Some(u64::from(spec.port))
+        && data.and_then(|d| field(d, "local")) == Some(&spec.local.to_string())
+        && data.and_then(|d| d.get("learning")?.as_bool()) != Some(true)
+}
+
 impl Links for IpCommand {
     fn underlay(&self, ip: Ipv4Addr) -> Result<Underlay, Error> {
         let text = run("ip", &args(&["-j", "-4", "addr", "show"]))?;
@@ -166,18 +180,16 @@ impl Links for IpCommand {
                 .ok()
                 .and_then(|t| json(&t).into_iter().next())
         };
-        if let Some(link) = show(&spec.device) {
-            let data = link.pointer("/linkinfo/info_data");
-            let same = data.and_then(|d| field(d, "link")) == Some(&spec.underlay)
-                && data.and_then(|d| d.get("id")?.as_u64()) == Some(u64::from(spec.vni))
-                && data.and_then(|d| d.get("port")?.as_u64()) == Some(u64::from(spec.port))
-                && data.and_then(|d| field(d, "local")) == Some(&spec.local.to_string());
+        // The device as it is, if its settings are ours.
+        let kept = show(&spec.device).filter(|link| {
+            let same = vxlan_matches(link, spec);
             if !same {
                 tracing::info!(device = %spec.device, "re-making the VXLAN device with new settings");
                 self.delete_device(&spec.device);
             }
-        }
-        if show(&spec.device).is_none() {
+            same
+        });
+        if kept.is_none() {
             run(
                 "ip",
                 &args(&[
@@ -228,7 +240,7 @@ impl Links for IpCommand {
             run("ip", &args(&["-4", "addr", "flush", "dev", &spec.device]))?;
             run("ip", &args(&["addr", "add", &address, "dev", &spec.device]))?;
         }
-        show(&spec.device)
+        kept.or_else(|| show(&spec.device))
             .and_then(|l| field(&l, "address").map(str::to_lowercase))
             .ok_or_else(|| Error::Command {
                 command: format!("ip link show dev {}", spec.device),
@@ -350,6 +362,8 @@ pub struct FakeState {
     pub vxlan: Option<Vxlan>,
     pub applied: Vec<Step>,
     pub deleted_devices: Vec<String>,
+    /// Making the VXLAN device fails (as `ip` may).
+    pub fail_vxlan: bool,
 }
 
 impl Links for Fake {
@@ -363,6 +377,12 @@ impl Links for Fake {
 
     fn ensure_vxlan(&self, spec: &Vxlan) -> Result<String, Error> {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if s.fail_vxlan {
+            return Err(Error::Command {
+                command: format!("ip link add {}", spec.device),
+                message: "RTNETLINK answers: Operation not permitted".into(),
+            });
+        }
         s.vxlan = Some(spec.clone());
         Ok("0a:00:00:00:00:01".into())
     }

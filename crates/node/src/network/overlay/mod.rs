@@ -11,6 +11,11 @@
 //! not masqueraded: the sync hands the peers' podCIDRs to the CNI config's
 //! masquerade rules.
 //!
+//! A node's claims are checked before they are routed (a node writes its
+//! own Node, so a compromised one could claim another's podCIDR or MAC:
+//! see [`plan::candidates`]), and a failing `ip` leaves the entries as
+//! they are rather than remove them.
+//!
 //! This module owns the sync loop; [`plan`] decides, [`links`] touches the
 //! kernel. It does not write the CNI config itself.
 
@@ -50,6 +55,8 @@ pub struct Settings {
     pub device: String,
     pub vni: u32,
     pub port: u16,
+    /// The pod network, if known: peers' podCIDRs must lie in it.
+    pub cluster_cidr: Option<plan::Cidr>,
     /// How often the kernel's entries are checked without a Node change.
     pub resync: Duration,
 }
@@ -59,8 +66,10 @@ pub struct Settings {
 pub struct Synced {
     /// The annotations to merge into the own Node, if any differ.
     pub patch: Option<serde_json::Value>,
-    /// The podCIDRs reached through the overlay (not masqueraded).
-    pub peer_cidrs: Vec<String>,
+    /// The podCIDRs reached through the overlay (not masqueraded); `None`
+    /// when this sync left the entries as they were (a step before them
+    /// failed), so the last known set stands.
+    pub peer_cidrs: Option<Vec<String>>,
     /// Steps that failed (logged; the next sync tries again).
     pub failed: Vec<String>,
 }
@@ -83,6 +92,10 @@ pub fn pod_mtu(settings: &Settings, links: &dyn Links) -> Option<u32> {
 
 /// One pass: the device if a peer needs it, the entries, and what to
 /// publish. Runs commands (call it off the async threads).
+///
+/// The entries are only changed when what they depend on is known: if
+/// the underlay or the VXLAN device cannot be read or made, the sync
+/// stops there (and is retried) rather than remove every peer's route.
 pub fn sync_once(settings: &Settings, links: &dyn Links, nodes: &[Arc<Node>]) -> Synced {
     let mut out = Synced::default();
     let own = nodes
@@ -96,9 +109,15 @@ pub fn sync_once(settings: &Settings, links: &dyn Links, nodes: &[Arc<Node>]) ->
                 .and_then(plan::Cidr::parse),
             annotations: n.metadata.annotations.clone().unwrap_or_default(),
         });
+    let me = plan::Me {
+        name: &settings.node_name,
+        ip: settings.public_ip,
+        pod_cidr: own.as_ref().and_then(|o| o.pod_cidr),
+        cluster_cidr: settings.cluster_cidr,
+    };
     let all = || nodes.iter().map(|n| n.as_ref());
     let backend = settings.backend;
-    let candidates = plan::candidates(all(), &settings.node_name, settings.public_ip, backend);
+    let candidates = plan::candidates(all(), &me, backend);
     let underlay = match links.underlay(settings.public_ip) {
         Ok(u) => Some(u),
         Err(e) => {
@@ -133,10 +152,15 @@ pub fn sync_once(settings: &Settings, links: &dyn Links, nodes: &[Arc<Node>]) ->
             out.patch = plan::annotation_patch(own, &wanted);
         }
     }
-    let peers = if mac.is_some() || backend == Backend::HostGw {
-        plan::peers(all(), &settings.node_name, settings.public_ip, backend)
-    } else {
-        vec![]
+    let peers = match backend {
+        Backend::HostGw if own.is_some() => plan::peers(all(), &me, backend, None),
+        Backend::Vxlan if mac.is_some() => plan::peers(all(), &me, backend, mac.as_deref()),
+        // No candidate: whatever is left of earlier peers goes.
+        Backend::Vxlan if candidates.is_empty() => vec![],
+        // Peers but no device (it failed, or this node has no podCIDR
+        // or underlay yet), or this node's own Node not seen: keep the
+        // entries as they are.
+        Backend::Vxlan | Backend::HostGw | Backend::None => return out,
     };
     let mut devices = vec![settings.device.as_str()];
     if let Some(u) = &underlay {
@@ -150,14 +174,26 @@ pub fn sync_once(settings: &Settings, links: &dyn Links, nodes: &[Arc<Node>]) ->
                 }
             }
         }
-        Err(e) => out.failed.push(e.to_string()),
+        Err(e) => {
+            out.failed.push(e.to_string());
+            return out;
+        }
     }
-    out.peer_cidrs = peers.iter().map(|p| p.pod_cidr.to_string()).collect();
+    out.peer_cidrs = Some(peers.iter().map(|p| p.pod_cidr.to_string()).collect());
     out
 }
 
-/// Follows the Node watch until `shutdown`, syncing on each change and
-/// every [`Settings::resync`]; the peers' podCIDRs go to `peer_cidrs`.
+/// Whether the loop syncs now: when what the overlay reads of the Nodes
+/// changed since the last sync (`last`), or when `due` (the resync, or
+/// the retry after a failure).
+pub fn sync_needed(last: Option<u64>, now: u64, due: bool) -> bool {
+    due || last != Some(now)
+}
+
+/// Follows the Node watch until `shutdown`, syncing when a field the
+/// overlay reads changed ([`plan::fingerprint`]: not on the status
+/// updates every node makes) and every [`Settings::resync`]; the peers'
+/// podCIDRs go to `peer_cidrs`.
 pub async fn run(
     settings: Settings,
     links: Arc<dyn Links>,
@@ -174,52 +210,71 @@ pub async fn run(
         _ = shutdown.cancelled() => return,
         _ = nodes.ready() => {}
     }
+    // What the Nodes looked like at the last sync, and when the next is
+    // due regardless: every Node update (each node's status, its
+    // conditions, images) wakes the loop, and only one that changed a
+    // field the overlay reads costs a sync.
+    let mut last: Option<u64> = None;
+    let mut due = tokio::time::Instant::now();
     loop {
         let state = nodes.store().state();
-        let (s, l) = (settings.clone(), links.clone());
-        let synced =
-            match tokio::task::spawn_blocking(move || sync_once(&s, l.as_ref(), &state)).await {
+        let fingerprint = plan::fingerprint(state.iter().map(|n| n.as_ref()));
+        if sync_needed(last, fingerprint, tokio::time::Instant::now() >= due) {
+            last = Some(fingerprint);
+            let (s, l) = (settings.clone(), links.clone());
+            let synced = match tokio::task::spawn_blocking(move || {
+                sync_once(&s, l.as_ref(), &state)
+            })
+            .await
+            {
                 Ok(synced) => synced,
                 Err(e) => {
                     tracing::warn!(error = %e, "the overlay sync stopped");
-                    Synced::default()
+                    Synced {
+                        failed: vec![e.to_string()],
+                        ..Synced::default()
+                    }
                 }
             };
-        for failure in &synced.failed {
-            tracing::warn!(error = %failure, "overlay entry not synced");
-        }
-        if let Some(patch) = &synced.patch {
-            if let Err(e) = api
-                .patch(
-                    &settings.node_name,
-                    &PatchParams::default(),
-                    &Patch::Merge(patch),
-                )
-                .await
-            {
-                tracing::warn!(error = %e, "cannot publish the node's overlay annotations");
+            for failure in &synced.failed {
+                tracing::warn!(error = %failure, "overlay entry not synced");
             }
-        }
-        peer_cidrs.send_if_modified(|old| {
-            let changed = *old != synced.peer_cidrs;
-            if changed {
-                tracing::info!(peers = ?synced.peer_cidrs, "overlay peers");
-                *old = synced.peer_cidrs.clone();
+            if let Some(patch) = &synced.patch {
+                if let Err(e) = api
+                    .patch(
+                        &settings.node_name,
+                        &PatchParams::default(),
+                        &Patch::Merge(patch),
+                    )
+                    .await
+                {
+                    tracing::warn!(error = %e, "cannot publish the node's overlay annotations");
+                }
             }
-            changed
-        });
-        // A failed step is retried soon; otherwise wait for a change.
-        let wait = if synced.failed.is_empty() {
-            settings.resync
-        } else {
-            settings.resync.min(Duration::from_secs(2))
-        };
+            if let Some(cidrs) = synced.peer_cidrs {
+                peer_cidrs.send_if_modified(|old| {
+                    let changed = *old != cidrs;
+                    if changed {
+                        tracing::info!(peers = ?cidrs, "overlay peers");
+                        *old = cidrs;
+                    }
+                    changed
+                });
+            }
+            // A failed step is retried soon; otherwise at the resync.
+            let wait = if synced.failed.is_empty() && synced.patch.is_none() {
+                settings.resync
+            } else {
+                settings.resync.min(Duration::from_secs(2))
+            };
+            due = tokio::time::Instant::now() + wait;
+        }
         tokio::select! {
             _ = shutdown.cancelled() => return,
             change = changes.next() => if change.is_none() { return },
-            _ = tokio::time::sleep(wait) => {}
+            _ = tokio::time::sleep_until(due) => {}
         }
-        // Changes arriving together are one sync.
+        // Changes arriving together are one look.
         while let Some(Some(_)) = futures::FutureExt::now_or_never(changes.next()) {}
     }
 }

@@ -92,6 +92,31 @@ impl Cidr {
     }
 }
 
+impl Cidr {
+    fn mask(self) -> u32 {
+        if self.bits == 0 {
+            0
+        } else {
+            u32::MAX << (32 - u32::from(self.bits))
+        }
+    }
+
+    /// Whether `ip` is in this range.
+    pub fn contains(self, ip: Ipv4Addr) -> bool {
+        u32::from(ip) & self.mask() == u32::from(self.network)
+    }
+
+    /// Whether all of `other` is in this range.
+    pub fn contains_cidr(self, other: &Cidr) -> bool {
+        other.bits >= self.bits && self.contains(other.network)
+    }
+
+    /// Whether the two ranges share an address.
+    pub fn overlaps(self, other: &Cidr) -> bool {
+        self.contains(other.network) || other.contains(self.network)
+    }
+}
+
 impl std::fmt::Display for Cidr {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}", self.network, self.bits)
@@ -148,41 +173,75 @@ pub fn annotation_patch(own: &Own, wanted: &[(&'static str, String)]) -> Option<
     (!changed.is_empty()).then(|| serde_json::json!({ "metadata": { "annotations": changed } }))
 }
 
+/// What this node knows of itself when it judges the others' claims.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Me<'a> {
+    pub name: &'a str,
+    /// Its public address (peers on it share this host: no entries).
+    pub ip: Ipv4Addr,
+    /// Its own podCIDR: no peer may claim any of it.
+    pub pod_cidr: Option<Cidr>,
+    /// The pod network, when the node was told it: peers' podCIDRs must
+    /// lie in it.
+    pub cluster_cidr: Option<Cidr>,
+}
+
 /// The peers among `nodes`: other nodes that published `backend`, have a
-/// podCIDR, and live on another host than `own_ip` (nodes sharing one
+/// podCIDR, and live on another host than `me` (nodes sharing one
 /// host, as tests run them, reach each other's pods without an overlay,
 /// and a route of ours would shadow the other bridge's own). For vxlan a
-/// peer is used once its VTEP MAC is known ([`candidates`] are all).
+/// peer is used once its VTEP MAC is known ([`candidates`] are all), and
+/// a MAC two nodes publish (or this node's own, `own_mac`) is trusted for
+/// the older of them only: a forwarding entry is per MAC, so a second
+/// claim would move the first node's traffic to the second's host.
 pub fn peers<'a>(
     nodes: impl IntoIterator<Item = &'a Node>,
-    own_name: &str,
-    own_ip: Ipv4Addr,
+    me: &Me<'_>,
     backend: Backend,
+    own_mac: Option<&str>,
 ) -> Vec<Peer> {
-    let mut out = candidates(nodes, own_name, own_ip, backend);
+    let mut out = candidates(nodes, me, backend);
     if backend == Backend::Vxlan {
         out.retain(|p| p.vtep_mac.is_some());
+        // `candidates` are oldest first: the first claim of a MAC stands.
+        let mut macs: BTreeSet<String> = own_mac.map(str::to_lowercase).into_iter().collect();
+        out.retain(|p| {
+            let mac = p.vtep_mac.clone().unwrap_or_default();
+            let fresh = macs.insert(mac);
+            if !fresh {
+                tracing::warn!(node = %p.name, "overlay peer ignored: its VTEP MAC is another node's");
+            }
+            fresh
+        });
     }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
     out
 }
 
 /// The nodes that would be peers, whether or not their VTEP is known yet
 /// (a node makes its VXLAN device once it has one, and only then can
-/// publish its MAC).
+/// publish its MAC), oldest first.
+///
+/// A node writes its own Node, so its claims are checked before any
+/// route follows them: a podCIDR that overlaps this node's, lies outside
+/// the pod network (when known), or holds a node's public address (a
+/// `0.0.0.0/0` would replace the host's default route) is refused, and
+/// of two nodes claiming overlapping podCIDRs only the older (by
+/// creation, then name) is routed: upstream lets a podCIDR be set only
+/// once, so the newer claim is the suspect one.
 pub fn candidates<'a>(
     nodes: impl IntoIterator<Item = &'a Node>,
-    own_name: &str,
-    own_ip: Ipv4Addr,
+    me: &Me<'_>,
     backend: Backend,
 ) -> Vec<Peer> {
     if backend == Backend::None {
         return vec![];
     }
-    let mut out: Vec<Peer> = nodes
+    let mut found: Vec<(Option<k8s_openapi::jiff::Timestamp>, Peer)> = nodes
         .into_iter()
         .filter_map(|node| {
             let name = node.metadata.name.clone()?;
-            if name == own_name || node.metadata.deletion_timestamp.is_some() {
+            if name == me.name || node.metadata.deletion_timestamp.is_some() {
                 return None;
             }
             let annotations = node.metadata.annotations.as_ref()?;
@@ -191,7 +250,12 @@ pub fn candidates<'a>(
             }
             let pod_cidr = Cidr::parse(node.spec.as_ref()?.pod_cidr.as_deref()?)?;
             let public_ip: Ipv4Addr = annotations.get(PUBLIC_IP)?.parse().ok()?;
-            if public_ip == own_ip || public_ip.is_loopback() || public_ip.is_unspecified() {
+            if public_ip == me.ip
+                || public_ip.is_loopback()
+                || public_ip.is_unspecified()
+                || public_ip.is_multicast()
+                || public_ip.is_broadcast()
+            {
                 return None;
             }
             let vtep_mac = annotations
@@ -199,21 +263,86 @@ pub fn candidates<'a>(
                 .and_then(|d| serde_json::from_str::<serde_json::Value>(d).ok())
                 .and_then(|d| d.get("VtepMAC")?.as_str().map(str::to_lowercase))
                 .filter(|mac| valid_mac(mac));
-            Some(Peer {
-                name,
-                pod_cidr,
-                public_ip,
-                vtep_mac,
-            })
+            let created = node.metadata.creation_timestamp.as_ref().map(|t| t.0);
+            Some((
+                created,
+                Peer {
+                    name,
+                    pod_cidr,
+                    public_ip,
+                    vtep_mac,
+                },
+            ))
         })
         .collect();
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    // Two peers claiming one podCIDR (a stale Node): the first by name.
-    let mut seen = BTreeSet::new();
-    out.retain(|p| seen.insert(p.pod_cidr));
+    // Oldest first (a missing time sorts first: only tests leave it out).
+    found.sort_by(|a, b| (a.0, &a.1.name).cmp(&(b.0, &b.1.name)));
+    let addresses: BTreeSet<Ipv4Addr> = found
+        .iter()
+        .map(|(_, p)| p.public_ip)
+        .chain(std::iter::once(me.ip))
+        .collect();
+    let mut out: Vec<Peer> = vec![];
+    for (_, p) in found {
+        let refused = if me.pod_cidr.is_some_and(|own| own.overlaps(&p.pod_cidr)) {
+            Some("it overlaps this node's podCIDR")
+        } else if me
+            .cluster_cidr
+            .is_some_and(|c| !c.contains_cidr(&p.pod_cidr))
+        {
+            Some("it is outside the cluster CIDR")
+        } else if addresses.iter().any(|ip| p.pod_cidr.contains(*ip)) {
+            Some("it holds a node's address")
+        } else if out.iter().any(|q| q.pod_cidr.overlaps(&p.pod_cidr)) {
+            Some("an older node claims it")
+        } else {
+            None
+        };
+        match refused {
+            Some(why) => tracing::warn!(
+                node = %p.name, pod_cidr = %p.pod_cidr,
+                "overlay peer ignored: {why}"
+            ),
+            None => out.push(p),
+        }
+    }
     out
 }
 
+/// A hash of what the overlay reads of `nodes` (names, deletion,
+/// podCIDRs, the three annotations): the same value means a sync would
+/// find the same peers, so a Node update that changed only its status
+/// (every heartbeat of every node) costs no commands.
+pub fn fingerprint<'a>(nodes: impl IntoIterator<Item = &'a Node>) -> u64 {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut relevant: Vec<_> = nodes
+        .into_iter()
+        .map(|n| {
+            let annotation = |key: &str| {
+                n.metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(key))
+                    .map(String::as_str)
+            };
+            (
+                n.metadata.name.as_deref(),
+                n.metadata.deletion_timestamp.is_some(),
+                n.metadata.creation_timestamp.as_ref().map(|t| t.0),
+                n.spec.as_ref().and_then(|s| s.pod_cidr.as_deref()),
+                annotation(BACKEND_TYPE),
+                annotation(BACKEND_DATA),
+                annotation(PUBLIC_IP),
+            )
+        })
+        .collect();
+    relevant.sort();
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    relevant.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// A unicast MAC (a group one, broadcast included, is no VTEP).
 fn valid_mac(mac: &str) -> bool {
     let parts: Vec<&str> = mac.split(':').collect();
     parts.len() == 6
@@ -221,6 +350,10 @@ fn valid_mac(mac: &str) -> bool {
             .iter()
             .all(|p| p.len() == 2 && p.chars().all(|c| c.is_ascii_hexdigit()))
         && mac != "00:00:00:00:00:00"
+        && parts
+            .first()
+            .and_then(|p| u8::from_str_radix(p, 16).ok())
+            .is_some_and(|first| first & 1 == 0)
 }
 
 /// A route of ours the kernel has.

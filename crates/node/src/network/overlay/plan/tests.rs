@@ -26,6 +26,22 @@ pub(crate) fn vxlan_node(name: &str, cidr: &str, ip: &str, mac: &str) -> Node {
 
 const ME: Ipv4Addr = Ipv4Addr::new(172, 20, 0, 1);
 
+fn me() -> Me<'static> {
+    Me {
+        name: "me",
+        ip: ME,
+        pod_cidr: Cidr::parse("10.1.0.0/24"),
+        cluster_cidr: None,
+    }
+}
+
+fn created(mut node: Node, seconds: i64) -> Node {
+    node.metadata.creation_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        k8s_openapi::jiff::Timestamp::from_second(1_700_000_000 + seconds).unwrap(),
+    ));
+    node
+}
+
 #[test]
 fn peers_are_other_hosts_with_the_same_backend_and_a_pod_cidr() {
     let nodes = [
@@ -54,7 +70,7 @@ fn peers_are_other_hosts_with_the_same_backend_and_a_pod_cidr() {
             &[(BACKEND_TYPE, "vxlan"), (PUBLIC_IP, "172.20.0.17")],
         ),
     ];
-    let peers = peers(&nodes, "me", ME, Backend::Vxlan);
+    let peers = peers(&nodes, &me(), Backend::Vxlan, None);
     assert_eq!(
         peers,
         [Peer {
@@ -64,12 +80,12 @@ fn peers_are_other_hosts_with_the_same_backend_and_a_pod_cidr() {
             vtep_mac: Some("0a:00:00:00:00:0b".into()),
         }]
     );
-    let names: Vec<String> = candidates(&nodes, "me", ME, Backend::Vxlan)
+    let names: Vec<String> = candidates(&nodes, &me(), Backend::Vxlan)
         .into_iter()
         .map(|p| p.name)
         .collect();
     assert_eq!(names, ["b", "h"]);
-    assert!(candidates(&nodes, "me", ME, Backend::None).is_empty());
+    assert!(candidates(&nodes, &me(), Backend::None).is_empty());
 }
 
 #[test]
@@ -80,7 +96,7 @@ fn vxlan_wants_a_route_an_arp_and_an_fdb_entry_per_peer() {
         "172.20.0.11",
         "0a:00:00:00:00:0b",
     )];
-    let peers = peers(&nodes, "me", ME, Backend::Vxlan);
+    let peers = peers(&nodes, &me(), Backend::Vxlan, None);
     let steps = steps(Backend::Vxlan, "x.vxlan", &peers, &Observed::default());
     let gw: Ipv4Addr = "10.1.1.0".parse().unwrap();
     let mac = "0a:00:00:00:00:0b".to_string();
@@ -140,7 +156,7 @@ fn a_node_that_left_has_its_entries_removed_and_a_moved_vtep_is_replaced() {
         "172.20.0.12",
         "0a:00:00:00:00:0c",
     )];
-    let peers = peers(&nodes, "me", ME, Backend::Vxlan);
+    let peers = peers(&nodes, &me(), Backend::Vxlan, None);
     assert_eq!(
         steps(Backend::Vxlan, "x.vxlan", &peers, &observed),
         [
@@ -159,7 +175,7 @@ fn host_gw_routes_via_the_peers_address() {
         Some("10.1.1.0/24"),
         &[(BACKEND_TYPE, "host-gw"), (PUBLIC_IP, "172.20.0.11")],
     )];
-    let peers = peers(&nodes, "me", ME, Backend::HostGw);
+    let peers = peers(&nodes, &me(), Backend::HostGw, None);
     assert_eq!(
         steps(Backend::HostGw, "x.vxlan", &peers, &Observed::default()),
         [Step::AddRoute(Route {
@@ -171,14 +187,154 @@ fn host_gw_routes_via_the_peers_address() {
 }
 
 #[test]
-fn two_nodes_claiming_one_pod_cidr_give_one_route() {
+fn of_two_nodes_claiming_one_pod_cidr_the_older_is_routed() {
+    // The newer claim loses whatever its name.
     let nodes = [
-        vxlan_node("b", "10.1.1.0/24", "172.20.0.11", "0a:00:00:00:00:0b"),
-        vxlan_node("a", "10.1.1.0/24", "172.20.0.12", "0a:00:00:00:00:0a"),
+        created(
+            vxlan_node("b", "10.1.1.0/24", "172.20.0.11", "0a:00:00:00:00:0b"),
+            0,
+        ),
+        created(
+            vxlan_node("a", "10.1.1.0/25", "172.20.0.12", "0a:00:00:00:00:0a"),
+            60,
+        ),
     ];
-    let peers = peers(&nodes, "me", ME, Backend::Vxlan);
+    let peers = peers(&nodes, &me(), Backend::Vxlan, None);
     assert_eq!(peers.len(), 1);
-    assert_eq!(peers[0].name, "a");
+    assert_eq!(peers[0].name, "b");
+}
+
+#[test]
+fn claims_that_would_take_other_traffic_are_refused() {
+    let nodes = [
+        // This node's own podCIDR, or a range around it.
+        vxlan_node("a", "10.1.0.0/24", "172.20.0.11", "0a:00:00:00:00:0a"),
+        vxlan_node("b", "10.1.0.0/16", "172.20.0.12", "0a:00:00:00:00:0b"),
+        // Everything: would replace the host's default route.
+        vxlan_node("c", "0.0.0.0/0", "172.20.0.13", "0a:00:00:00:00:0c"),
+        // The underlay's addresses.
+        vxlan_node("d", "172.20.0.0/24", "172.20.0.14", "0a:00:00:00:00:0d"),
+        // Outside the pod network.
+        vxlan_node("e", "192.168.7.0/24", "172.20.0.15", "0a:00:00:00:00:0e"),
+        // A group MAC is no VTEP; another node's MAC is not taken over.
+        vxlan_node("f", "10.1.6.0/24", "172.20.0.16", "ff:ff:ff:ff:ff:ff"),
+        created(
+            vxlan_node("g", "10.1.7.0/24", "172.20.0.17", "0a:00:00:00:00:07"),
+            0,
+        ),
+        created(
+            vxlan_node("h", "10.1.8.0/24", "172.20.0.18", "0a:00:00:00:00:07"),
+            60,
+        ),
+        // This node's own MAC.
+        vxlan_node("i", "10.1.9.0/24", "172.20.0.19", "0a:00:00:00:00:01"),
+        // A node on a multicast address.
+        vxlan_node("j", "10.1.10.0/24", "224.0.0.1", "0a:00:00:00:00:10"),
+        // A well-behaved one.
+        vxlan_node("k", "10.1.11.0/24", "172.20.0.21", "0a:00:00:00:00:11"),
+    ];
+    let scope = Me {
+        cluster_cidr: Cidr::parse("10.1.0.0/16"),
+        ..me()
+    };
+    let names: Vec<String> = peers(&nodes, &scope, Backend::Vxlan, Some("0A:00:00:00:00:01"))
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    assert_eq!(names, ["g", "k"]);
+    // Without a cluster CIDR the range check is the only one skipped.
+    let names: Vec<String> = peers(&nodes, &me(), Backend::Vxlan, Some("0a:00:00:00:00:01"))
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    assert_eq!(names, ["e", "g", "k"]);
+    // host-gw: the same podCIDR checks (no MACs).
+    let hostgw = [node(
+        "c",
+        Some("0.0.0.0/0"),
+        &[(BACKEND_TYPE, "host-gw"), (PUBLIC_IP, "172.20.0.13")],
+    )];
+    assert!(peers(&hostgw, &me(), Backend::HostGw, None).is_empty());
+}
+
+#[test]
+fn the_fingerprint_follows_only_what_the_overlay_reads() {
+    let b = vxlan_node("b", "10.1.1.0/24", "172.20.0.11", "0a:00:00:00:00:0b");
+    let c = vxlan_node("c", "10.1.2.0/24", "172.20.0.12", "0a:00:00:00:00:0c");
+    let base = fingerprint([&b, &c]);
+    // The order of the store does not matter.
+    assert_eq!(fingerprint([&c, &b]), base);
+    // A status heartbeat, a label, another annotation: the same.
+    let mut heartbeat = b.clone();
+    heartbeat.status = Some(
+        serde_json::from_value(serde_json::json!({
+            "conditions": [{"type": "Ready", "status": "True",
+                            "lastHeartbeatTime": "2026-12-05T22:00:10Z"}],
+        }))
+        .unwrap(),
+    );
+    heartbeat.metadata.resource_version = Some("99".into());
+    heartbeat.metadata.labels = Some([("x".to_string(), "y".to_string())].into());
+    heartbeat
+        .metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert("node.alpha.kubernetes.io/ttl".into(), "0".into());
+    assert_eq!(fingerprint([&heartbeat, &c]), base);
+    // Each field it reads changes it.
+    let mut changed = vec![];
+    let mut mac = b.clone();
+    mac.metadata
+        .annotations
+        .as_mut()
+        .unwrap()
+        .insert(BACKEND_DATA.into(), backend_data(1, "0a:00:00:00:00:ff"));
+    changed.push(mac);
+    let mut ip = b.clone();
+    ip.metadata
+        .annotations
+        .as_mut()
+        .unwrap()
+        .insert(PUBLIC_IP.into(), "172.20.0.99".into());
+    changed.push(ip);
+    let mut kind = b.clone();
+    kind.metadata
+        .annotations
+        .as_mut()
+        .unwrap()
+        .insert(BACKEND_TYPE.into(), "host-gw".into());
+    changed.push(kind);
+    let mut cidr = b.clone();
+    cidr.spec.as_mut().unwrap().pod_cidr = Some("10.1.9.0/24".into());
+    changed.push(cidr);
+    let mut deleted = b.clone();
+    deleted.metadata.deletion_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::from_second(1_700_000_000).unwrap(),
+        ));
+    changed.push(deleted);
+    changed.push(created(b.clone(), 5));
+    for n in &changed {
+        assert_ne!(fingerprint([n, &c]), base, "{:?}", n.metadata);
+    }
+    // A node joining or leaving.
+    assert_ne!(fingerprint([&b]), base);
+    let d = node("d", None, &[]);
+    assert_ne!(fingerprint([&b, &c, &d]), base);
+}
+
+#[test]
+fn cidr_arithmetic() {
+    let net = Cidr::parse("10.1.0.0/16").unwrap();
+    assert!(net.contains("10.1.255.7".parse().unwrap()));
+    assert!(!net.contains("10.2.0.1".parse().unwrap()));
+    assert!(net.contains_cidr(&Cidr::parse("10.1.3.0/24").unwrap()));
+    assert!(!net.contains_cidr(&Cidr::parse("10.0.0.0/8").unwrap()));
+    assert!(net.overlaps(&Cidr::parse("10.0.0.0/8").unwrap()));
+    assert!(!net.overlaps(&Cidr::parse("10.2.0.0/24").unwrap()));
+    let all = Cidr::parse("0.0.0.0/0").unwrap();
+    assert!(all.contains("8.8.8.8".parse().unwrap()));
+    assert!(all.overlaps(&net));
 }
 
 #[test]
