@@ -370,6 +370,22 @@ fn a_lost_host_is_tainted_and_its_pods_replaced_and_nodes_are_drained_and_delete
         );
     }
     eprintln!("[{:?}] replaced", started.elapsed());
+    // The cut lasts until the agent's HTTP/2 health check (a ping after
+    // 30 s without a frame, 15 s for its answer) has dropped its
+    // connections to the server: a host lost for real, whose agent must
+    // dial again and list its watches anew, not a blip TCP retransmits
+    // over.
+    let established = || {
+        let out = underlay.hosts[0].exec(&["ss", "-Htn", "state", "established", "dst", &gateway]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    wait_for_explained(
+        "the cut-off agent's connections to the server dropped",
+        Duration::from_secs(90),
+        || established().trim().is_empty().then_some(()),
+        || format!("\nstill established:\n{}", established()),
+    );
+    eprintln!("[{:?}] connections dropped", started.elapsed());
 
     // 3. The cable is back.
     underlay.restore_link(0);
