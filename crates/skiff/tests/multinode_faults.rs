@@ -5,19 +5,21 @@
 //! 1. a Deployment spread over the two agent hosts tolerates the
 //!    `unreachable`/`not-ready` NoExecute taints for 5 s (kept as given,
 //!    where DefaultTolerationSeconds gives others 300 s);
-//! 2. one host's cable is pulled: its Node goes Unknown with upstream's
-//!    reason and message and is tainted `unreachable`; its pods are
-//!    marked for deletion when their toleration runs out and stay
-//!    Terminating (the node cannot confirm), while the Deployment's
-//!    replacements run on the other host;
-//! 3. the cable is back: the Node is Ready and untainted, and its agent
-//!    finishes the evicted pods' deletion;
+//! 2. one host's cable is pulled (until its agent's connections to the
+//!    server are dropped): its Node goes Unknown with upstream's reason
+//!    and message and is tainted `unreachable`; its pods are marked not
+//!    Ready, the Deployment's are marked for deletion when their
+//!    toleration runs out and stay Terminating (the node cannot
+//!    confirm), while their replacements run on the other host;
+//! 3. the cable is back: the Node is Ready and untainted, its agent
+//!    finishes the evicted pods' deletion, and its pod with the default
+//!    300 s is Ready again;
 //! 4. `kubectl cordon`/`uncordon`, `kubectl drain` (evictions through the
 //!    eviction subresource, held back by a PodDisruptionBudget allowing
 //!    none, one at a time under one allowing one; the pods come back on
-//!    the other host) and
-//!    `kubectl delete node` of a running agent, which, as the kubelet,
-//!    does not register it again until it restarts.
+//!    the other host) and `kubectl delete node` of a running agent,
+//!    which, as the kubelet, does not register it again until it
+//!    restarts.
 //!
 //! One cluster for the steps, in order; the server's controller manager
 //! runs with `--node-monitor-grace-period 20s` (upstream's default is
