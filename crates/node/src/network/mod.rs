@@ -142,22 +142,47 @@ impl CniConfig {
         rules.push_str(&format!(
             "-A {chain} ! -d 224.0.0.0/4 -m comment --comment \"{comment}\" -j MASQUERADE\nCOMMIT\n"
         ));
+        // Forwarding to and from the pod network is accepted, as flannel
+        // does: a host whose FORWARD policy is DROP (Docker sets it) would
+        // otherwise drop pod traffic that leaves or crosses the node.
+        rules.push_str(&format!("*filter\n:{chain} - [0:0]\n"));
+        for cidr in std::iter::once(&self.pod_cidr).chain(&self.peer_cidrs) {
+            for side in ["-s", "-d"] {
+                rules.push_str(&format!(
+                    "-A {chain} {side} {cidr} -m comment --comment \"{comment}\" -j ACCEPT\n"
+                ));
+            }
+        }
+        rules.push_str("COMMIT\n");
         Ok(rules)
     }
 
-    /// The POSTROUTING rule that sends the pods' traffic to the
-    /// masquerade chain (iptables arguments after `-t nat -A|-C`).
-    fn masquerade_jump(&self) -> Vec<String> {
-        vec![
-            "POSTROUTING".into(),
-            "-s".into(),
-            self.pod_cidr.clone(),
-            "-m".into(),
-            "comment".into(),
-            "--comment".into(),
-            self.masquerade_comment(),
-            "-j".into(),
-            self.masquerade_chain(),
+    /// The rules that send traffic to the node's chains, by table: the
+    /// pods' traffic in nat's POSTROUTING to the masquerade chain, all
+    /// forwarded traffic in filter's FORWARD to the accepting chain
+    /// (iptables arguments after `-t TABLE -A|-C`).
+    fn masquerade_jumps(&self) -> [(&'static str, Vec<String>); 2] {
+        let comment = ["-m", "comment", "--comment"].map(String::from);
+        let to_chain = ["-j".to_string(), self.masquerade_chain()];
+        [
+            (
+                "nat",
+                ["POSTROUTING", "-s", &self.pod_cidr]
+                    .map(String::from)
+                    .into_iter()
+                    .chain(comment.clone())
+                    .chain([self.masquerade_comment()])
+                    .chain(to_chain.clone())
+                    .collect(),
+            ),
+            (
+                "filter",
+                std::iter::once("FORWARD".to_string())
+                    .chain(comment)
+                    .chain([self.masquerade_comment()])
+                    .chain(to_chain)
+                    .collect(),
+            ),
         ]
     }
 
@@ -192,26 +217,27 @@ impl CniConfig {
                 String::from_utf8_lossy(&out.stderr).trim().to_string(),
             ));
         }
-        let iptables = |op: &str| {
-            Command::new("iptables")
-                .args(["-w", "5", "-t", "nat", op])
-                .args(self.masquerade_jump())
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .output()
-        };
-        if iptables("-C").is_ok_and(|o| o.status.success()) {
-            return Ok(());
+        for (table, jump) in self.masquerade_jumps() {
+            let iptables = |op: &str| {
+                Command::new("iptables")
+                    .args(["-w", "5", "-t", table, op])
+                    .args(&jump)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .output()
+            };
+            if iptables("-C").is_ok_and(|o| o.status.success()) {
+                continue;
+            }
+            let out = iptables("-A").map_err(|e| failed("iptables", e.to_string()))?;
+            if !out.status.success() {
+                return Err(failed(
+                    "iptables",
+                    String::from_utf8_lossy(&out.stderr).trim().to_string(),
+                ));
+            }
         }
-        let out = iptables("-A").map_err(|e| failed("iptables", e.to_string()))?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(failed(
-                "iptables",
-                String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            ))
-        }
+        Ok(())
     }
 
     /// Writes the masquerade rules ([`Self::masquerade`]), then the
@@ -384,12 +410,22 @@ mod tests {
                 "*nat\n:CNI-skiff0 - [0:0]\n\
                  -A CNI-skiff0 -d 10.244.3.0/24 -m comment --comment {comment} -j ACCEPT\n\
                  -A CNI-skiff0 ! -d 224.0.0.0/4 -m comment --comment {comment} -j MASQUERADE\n\
+                 COMMIT\n\
+                 *filter\n:CNI-skiff0 - [0:0]\n\
+                 -A CNI-skiff0 -s 10.244.3.0/24 -m comment --comment {comment} -j ACCEPT\n\
+                 -A CNI-skiff0 -d 10.244.3.0/24 -m comment --comment {comment} -j ACCEPT\n\
                  COMMIT\n"
             )
         );
+        let [(nat, masquerade), (filter, forward)] = c.masquerade_jumps();
+        assert_eq!((nat, filter), ("nat", "filter"));
         assert_eq!(
-            c.masquerade_jump().join(" "),
+            masquerade.join(" "),
             r#"POSTROUTING -s 10.244.3.0/24 -m comment --comment name: "skiff0" id: "skiff-masquerade" -j CNI-skiff0"#
+        );
+        assert_eq!(
+            forward.join(" "),
+            r#"FORWARD -m comment --comment name: "skiff0" id: "skiff-masquerade" -j CNI-skiff0"#
         );
     }
 
@@ -403,7 +439,8 @@ mod tests {
             peer_cidrs: vec!["10.244.4.0/24".into(), "10.244.5.0/24".into()],
         };
         let rules = c.masquerade_rules().unwrap();
-        let accepted: Vec<&str> = rules
+        let (nat, filter) = rules.split_once("*filter").unwrap();
+        let accepted: Vec<&str> = nat
             .lines()
             .filter(|l| l.ends_with("-j ACCEPT"))
             .map(|l| l.split_whitespace().nth(3).unwrap())
@@ -413,6 +450,8 @@ mod tests {
             ["10.244.3.0/24", "10.244.4.0/24", "10.244.5.0/24"]
         );
         assert!(rules.lines().nth(5).unwrap().ends_with("-j MASQUERADE"));
+        // Forwarding to and from every pod network is accepted.
+        assert_eq!(filter.matches("-j ACCEPT").count(), 6);
         let v: serde_json::Value = serde_json::from_str(&c.conflist().unwrap()).unwrap();
         assert_eq!(v["plugins"][0]["mtu"], 1450);
         let bad = CniConfig {
