@@ -78,7 +78,11 @@ fn server(
     .args(["--bridge-name", bridge])
     .args(["--kubelet-port", &free_port().to_string()]);
     match node {
-        Some(name) => cmd.args(["--node-ip", "127.0.0.1", "--node-name", name]),
+        // No overlay: this node and the test's agent share one network
+        // namespace, where two VXLAN devices of one VNI cannot both be.
+        Some(name) => cmd
+            .args(["--node-ip", "127.0.0.1", "--node-name", name])
+            .args(["--flannel-backend", "none"]),
         None => cmd.arg("--disable-agent"),
     };
     let mut child = cmd
@@ -231,6 +235,7 @@ fn a_second_server_joins_with_the_token_and_takes_over() {
         .args(["--kubelet-port", &free_port().to_string()])
         .args(["--cluster-cidr", &first.cidr.cidr()])
         .args(["--service-cidr", &first.cidr.service_cidr()])
+        .args(["--flannel-backend", "none"])
         .env("SKIFF_LOG", "info,kube=warn,tower=warn,hyper=warn,h2=warn")
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
