@@ -73,6 +73,9 @@ fn server(
     .arg("--data-dir")
     .arg(data_dir)
     .args(["--etcd-servers", etcd, "--token", token])
+    // The first server's address, as its printed join command gives it:
+    // its CA is checked against the token before the store is read.
+    .args(["--server", &first.printed_join().0])
     .args(["--cluster-cidr", &first.cidr.cidr()])
     .args(["--service-cidr", &first.cidr.service_cidr()])
     .args(["--bridge-name", bridge])
@@ -141,6 +144,24 @@ fn a_second_server_joins_with_the_token_and_takes_over() {
         log.contains("does not open the cluster's bootstrap data"),
         "{log}"
     );
+    assert!(
+        !refused_dir.join("pki").exists(),
+        "a refused server made a PKI"
+    );
+    // A token whose CA hash is not the first server's is refused at its
+    // --server, before the store is read.
+    let other_ca = format!("K10{}::{rest}", "0".repeat(head.len() - 3));
+    let (mut refused, log) = server(
+        &first,
+        &refused_dir,
+        &format!("{}r", first.bridge),
+        &endpoints,
+        &other_ca,
+        Some("refused"),
+    );
+    assert!(!refused.wait().unwrap().success());
+    let log = log.join("\n");
+    assert!(log.contains("is not the token's cluster"), "{log}");
     assert!(
         !refused_dir.join("pki").exists(),
         "a refused server made a PKI"
