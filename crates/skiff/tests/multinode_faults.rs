@@ -29,15 +29,8 @@ mod cluster;
 
 use std::time::{Duration, Instant};
 
-use cluster::hosts::Underlay;
-use cluster::{wait_for, wait_for_explained, CidrLease, Cluster, Options};
-
-/// The hosts and the server: the hosts are torn down first, while the
-/// server still holds the test's network lease (fields drop in order).
-struct Env {
-    underlay: Underlay,
-    c: Cluster,
-}
+use cluster::hosts::Env;
+use cluster::{wait_for, wait_for_explained, Cluster, Options};
 
 const GRACE: &str = "20s";
 
@@ -195,36 +188,20 @@ fn wait_ready(c: &Cluster, node: &str, timeout: Duration) {
 #[test]
 fn a_lost_host_is_tainted_and_its_pods_replaced_and_nodes_are_drained_and_deleted() {
     let started = Instant::now();
-    let cidr = CidrLease::take();
-    let dir = tempfile::tempdir().unwrap();
-    let underlay = Underlay::new(&cidr, 2, dir.path());
-    let gateway = underlay.gateway();
-    let c = Cluster::start_with(
+    let mut env = Env::start(
+        2,
         Options {
-            bind_address: Some(gateway.clone()),
-            node_ip: Some(gateway.clone()),
             taint_control_plane: true,
             extra: vec!["--node-monitor-grace-period".into(), GRACE.into()],
             ..Options::default()
         },
-        cidr,
+        &[],
     );
-    let mut env = Env { underlay, c };
+    let gateway = env.underlay.gateway();
     let (underlay, c) = (&mut env.underlay, &env.c);
     let (server, token) = c.printed_join();
-    underlay.join(0, &server, &token);
-    underlay.join(1, &server, &token);
     let lost = underlay.hosts[0].node_name.clone();
     let other = underlay.hosts[1].node_name.clone();
-    for node in [&lost, &other] {
-        wait_for("the host's node", Duration::from_secs(90), || {
-            c.kubectl_output(&["get", "node", node])
-                .status
-                .success()
-                .then_some(())
-        });
-        wait_ready(c, node, Duration::from_secs(90));
-    }
 
     // 1. DefaultTolerationSeconds: 300 s for a pod that says nothing,
     // the Deployment's own 5 s kept (and nothing added to them).
