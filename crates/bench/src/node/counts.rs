@@ -1,8 +1,9 @@
 //! What one pod start costs in calls, counted where the times drift:
 //! the agent's CRI calls by method (its `kubelet_runtime_operations_total`
-//! on the agent's `/metrics`) and the API server's writes of pods and
-//! Events (`apiserver_request_total`), as the difference of two scrapes
-//! around a pod started alone (and around its deletion).
+//! on the agent's `/metrics`) and the API server's writes of pods, Events
+//! and service-account tokens (`apiserver_request_total`), as the
+//! difference of two scrapes around a pod started alone (and around its
+//! deletion).
 //!
 //! A window runs from just before the create (or the delete) until the
 //! agent's relist has run twice after the pod was Ready (or its sandbox
@@ -116,8 +117,8 @@ fn labels(mut s: &str) -> Option<BTreeMap<&str, String>> {
 struct Scrape {
     /// `kubelet_runtime_operations_total` by `operation_type`.
     cri: BTreeMap<String, f64>,
-    /// `apiserver_request_total` of pods and Events written, by
-    /// `VERB resource[/subresource]`.
+    /// `apiserver_request_total` of pods, Events and service-account
+    /// tokens written, by `VERB resource[/subresource]`.
     writes: BTreeMap<String, f64>,
     /// The agent's pod worker passes (`kubelet_pod_worker_duration_seconds`
     /// count) by `operation_type` (create, update, sync, kill).
@@ -142,7 +143,10 @@ impl Scrape {
             if name != "apiserver_request_total" || !WRITES.contains(&get("verb")) {
                 continue;
             }
-            if !matches!(get("resource"), "pods" | "events") {
+            // A pod's writes, its Events, and the token of its
+            // service-account volume (TokenRequest).
+            let token = get("resource") == "serviceaccounts" && get("subresource") == "token";
+            if !matches!(get("resource"), "pods" | "events") && !token {
                 continue;
             }
             let key = match get("subresource") {
@@ -412,6 +416,7 @@ kubelet_running_pods 1
 apiserver_request_total{verb="PATCH",dry_run="",group="",version="v1",resource="pods",subresource="status",scope="namespace",component="apiserver",code="200"} 3
 apiserver_request_total{verb="PUT",dry_run="",group="coordination.k8s.io",version="v1",resource="leases",subresource="",scope="namespace",component="apiserver",code="200"} 9
 apiserver_request_total{verb="GET",dry_run="",group="",version="v1",resource="pods",subresource="",scope="namespace",component="apiserver",code="200"} 7
+apiserver_request_total{verb="POST",dry_run="",group="",version="v1",resource="serviceaccounts",subresource="token",scope="namespace",component="apiserver",code="201"} 1
 "#;
 
     #[test]
@@ -421,7 +426,11 @@ apiserver_request_total{verb="GET",dry_run="",group="",version="v1",resource="po
         assert_eq!(s.relists(), 6.0);
         assert_eq!(
             s.writes.keys().collect::<Vec<_>>(),
-            ["PATCH pods/status", "POST pods"]
+            [
+                "PATCH pods/status",
+                "POST pods",
+                "POST serviceaccounts/token"
+            ]
         );
     }
 
