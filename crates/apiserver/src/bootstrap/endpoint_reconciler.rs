@@ -81,10 +81,7 @@ pub struct Member {
 impl Member {
     /// From `host:port` (the advertised address); 6443 when no port.
     pub fn parse(advertise: &str) -> Self {
-        let (ip, port) = advertise
-            .rsplit_once(':')
-            .map(|(h, p)| (h.to_string(), p.parse::<u16>().unwrap_or(6443)))
-            .unwrap_or_else(|| (advertise.to_string(), 6443));
+        let (ip, port) = super::services::split_advertise(advertise);
         Self { ip, port }
     }
 

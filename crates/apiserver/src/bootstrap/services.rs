@@ -194,6 +194,15 @@ pub async fn service_cidr(store: &dyn Store, cidr: Cidr) -> StoreResult<()> {
     .await
 }
 
+/// An API server's advertised `host:port` split (6443 when the port is
+/// missing or not a number).
+pub(super) fn split_advertise(advertise: &str) -> (String, u16) {
+    advertise
+        .rsplit_once(':')
+        .map(|(h, p)| (h.to_string(), p.parse::<u16>().unwrap_or(6443)))
+        .unwrap_or_else(|| (advertise.to_string(), 6443))
+}
+
 /// The `kubernetes` Service in `default` (the range's first address, 443
 /// to the API server's port at `advertise`, `host:port`); its endpoints
 /// are [`super::endpoint_reconciler`]'s.
@@ -205,7 +214,7 @@ pub async fn kubernetes_service(
     let Some(svc_r) = services() else {
         return Ok(());
     };
-    let port = super::endpoint_reconciler::Member::parse(advertise).port;
+    let port = split_advertise(advertise).1;
     let key = object::key(svc_r, Some("default"), "kubernetes");
     let existing = match store.get(&key).await {
         Ok(kv) => Some(serde_json::from_slice::<Value>(&kv.value).unwrap_or_default()),
