@@ -336,48 +336,37 @@ impl Agent {
         let (peers_tx, mut peers_rx) = watch::channel(Vec::<String>::new());
         let overlay_links: Arc<dyn network::overlay::links::Links> =
             Arc::new(network::overlay::links::IpCommand);
-        let overlay_task = match node_ip {
-            IpAddr::V4(public_ip) if config.overlay != network::overlay::plan::Backend::None => {
-                let settings = network::overlay::Settings {
-                    backend: config.overlay,
-                    node_name: config.node_name.clone(),
-                    public_ip,
-                    device: network::overlay::plan::device_for_bridge(&config.bridge),
-                    vni: config.vxlan_vni,
-                    port: config.vxlan_port,
-                    cluster_cidr: config
-                        .cluster_cidr
-                        .as_deref()
-                        .and_then(network::overlay::plan::Cidr::parse),
-                    resync: Duration::from_secs(30),
-                };
-                Some(tokio::spawn(network::overlay::run(
+        let overlay = match node_ip {
+            IpAddr::V4(public_ip) => Some(network::overlay::Settings {
+                backend: config.overlay,
+                node_name: config.node_name.clone(),
+                public_ip,
+                device: network::overlay::plan::device_for_bridge(&config.bridge),
+                vni: config.vxlan_vni,
+                port: config.vxlan_port,
+                cluster_cidr: config
+                    .cluster_cidr
+                    .as_deref()
+                    .and_then(network::overlay::plan::Cidr::parse),
+                resync: Duration::from_secs(30),
+            }),
+            IpAddr::V6(_) => None,
+        };
+        let pod_mtu = overlay
+            .as_ref()
+            .and_then(|settings| network::overlay::pod_mtu(settings, overlay_links.as_ref()));
+        let overlay_task = overlay
+            .filter(|settings| settings.backend != network::overlay::plan::Backend::None)
+            .map(|settings| {
+                tokio::spawn(network::overlay::run(
                     settings,
                     overlay_links.clone(),
                     informers.get::<k8s_openapi::api::core::v1::Node>(),
                     kube::Api::all(client.clone()),
                     peers_tx,
                     shutdown.clone(),
-                )))
-            }
-            _ => None,
-        };
-        let pod_mtu = match node_ip {
-            IpAddr::V4(public_ip) => network::overlay::pod_mtu(
-                &network::overlay::Settings {
-                    backend: config.overlay,
-                    node_name: config.node_name.clone(),
-                    public_ip,
-                    device: String::new(),
-                    vni: config.vxlan_vni,
-                    port: config.vxlan_port,
-                    cluster_cidr: None,
-                    resync: Duration::ZERO,
-                },
-                overlay_links.as_ref(),
-            ),
-            IpAddr::V6(_) => None,
-        };
+                ))
+            });
 
         // The network, once the node has a podCIDR.
         let network_ready = Arc::new(AtomicBool::new(false));
