@@ -31,6 +31,35 @@ pub struct Prepared {
     pub refresh_tokens_at: Option<i64>,
 }
 
+/// Whether writing the pod's volumes needs its IP: a downwardAPI item
+/// (alone or projected) naming `status.podIP(s)`. Upstream's validation
+/// refuses those paths in volumes, ours does not, so the worker prepares
+/// such a pod's volumes only once its sandbox has an IP, and every other
+/// pod's while the sandbox is being made.
+pub fn needs_pod_ip(pod: &Pod) -> bool {
+    let volumes = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.volumes.as_deref())
+        .unwrap_or(&[]);
+    let names_ip = |items: Option<&Vec<DownwardAPIVolumeFile>>| {
+        items.into_iter().flatten().any(|i| {
+            i.field_ref
+                .as_ref()
+                .is_some_and(|f| f.field_path.starts_with("status.podIP"))
+        })
+    };
+    volumes.iter().any(|v| {
+        names_ip(v.downward_api.as_ref().and_then(|d| d.items.as_ref()))
+            || v.projected.as_ref().is_some_and(|p| {
+                p.sources
+                    .iter()
+                    .flatten()
+                    .any(|s| names_ip(s.downward_api.as_ref().and_then(|d| d.items.as_ref())))
+            })
+    })
+}
+
 /// A volume that cannot be set up: its name and the FailedMount event's text.
 pub type Failure = (String, String);
 
@@ -504,6 +533,31 @@ mod tests {
         ]);
         assert_eq!(format_map(Some(&m)), "a=\"say \\\"hi\\\"\"\nb=\"2\"");
         assert_eq!(format_map(None), "");
+    }
+
+    #[test]
+    fn only_a_volume_naming_the_pod_ip_waits_for_the_sandbox() {
+        let none = pod(serde_json::json!([
+            {"name": "info", "downwardAPI": {"items": [
+                {"path": "name", "fieldRef": {"fieldPath": "metadata.name"}},
+                {"path": "host", "fieldRef": {"fieldPath": "status.hostIP"}}
+            ]}},
+            {"name": "cm", "configMap": {"name": "cm"}}
+        ]));
+        assert!(!needs_pod_ip(&none));
+        let direct = pod(serde_json::json!([
+            {"name": "info", "downwardAPI": {"items": [
+                {"path": "ip", "fieldRef": {"fieldPath": "status.podIP"}}
+            ]}}
+        ]));
+        assert!(needs_pod_ip(&direct));
+        let projected = pod(serde_json::json!([
+            {"name": "all", "projected": {"sources": [
+                {"configMap": {"name": "cm"}},
+                {"downwardAPI": {"items": [{"path": "ips", "fieldRef": {"fieldPath": "status.podIPs"}}]}}
+            ]}}
+        ]));
+        assert!(needs_pod_ip(&projected));
     }
 
     #[tokio::test]

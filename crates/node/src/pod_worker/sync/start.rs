@@ -122,9 +122,33 @@ impl PodWorker {
             Vec::new()
         };
         let look_ahead = futures::future::join_all(ahead.iter().map(|i| runtime.image_status(i)));
-        let (step, answers) = futures::future::join(
+        // ... and the pod's volumes are written (upstream mounts them
+        // before it makes the sandbox), unless one needs the pod's IP.
+        let ctx = self.ctx.clone();
+        let volumes_early = actions.create_sandbox
+            && network_up
+            && !to_start.is_empty()
+            && !volume_sources::needs_pod_ip(pod);
+        let volumes_ahead = async {
+            if !volumes_early {
+                return None;
+            }
+            let facts = Facts {
+                node_name: &ctx.node_name,
+                host_ip: &ctx.node_ip,
+                pod_ip: None,
+                node_cpu_milli: ctx.node_cpu_milli,
+                node_memory: ctx.node_memory,
+            };
+            let called = Instant::now();
+            let result =
+                volume_sources::prepare(ctx.objects.as_ref(), &ctx.volumes_root, pod, &facts).await;
+            Some((result, Span::new(called, Instant::now())))
+        };
+        let (step, answers, volumes_ahead) = futures::future::join3(
             self.ensure_sandbox(pod, rt, &actions, &sandbox_cfg, now),
             look_ahead,
+            volumes_ahead,
         )
         .await;
         for (image, answer) in ahead.into_iter().zip(answers) {
@@ -143,7 +167,6 @@ impl PodWorker {
         //    /etc/hosts and its volumes.
         let pod_ip = self.sandbox_ip(pod, rt, &sandbox_id).await;
         let hosts_file = self.write_hosts_file(pod, pod_ip.as_deref(), !to_start.is_empty());
-        let ctx = self.ctx.clone();
         let facts = Facts {
             node_name: &ctx.node_name,
             host_ip: &ctx.node_ip,
@@ -151,7 +174,10 @@ impl PodWorker {
             node_cpu_milli: ctx.node_cpu_milli,
             node_memory: ctx.node_memory,
         };
-        let prepared = match self.prepare_volumes(pod, &facts, &to_start, now).await {
+        let prepared = match self
+            .prepare_volumes(pod, &facts, &to_start, now, volumes_ahead)
+            .await
+        {
             Ok(prepared) => prepared,
             Err(Retry(next)) => {
                 self.pulls.inspected.clear();
@@ -383,27 +409,35 @@ impl PodWorker {
     }
 
     /// Step 4c: the pod's API-backed volumes written and its claims
-    /// resolved. A failure is a FailedMount event; the containers to start
-    /// then wait (ContainerCreating) and are retried soon.
+    /// resolved (or what step 3 found doing so beside the sandbox). A
+    /// failure is a FailedMount event; the containers to start then wait
+    /// (ContainerCreating) and are retried soon.
     async fn prepare_volumes(
         &mut self,
         pod: &Pod,
         facts: &Facts<'_>,
         to_start: &[Container],
         now: Instant,
+        ahead: Option<(Result<Prepared, volume_sources::Failure>, Span)>,
     ) -> Result<Prepared, Retry> {
-        let called = Instant::now();
-        match volume_sources::prepare(
-            self.ctx.objects.as_ref(),
-            &self.ctx.volumes_root,
-            pod,
-            facts,
-        )
-        .await
-        {
+        let (result, span) = match ahead {
+            Some(done) => done,
+            None => {
+                let called = Instant::now();
+                let result = volume_sources::prepare(
+                    self.ctx.objects.as_ref(),
+                    &self.ctx.volumes_root,
+                    pod,
+                    facts,
+                )
+                .await;
+                (result, Span::new(called, Instant::now()))
+            }
+        };
+        match result {
             Ok(p) => {
                 if let Some(t) = self.timeline.as_mut().filter(|_| !to_start.is_empty()) {
-                    t.volumes(Span::new(called, Instant::now()));
+                    t.volumes(span);
                 }
                 Ok(p)
             }
