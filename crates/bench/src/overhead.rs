@@ -17,6 +17,10 @@
 //!   onto the simulated nodes, timed from the first create until the
 //!   watch sees all Running; one side, then the other.
 //!
+//! `--sides` picks the sides in the order they are started (the first
+//! takes the first address lease): `off,on` swaps them, and `on,on` is a
+//! control run, where any difference is the sides' own.
+//!
 //! Rounds alternate which side goes first (on,off then off,on, …), so a
 //! drift in the machine's background load falls on both; a warm-up round
 //! comes first and is not counted, and each phase starts only once the
@@ -82,6 +86,35 @@ pub struct Args {
     /// Copy both servers' logs into this directory before cleaning up.
     #[arg(long)]
     keep_logs: Option<PathBuf>,
+    /// The two sides, in the order they are started (the first takes the
+    /// first address lease): `on,off` (default), `off,on` to swap which
+    /// side is started first, `on,on` or `off,off` for a control run
+    /// where any difference is the sides' own, not the flags'.
+    #[arg(long, default_value = "on,off", value_parser = parse_sides)]
+    sides: [bool; 2],
+}
+
+/// `--sides`: whether each side runs with recording and exporting off.
+fn parse_sides(s: &str) -> Result<[bool; 2], String> {
+    let flag = |w: &str| match w.trim() {
+        "on" => Ok(false),
+        "off" => Ok(true),
+        other => Err(format!("{other:?}: each side is on or off")),
+    };
+    match s.split_once(',') {
+        Some((a, b)) => Ok([flag(a)?, flag(b)?]),
+        None => Err("two sides, as on,off".into()),
+    }
+}
+
+/// The sides' labels: on and off, numbered when both are alike.
+fn side_labels(off: [bool; 2]) -> [String; 2] {
+    let word = |o: bool| if o { "off" } else { "on" };
+    if off[0] == off[1] {
+        [format!("{}1", word(off[0])), format!("{}2", word(off[1]))]
+    } else {
+        [word(off[0]).to_string(), word(off[1]).to_string()]
+    }
 }
 
 const IMAGE: &str = "docker.io/library/busybox:latest";
@@ -345,7 +378,7 @@ impl Drop for Sim {
 /// order: the watches end, the sim stops, then the server is stopped and
 /// reset.
 struct Side {
-    name: &'static str,
+    name: String,
     watch: Watch,
     sim_watch: Watch,
     pods: Api<Pod>,
@@ -395,7 +428,7 @@ async fn start_side(
     skiff: &Path,
     work: &Path,
     lease: &Lease,
-    name: &'static str,
+    name: &str,
     off: bool,
 ) -> anyhow::Result<Side> {
     let o = lease.octet;
@@ -467,7 +500,7 @@ async fn start_side(
     .await?;
     let cri = CriRuntime::new(server.containerd_dir().join("containerd.sock"))?;
     Ok(Side {
-        name,
+        name: name.to_string(),
         watch,
         sim_watch,
         pods: Api::namespaced(client.clone(), NS),
@@ -717,10 +750,12 @@ async fn measure(args: &Args, sides: &[Side; 2]) -> anyhow::Result<Vec<[Figures;
             None => format!("warm-up round {}/{} (not counted)", round + 1, args.warmup),
         };
         eprintln!(
-            "{label} ({} first): pod start p50 to Running {} on / {} off, to Ready {} / {}; sim pods Running {:.2} s / {:.2} s",
+            "{label} ({} first): pod start p50 to Running {} {} / {} {}, to Ready {} / {}; sim pods Running {:.2} s / {:.2} s",
             sides[first].name,
             ms(Figures::p50(&figures[0].running)),
+            sides[0].name,
             ms(Figures::p50(&figures[1].running)),
+            sides[1].name,
             ms(Figures::p50(&figures[0].ready)),
             ms(Figures::p50(&figures[1].ready)),
             figures[0].sim_running.as_secs_f64(),
@@ -777,10 +812,11 @@ fn report(args: &Args, rounds: &[[Figures; 2]], counts: &[Counts; 2], speed: (Du
             |v| format!("{v:.2} s"),
         ),
     ];
+    let [l0, l1] = side_labels(args.sides);
     let mut headers = vec!["round (first)".to_string()];
     for (name, _, _) in &metrics {
-        headers.push(format!("{name}: on"));
-        headers.push("off".to_string());
+        headers.push(format!("{name}: {l0}"));
+        headers.push(l1.clone());
     }
     let mut rows: Vec<Vec<String>> = rounds
         .iter()
@@ -789,7 +825,7 @@ fn report(args: &Args, rounds: &[[Figures; 2]], counts: &[Counts; 2], speed: (Du
             let mut row = vec![format!(
                 "{} ({})",
                 r + 1,
-                if r % 2 == 0 { "on" } else { "off" }
+                if r % 2 == 0 { &l0 } else { &l1 }
             )];
             for (_, get, fmt) in &metrics {
                 row.push(fmt(get(&f[0])));
@@ -804,13 +840,15 @@ fn report(args: &Args, rounds: &[[Figures; 2]], counts: &[Counts; 2], speed: (Du
     let mut median = vec!["median".to_string()];
     let mut spread = vec!["spread (min–max)".to_string()];
     let mut spread_pct = vec!["spread / median".to_string()];
-    let mut ratio = vec!["on/off (medians)".to_string()];
+    let mut ratio = vec![format!("{l0}/{l1} (medians)")];
     // Per-round ratios by which side went first: their difference is what
     // the order still does; their geometric mean is free of it (an odd
     // number of rounds has one order once more).
-    let mut ratio_on_first = vec!["on/off, rounds with on first (median)".to_string()];
-    let mut ratio_off_first = vec!["on/off, rounds with off first (median)".to_string()];
-    let mut balanced = vec!["on/off, order-balanced (geometric mean of the two)".to_string()];
+    let mut ratio_on_first = vec![format!("{l0}/{l1}, rounds with {l0} first (median)")];
+    let mut ratio_off_first = vec![format!("{l0}/{l1}, rounds with {l1} first (median)")];
+    let mut balanced = vec![format!(
+        "{l0}/{l1}, order-balanced (geometric mean of the two)"
+    )];
     for (_, get, _) in &metrics {
         let by_order = |first: usize| -> Vec<f64> {
             rounds
@@ -856,7 +894,7 @@ fn report(args: &Args, rounds: &[[Figures; 2]], counts: &[Counts; 2], speed: (Du
     let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
     print_grid(
         &format!(
-            "recording and exporting on (default) vs off ({}): {} interleaved rounds after {} warm-up; per round {} pods one at a time per side on the real node (alternating sides), then {} pods on {} simulated nodes by {} clients per side",
+            "recording and exporting: {l0} vs {l1}, started in that order (on: as shipped; off: {}): {} interleaved rounds after {} warm-up; per round {} pods one at a time per side on the real node (alternating sides), then {} pods on {} simulated nodes by {} clients per side",
             OFF_FLAGS.join(" "),
             args.rounds,
             args.warmup,
@@ -918,7 +956,7 @@ fn report(args: &Args, rounds: &[[Figures; 2]], counts: &[Counts; 2], speed: (Du
     ));
     print_grid(
         "counts per pod (should match between the sides) and cost",
-        &["figure", "on", "off"],
+        &["figure", &l0, &l1],
         &rows,
     );
     println!(
@@ -982,16 +1020,33 @@ async fn run_all(args: &Args) -> anyhow::Result<()> {
     let work = tempfile::Builder::new()
         .prefix("skiff-bench-overhead-")
         .tempdir()?;
-    let on_lease = Lease::take(220)?;
-    let off_lease = Lease::take(on_lease.octet + 1)?;
-    for lease in [&on_lease, &off_lease] {
+    let first_lease = Lease::take(220)?;
+    let second_lease = Lease::take(first_lease.octet + 1)?;
+    for lease in [&first_lease, &second_lease] {
         // A bridge of ours left by an interrupted run.
         skiff_node::network::remove_bridge(&lease.bridge());
     }
     eprintln!("work dir {}", work.path().display());
-    let on = start_side(args, &skiff, work.path(), &on_lease, "on", false).await?;
-    let off = start_side(args, &skiff, work.path(), &off_lease, "off", true).await?;
-    let sides = [on, off];
+    let labels = side_labels(args.sides);
+    let first = start_side(
+        args,
+        &skiff,
+        work.path(),
+        &first_lease,
+        &labels[0],
+        args.sides[0],
+    )
+    .await?;
+    let second = start_side(
+        args,
+        &skiff,
+        work.path(),
+        &second_lease,
+        &labels[1],
+        args.sides[1],
+    )
+    .await?;
+    let sides = [first, second];
     let result = measure(args, &sides).await;
     let mut all_counts = [Counts::default(); 2];
     if result.is_ok() {
@@ -1029,6 +1084,16 @@ mod tests {
     fn summary_is_median_and_range() {
         assert_eq!(summary(&[3.0, 1.0, 2.0]), (2.0, 1.0, 3.0));
         assert_eq!(summary(&[4.0, 1.0, 2.0, 3.0]), (2.5, 1.0, 4.0));
+    }
+
+    #[test]
+    fn sides_are_parsed_and_labelled() {
+        assert_eq!(parse_sides("on,off"), Ok([false, true]));
+        assert_eq!(parse_sides("off, on"), Ok([true, false]));
+        assert!(parse_sides("on").is_err());
+        assert!(parse_sides("on,maybe").is_err());
+        assert_eq!(side_labels([false, true]), ["on", "off"]);
+        assert_eq!(side_labels([false, false]), ["on1", "on2"]);
     }
 
     #[test]
