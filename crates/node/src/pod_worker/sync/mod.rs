@@ -995,6 +995,65 @@ mod tests {
         assert_eq!(status.pod_ip.as_deref(), Some("10.88.0.2"));
     }
 
+    /// A pod's volumes are written while its sandbox is made, except one
+    /// naming the pod's IP, which waits for the sandbox's answer.
+    #[tokio::test]
+    async fn volumes_are_written_beside_the_sandbox_unless_they_need_its_ip() {
+        let (runtime, events, _api, mut worker, tmp) = setup();
+        runtime.add_image("busybox:1", 100);
+        let mut p = pod("Always");
+        p.spec.as_mut().unwrap().volumes = Some(
+            serde_json::from_value(serde_json::json!([
+                {"name": "me", "downwardAPI": {"items": [
+                    {"path": "name", "fieldRef": {"fieldPath": "metadata.name"}},
+                    {"path": "ip", "fieldRef": {"fieldPath": "status.podIP"}}
+                ]}}
+            ]))
+            .unwrap(),
+        );
+        assert!(matches!(worker.sync(Some(&p)).await, Outcome::Continue(_)));
+        let dir = crate::pod_worker::volume_files::object_dir(
+            &tmp.path().join("volumes"),
+            "u1",
+            "downward-api",
+            "me",
+        );
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+        assert_eq!(read("ip"), "10.88.0.2");
+        assert_eq!(read("name"), "p");
+        assert!(events.reasons().contains(&"Started".to_string()));
+    }
+
+    /// A sandbox that cannot be made is the event, not the volume it made
+    /// no use of: a missing ConfigMap says FailedMount only once a sandbox
+    /// exists, as before volumes were written beside it.
+    #[tokio::test]
+    async fn a_failed_sandbox_hides_the_missing_config_map() {
+        let (runtime, events, _api, mut worker, _tmp) = setup();
+        runtime.add_image("busybox:1", 100);
+        let mut p = pod("Always");
+        p.spec.as_mut().unwrap().volumes = Some(
+            serde_json::from_value(serde_json::json!([
+                {"name": "cfg", "configMap": {"name": "missing"}}
+            ]))
+            .unwrap(),
+        );
+        runtime.fail_next(
+            "run_pod_sandbox",
+            crate::runtime::Error::Status {
+                code: tonic::Code::Unknown,
+                message: "no sandbox today".into(),
+            },
+        );
+        assert!(matches!(worker.sync(Some(&p)).await, Outcome::Continue(_)));
+        let reasons = events.reasons();
+        assert!(
+            reasons.contains(&"FailedCreatePodSandBox".to_string()),
+            "{reasons:?}"
+        );
+        assert!(!reasons.contains(&"FailedMount".to_string()), "{reasons:?}");
+    }
+
     /// The runtime calls of a pod's start, and of a resync that finds
     /// nothing changed, by operation.
     #[tokio::test]

@@ -125,8 +125,13 @@ impl PodWorker {
         // ... and the pod's volumes are written (upstream mounts them
         // before it makes the sandbox), unless one needs the pod's IP.
         let ctx = self.ctx.clone();
+        let backing_off = self
+            .sandbox_backoff
+            .last_update("sandbox")
+            .is_some_and(|last| self.sandbox_backoff.in_backoff_since("sandbox", last, now));
         let volumes_early = actions.create_sandbox
             && network_up
+            && !backing_off
             && !to_start.is_empty()
             && !volume_sources::needs_pod_ip(pod);
         let volumes_ahead = async {
