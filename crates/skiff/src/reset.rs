@@ -96,6 +96,8 @@ pub fn run(args: ResetArgs) -> anyhow::Result<()> {
     veths.extend(bridge_ports(&args.bridge_name));
     let veths = remove_veths(&veths);
     let netns = remove_netns(&netns);
+    // Before the rules that list them go.
+    let routes = remove_overlay_routes(&args.bridge_name);
     let rules = remove_iptables_rules(&args.bridge_name);
     let tables = remove_proxy_tables(&data_dir);
     unmount_under(&data_dir);
@@ -109,7 +111,7 @@ pub fn run(args: ResetArgs) -> anyhow::Result<()> {
     std::fs::remove_dir_all(&data_dir)
         .with_context(|| format!("cannot remove {}", data_dir.display()))?;
     eprintln!(
-        "ended {ended} leftover pod processes; removed {netns} network namespaces, {veths} veths, {rules} iptables rules, {tables} nftables tables"
+        "ended {ended} leftover pod processes; removed {netns} network namespaces, {veths} veths, {routes} overlay routes, {rules} iptables rules, {tables} nftables tables"
     );
     eprintln!(
         "reset {}: pods, containerd state, CNI state and the data dir are gone",
@@ -352,6 +354,47 @@ fn remove_netns(paths: &BTreeSet<PathBuf>) -> usize {
 /// chains: each carries `name: "NETWORK" id: "…"` in its comment) and
 /// the per-pod chains; the shared CNI-HOSTPORT-* chains stay. The count of
 /// rules deleted.
+/// The other nodes' podCIDRs in the node's masquerade chain
+/// (`CNI-<bridge>` in `iptables-save -t nat`'s output): the ones its
+/// overlay routes (see `skiff_node::network::CniConfig::masquerade_rules`;
+/// the own podCIDR is among them, and has no route of ours).
+fn overlay_cidrs(nat: &str, bridge: &str) -> Vec<String> {
+    let head = format!("-A CNI-{bridge} -d ");
+    let comment = format!(r#"name: \"{bridge}\" id: \"skiff-masquerade\""#);
+    nat.lines()
+        .filter(|l| l.contains(&comment) && l.ends_with("-j ACCEPT"))
+        .filter_map(|l| l.strip_prefix(&head)?.split_whitespace().next())
+        .filter(|cidr| cidr.contains('/'))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Removes the overlay's routes to the other nodes' podCIDRs (protocol
+/// `skiff_node::network::overlay::plan::ROUTE_PROTO`): host-gw's go via
+/// the underlay, which stays, so they do not go with the VXLAN device. The
+/// podCIDRs are read from the node's masquerade chain, so routes of
+/// another cluster in this network namespace (tests) are left alone.
+fn remove_overlay_routes(bridge: &str) -> usize {
+    let Ok(out) = std::process::Command::new("iptables-save")
+        .args(["-t", "nat"])
+        .stderr(std::process::Stdio::null())
+        .output()
+    else {
+        return 0;
+    };
+    let proto = skiff_node::network::overlay::plan::ROUTE_PROTO.to_string();
+    overlay_cidrs(&String::from_utf8_lossy(&out.stdout), bridge)
+        .iter()
+        .filter(|cidr| {
+            std::process::Command::new("ip")
+                .args(["route", "del", cidr, "proto", &proto])
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        })
+        .count()
+}
+
 fn remove_iptables_rules(network: &str) -> usize {
     let needle = format!(r#"name: \"{network}\" id: \""#);
     let mut removed = 0;
@@ -599,6 +642,22 @@ fn remove_cni_cache(network: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn overlay_cidrs_come_from_the_nodes_own_masquerade_chain() {
+        let nat = r#"*nat
+:CNI-skb0 - [0:0]
+-A POSTROUTING -s 10.9.0.0/24 -m comment --comment "name: \"skb0\" id: \"skiff-masquerade\"" -j CNI-skb0
+-A CNI-skb0 -d 10.9.0.0/24 -m comment --comment "name: \"skb0\" id: \"skiff-masquerade\"" -j ACCEPT
+-A CNI-skb0 -d 10.9.1.0/24 -m comment --comment "name: \"skb0\" id: \"skiff-masquerade\"" -j ACCEPT
+-A CNI-skb0 ! -d 224.0.0.0/4 -m comment --comment "name: \"skb0\" id: \"skiff-masquerade\"" -j MASQUERADE
+-A CNI-skb1 -d 10.8.1.0/24 -m comment --comment "name: \"skb1\" id: \"skiff-masquerade\"" -j ACCEPT
+COMMIT
+"#;
+        assert_eq!(overlay_cidrs(nat, "skb0"), ["10.9.0.0/24", "10.9.1.0/24"]);
+        assert_eq!(overlay_cidrs(nat, "skb1"), ["10.8.1.0/24"]);
+        assert!(overlay_cidrs(nat, "skb2").is_empty());
+    }
 
     #[test]
     fn mountinfo_paths_are_unescaped() {

@@ -210,7 +210,7 @@ fn a_server_and_two_agents_on_their_own_hosts_join_and_run_pods() {
 /// other across nodes through plain routes via the nodes' addresses.
 #[test]
 fn host_gw_routes_pod_traffic_via_the_nodes_addresses() {
-    let env = Env::start(1, Options::default(), &["--flannel-backend", "host-gw"]);
+    let mut env = Env::start(1, Options::default(), &["--flannel-backend", "host-gw"]);
     let gateway = env.underlay.gateway();
     let (underlay, c) = (&env.underlay, &env.c);
     let host = &underlay.hosts[0];
@@ -250,6 +250,18 @@ fn host_gw_routes_pod_traffic_via_the_nodes_addresses() {
             );
         }
     }
+    // A reset host keeps no route of the overlay's: host-gw's go via the
+    // underlay, which stays, so reset removes them itself.
+    let host = &mut env.underlay.hosts[0];
+    let out = host.reset();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let left = String::from_utf8_lossy(&host.exec(&["ip", "route", "show", "proto", "165"]).stdout)
+        .into_owned();
+    assert!(left.trim().is_empty(), "routes left after reset: {left}");
 }
 
 /// `GET /cgi-bin/who` on `address:8080` from inside `pod` (busybox nc:
