@@ -8,7 +8,7 @@
 //! commit carried several requests, the writer waits a little (at most
 //! `commit_delay`, only while requests keep arriving about as often as
 //! they have lately) so a stream of writes shares fsyncs; a lone writer
-//! never waits.
+//! never waits, nor does the first write after an idle spell.
 //!
 //! Physical compaction (deleting superseded rows) runs here too, a slice at
 //! a time between write batches, so it never holds writes up for long.
@@ -33,6 +33,19 @@ const GATHER_SLICE: std::time::Duration = std::time::Duration::from_micros(100);
 /// How many times the previous batch a gathered batch may grow to, when
 /// requests come spaced out.
 const GROWTH: usize = 4;
+
+/// A request this long after the previous commit ended starts afresh: the
+/// stream that batch belonged to is over, so it is taken for a lone
+/// writer and not held back to gather (a pod created on an idle server,
+/// after the last pod's events went in one batch, waited `commit_delay`).
+const STREAM_GAP: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// Whether a batch whose first request came `since_last` after the
+/// previous commit ended waits for more: only inside a stream of writes
+/// (the previous batch carried several, and not long ago).
+fn gathers(last_batch: usize, since_last: std::time::Duration) -> bool {
+    last_batch > 1 && since_last < STREAM_GAP
+}
 
 /// A write request.
 #[derive(Debug)]
@@ -88,6 +101,8 @@ pub(super) struct Writer {
     arrival_gap: std::time::Duration,
     /// When the previous batch's first request was taken.
     last_start: std::time::Instant,
+    /// When the previous commit ended.
+    last_end: std::time::Instant,
     /// Set when a compaction slice failed; cleared by the next commit, so a
     /// failing disk does not make the writer spin.
     compaction_stalled: bool,
@@ -123,6 +138,7 @@ impl Writer {
             last_batch: 0,
             arrival_gap: std::time::Duration::ZERO,
             last_start: std::time::Instant::now(),
+            last_end: std::time::Instant::now(),
             compaction_stalled: false,
         })
     }
@@ -158,11 +174,14 @@ impl Writer {
                 let start = std::time::Instant::now();
                 let mut batch = vec![first];
                 self.drain(&mut rx, &mut batch);
-                self.gather(&mut rx, &mut batch);
+                if gathers(self.last_batch, start.duration_since(self.last_end)) {
+                    self.gather(&mut rx, &mut batch);
+                }
                 self.note_arrivals(batch.len(), start.duration_since(self.last_start));
                 self.last_start = start;
                 self.last_batch = batch.len();
                 self.commit_batch(batch);
+                self.last_end = std::time::Instant::now();
             }
             if self.compaction_pending() {
                 if let Err(e) = self.compact_slice() {
@@ -188,7 +207,7 @@ impl Writer {
     /// times the previous: stopping at the first quiet slice there left
     /// most commits at a handful of writes.
     fn gather(&self, rx: &mut mpsc::UnboundedReceiver<Request>, batch: &mut Vec<Request>) {
-        if self.last_batch <= 1 || self.commit_delay.is_zero() {
+        if self.commit_delay.is_zero() {
             return;
         }
         let slice = self.commit_delay.min(GATHER_SLICE);
@@ -467,5 +486,23 @@ impl Writer {
                 Err(e)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn only_a_stream_of_writes_waits_to_gather() {
+        // Inside a stream: the last commit carried several.
+        assert!(gathers(5, Duration::from_micros(300)));
+        // A lone writer never waits.
+        assert!(!gathers(1, Duration::from_micros(300)));
+        assert!(!gathers(0, Duration::ZERO));
+        // A write after an idle spell is alone, whatever the last batch was.
+        assert!(!gathers(5, STREAM_GAP));
+        assert!(!gathers(5, Duration::from_millis(300)));
     }
 }
