@@ -207,19 +207,10 @@ async fn idle_rate(sides: &[Side; 2]) -> f64 {
     (used() - before) / IDLE_WINDOW.as_secs_f64()
 }
 
-/// Flushes the kernel's dirty pages (`sync`), then waits until both sides
-/// (servers, containerds and sims, with their children) together use
-/// under their idle rate plus [`QUIET_CPU`] of a core over
-/// [`QUIET_WINDOW`] (at most [`TEARDOWN`]).
+/// Waits until both sides (servers, containerds and sims, with their
+/// children) together use under their idle rate plus [`QUIET_CPU`] of a
+/// core over [`QUIET_WINDOW`] (at most [`TEARDOWN`]).
 async fn quiet(sides: &[Side; 2], idle: f64) {
-    // The last phase's store writes still being written back by the
-    // kernel (no process's CPU) would slow the next phase's fsyncs: the
-    // second sim phase of a round was the slower one in 23 of 25 rounds,
-    // whichever side and flags it had, before this flush.
-    let flushed = tokio::task::spawn_blocking(|| Command::new("sync").status()).await;
-    if !matches!(flushed, Ok(Ok(s)) if s.success()) {
-        eprintln!("sync failed: {flushed:?}");
-    }
     let deadline = std::time::Instant::now() + TEARDOWN;
     let used = || sides.iter().map(Side::all_cpu).sum::<f64>();
     let mut before = used();
