@@ -31,6 +31,21 @@ use crate::runtime::api;
 use crate::status::Waiting;
 use crate::timeline::{ContainerSteps, ImageStep, Span};
 
+/// The sandbox back-off's key.
+const SANDBOX_BACKOFF_KEY: &str = "sandbox";
+
+/// What the node tells environments and downwardAPI volumes, with the
+/// pod's IP once its sandbox has one.
+fn facts_of<'a>(ctx: &'a super::Context, pod_ip: Option<&'a str>) -> Facts<'a> {
+    Facts {
+        node_name: &ctx.node_name,
+        host_ip: &ctx.node_ip,
+        pod_ip,
+        node_cpu_milli: ctx.node_cpu_milli,
+        node_memory: ctx.node_memory,
+    }
+}
+
 /// How [`PodWorker::ensure_sandbox`] ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum SandboxStep {
@@ -125,26 +140,16 @@ impl PodWorker {
         // ... and the pod's volumes are written (upstream mounts them
         // before it makes the sandbox), unless one needs the pod's IP.
         let ctx = self.ctx.clone();
-        let backing_off = self
-            .sandbox_backoff
-            .last_update("sandbox")
-            .is_some_and(|last| self.sandbox_backoff.in_backoff_since("sandbox", last, now));
         let volumes_early = actions.create_sandbox
             && network_up
-            && !backing_off
+            && self.sandbox_backoff_until(now).is_none()
             && !to_start.is_empty()
             && !volume_sources::needs_pod_ip(pod);
         let volumes_ahead = async {
             if !volumes_early {
                 return None;
             }
-            let facts = Facts {
-                node_name: &ctx.node_name,
-                host_ip: &ctx.node_ip,
-                pod_ip: None,
-                node_cpu_milli: ctx.node_cpu_milli,
-                node_memory: ctx.node_memory,
-            };
+            let facts = facts_of(&ctx, None);
             let called = Instant::now();
             let result =
                 volume_sources::prepare(ctx.objects.as_ref(), &ctx.volumes_root, pod, &facts).await;
@@ -172,13 +177,7 @@ impl PodWorker {
         //    /etc/hosts and its volumes.
         let pod_ip = self.sandbox_ip(pod, rt, &sandbox_id).await;
         let hosts_file = self.write_hosts_file(pod, pod_ip.as_deref(), !to_start.is_empty());
-        let facts = Facts {
-            node_name: &ctx.node_name,
-            host_ip: &ctx.node_ip,
-            pod_ip: pod_ip.as_deref(),
-            node_cpu_milli: ctx.node_cpu_milli,
-            node_memory: ctx.node_memory,
-        };
+        let facts = facts_of(&ctx, pod_ip.as_deref());
         let prepared = match self
             .prepare_volumes(pod, &facts, &to_start, now, volumes_ahead)
             .await
@@ -309,11 +308,9 @@ impl PodWorker {
             // the relist's next change or this timer does).
             return SandboxStep::Wait(Some(now + Duration::from_secs(2)));
         }
-        let key = "sandbox";
-        if let Some(last) = self.sandbox_backoff.last_update(key) {
-            if self.sandbox_backoff.in_backoff_since(key, last, now) {
-                return SandboxStep::Wait(self.sandbox_backoff.until(key, last));
-            }
+        let key = SANDBOX_BACKOFF_KEY;
+        if let Some(until) = self.sandbox_backoff_until(now) {
+            return SandboxStep::Wait(until);
         }
         if let Err(e) = std::fs::create_dir_all(&sandbox_cfg.log_directory) {
             tracing::warn!(dir = %sandbox_cfg.log_directory, error = %e, "cannot create the pod's log dir");
@@ -346,6 +343,15 @@ impl PodWorker {
                 SandboxStep::Wait(self.sandbox_backoff.until(key, last))
             }
         }
+    }
+
+    /// When the sandbox back-off that `now` is inside ends (`Some`), if it
+    /// is inside one.
+    fn sandbox_backoff_until(&self, now: Instant) -> Option<Option<Instant>> {
+        let last = self.sandbox_backoff.last_update(SANDBOX_BACKOFF_KEY)?;
+        self.sandbox_backoff
+            .in_backoff_since(SANDBOX_BACKOFF_KEY, last, now)
+            .then(|| self.sandbox_backoff.until(SANDBOX_BACKOFF_KEY, last))
     }
 
     /// Step 3c: the new sandbox's resolv.conf, from the node's (dnsPolicy
